@@ -1,0 +1,36 @@
+# The two commands a newcomer needs: `make run` and `make test`. Each installs what it needs.
+SHELL := /bin/bash
+NODE := node --import tsx
+export ONNXRUNTIME_NODE_INSTALL := skip
+
+.PHONY: all deps redis-server models run test typecheck bench clean
+
+all: test
+
+# npm ci only when the lock file changed since the last install.
+node_modules/.installed: package-lock.json
+	npm ci --no-audit --no-fund
+	touch $@
+
+deps: node_modules/.installed
+
+# Tests that need Redis start their own redis-server on a free loopback port; install it when missing.
+redis-server:
+	@command -v redis-server >/dev/null || { \
+	  echo "installing redis-server from Debian"; \
+	  (apt-get update -qq || true) && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq redis-server >/dev/null; }
+
+typecheck: deps
+	npx tsc --noEmit -p .
+
+test: deps redis-server typecheck
+	bash test/run-tests.sh
+
+run: deps
+	$(NODE) control/cli/main.ts up --apps functions/apps
+
+bench: deps
+	$(NODE) test/bench/main.ts
+
+clean:
+	rm -rf node_modules build .models .bench

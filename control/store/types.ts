@@ -1,0 +1,154 @@
+/**
+ * The Store: every piece of control-plane state, behind one interface.
+ *
+ * Two backends pass one conformance suite (test/unit/control/store/conformance.ts):
+ *  - MemoryStore: the embedded default when everything runs inside one `cornserve up`;
+ *  - RedisStore: ioredis, every key under one prefix, multi-key transitions atomic (Lua / MULTI).
+ *
+ * Records are plain JSON values. Methods that change a count (usage, outstanding load) are atomic
+ * in both backends: concurrent callers never lose an update.
+ */
+
+// ---------- apps ----------
+
+export type AppState = 'not ready' | 'ready';
+
+export interface AppRecord {
+  appId: string; // "app-<32 hex>"
+  name: string; // from defineApp({name}); unique among registered apps
+  aliases: string[]; // extra names (CLI --alias, OpenAI `model`)
+  source: string; // the TypeScript source as registered
+  taskIds: string[]; // the unit tasks (after dedup) the app uses
+  state: AppState;
+  createdAt: number; // epoch ms
+}
+
+// ---------- unit tasks ----------
+
+export type UnitTaskState = 'deploying' | 'ready' | 'tearing down' | 'failed';
+
+export interface UnitTaskRecord {
+  taskId: string; // stable, derived from `key` (see control/store/task-id.ts)
+  key: string; // unitTaskKey(task): root class + descriptor + canonical config; equal keys = equivalent tasks
+  taskClass: string; // root unit-task class name, e.g. "EncoderTask"
+  task: unknown; // the task's JSON ({id, descriptor, config}) as first declared
+  state: UnitTaskState;
+  usage: number; // number of apps (or sessions) using it; teardown at 0
+  devices: DeviceRef[]; // devices currently allocated to it
+  updatedAt: number;
+}
+
+export interface DeviceRef {
+  node: string;
+  globalRank: number; // unique across the cluster; also the sidecar rank
+  localRank: number; // index on its node
+}
+
+// ---------- device inventory (resource manager) ----------
+
+export interface NodeInventory {
+  node: string;
+  sidecarUrl?: string; // where the node's sidecar listens (control HTTP)
+  devices: Array<DeviceRef & { owner: string | null }>; // owner = taskId or null when free
+}
+
+// ---------- routes (task -> executors) ----------
+
+export type ExecutorState = 'starting' | 'ready' | 'draining' | 'failed';
+
+export interface ExecutorRoute {
+  executorId: string;
+  taskId: string;
+  url: string; // base URL of the executor's HTTP API
+  sidecarRanks: number[]; // = global ranks of its devices
+  devices: DeviceRef[];
+  state: ExecutorState;
+  outstanding: number; // in-flight requests routed to it (least-outstanding routing)
+  startedAt: number;
+}
+
+// ---------- sidecar tensor metadata ----------
+
+export type DType = 'f32' | 'f16' | 'bf16' | 'f64' | 'i64' | 'i32' | 'u8' | 'bool';
+
+export type ChunkLocation =
+  | { kind: 'shm'; segment: string; offset: number; length: number } // a slot in a node's shared memory
+  | { kind: 'remote'; host: string; port: number }; // fetch over the sidecar byte stream
+
+export interface TensorChunkMeta {
+  id: string; // DataForward id (hex)
+  chunk: number;
+  node: string;
+  producerRank: number;
+  location: ChunkLocation;
+  kind: 'tensor' | 'object';
+  dtype?: DType; // tensors only
+  shape?: number[]; // tensors only
+  size: number; // bytes
+  expiresAt: number; // epoch ms; unconsumed data is freed after this
+}
+
+// ---------- change notifications ----------
+
+export type StoreChange =
+  | { kind: 'app'; id: string; op: 'put' | 'delete' }
+  | { kind: 'task'; id: string; op: 'put' | 'delete' }
+  | { kind: 'route'; id: string; taskId: string; op: 'put' | 'delete' }
+  | { kind: 'tensor'; id: string; chunk: number; op: 'put' | 'delete' };
+
+export type Unsubscribe = () => void;
+
+// ---------- the interface ----------
+
+export interface Store {
+  /** Resolves once the backend is usable (Redis connected). Idempotent. */
+  ready(): Promise<void>;
+  /** Idempotent; a shared connection passed in by the caller is never closed. */
+  close(): Promise<void>;
+
+  // apps
+  putApp(app: AppRecord): Promise<void>;
+  getApp(appId: string): Promise<AppRecord | undefined>;
+  /** Finds an app by id, name or alias. */
+  findApp(idOrName: string): Promise<AppRecord | undefined>;
+  listApps(): Promise<AppRecord[]>;
+  setAppState(appId: string, state: AppState): Promise<void>;
+  deleteApp(appId: string): Promise<boolean>;
+
+  // unit tasks
+  /**
+   * Atomically: if no task with `record.taskId` exists, stores `record` with usage 1 and returns
+   * {created: true}; otherwise increments its usage and returns the stored record, {created: false}.
+   */
+  acquireTask(record: Omit<UnitTaskRecord, 'usage'>): Promise<{ record: UnitTaskRecord; created: boolean }>;
+  /** Atomically decrements usage (never below 0) and returns the new count; undefined if unknown. */
+  releaseTask(taskId: string): Promise<number | undefined>;
+  getTask(taskId: string): Promise<UnitTaskRecord | undefined>;
+  listTasks(): Promise<UnitTaskRecord[]>;
+  updateTask(taskId: string, patch: Partial<Pick<UnitTaskRecord, 'state' | 'devices'>>): Promise<void>;
+  deleteTask(taskId: string): Promise<boolean>;
+
+  // device inventory
+  putInventory(nodes: NodeInventory[]): Promise<void>;
+  getInventory(): Promise<NodeInventory[]>;
+
+  // routes
+  putExecutor(route: ExecutorRoute): Promise<void>;
+  getExecutor(executorId: string): Promise<ExecutorRoute | undefined>;
+  listExecutors(taskId?: string): Promise<ExecutorRoute[]>;
+  setExecutorState(executorId: string, state: ExecutorState): Promise<void>;
+  /** Atomically adds `delta` to the executor's outstanding count and returns the new value. */
+  adjustOutstanding(executorId: string, delta: number): Promise<number>;
+  deleteExecutor(executorId: string): Promise<boolean>;
+
+  // sidecar tensor metadata
+  putChunk(meta: TensorChunkMeta): Promise<void>;
+  getChunk(id: string, chunk: number): Promise<TensorChunkMeta | undefined>;
+  listChunks(id?: string): Promise<TensorChunkMeta[]>;
+  deleteChunk(id: string, chunk: number): Promise<boolean>;
+  /** Removes and returns every chunk whose expiresAt <= now. */
+  takeExpiredChunks(now: number): Promise<TensorChunkMeta[]>;
+
+  /** Change notifications (in-process for memory; pub/sub for Redis, so other processes see them). */
+  subscribe(listener: (change: StoreChange) => void): Unsubscribe;
+}

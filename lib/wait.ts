@@ -1,0 +1,45 @@
+/** Bounded waiting: every wait in the platform ends, either with the value or with a clear error. */
+
+export class TimeoutError extends Error {
+  override readonly name = 'TimeoutError';
+  constructor(what: string, readonly ms: number) {
+    super(`${what} did not complete within ${ms} ms`);
+  }
+}
+
+export const sleep = (ms: number, signal?: AbortSignal) =>
+  new Promise<void>((resolve, reject) => {
+    if (signal?.aborted) return reject(signal.reason);
+    const t = setTimeout(() => { signal?.removeEventListener('abort', onAbort); resolve(); }, ms);
+    const onAbort = () => { clearTimeout(t); reject(signal!.reason); };
+    signal?.addEventListener('abort', onAbort, { once: true });
+  });
+
+/** Polls `check` until it returns a non-undefined/non-false value or `timeoutMs` passes. */
+export async function waitUntil<T>(
+  what: string,
+  check: () => T | undefined | false | Promise<T | undefined | false>,
+  { timeoutMs = 10_000, intervalMs = 25, signal }: { timeoutMs?: number; intervalMs?: number; signal?: AbortSignal } = {},
+): Promise<T> {
+  const end = Date.now() + timeoutMs;
+  for (;;) {
+    const v = await check();
+    if (v !== undefined && v !== false) return v;
+    if (Date.now() >= end) throw new TimeoutError(what, timeoutMs);
+    await sleep(intervalMs, signal);
+  }
+}
+
+/** Races a promise against a deadline (epoch ms); rejects with TimeoutError when it passes. */
+export async function withDeadline<T>(what: string, p: Promise<T>, deadline: number): Promise<T> {
+  const ms = Math.max(0, deadline - Date.now());
+  let timer: NodeJS.Timeout | undefined;
+  try {
+    return await Promise.race([
+      p,
+      new Promise<never>((_, reject) => { timer = setTimeout(() => reject(new TimeoutError(what, ms)), ms); }),
+    ]);
+  } finally {
+    clearTimeout(timer);
+  }
+}

@@ -1,0 +1,47 @@
+/**
+ * A real redis-server for tests: started on a free loopback port, stopped afterwards.
+ * `make test` installs Debian's redis-server when it is missing; tests never skip the Redis path.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { createConnection } from 'node:net';
+import { freePort } from '../../lib/net.js';
+import { waitUntil } from '../../lib/wait.js';
+
+export interface RedisServer {
+  readonly port: number;
+  readonly url: string;
+  /** Stops the server (SIGTERM, nothing saved) and waits for it to exit. */
+  stop(): Promise<void>;
+  /** Stops and starts it again on the same port (all data is lost: no persistence). */
+  restart(): Promise<void>;
+}
+
+function ping(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const s = createConnection({ port, host: '127.0.0.1' }, () => s.write('PING\r\n'));
+    s.once('data', (d) => { s.destroy(); resolve(d.toString().startsWith('+PONG')); });
+    s.once('error', () => resolve(false));
+  });
+}
+
+export async function startRedis(): Promise<RedisServer> {
+  const port = await freePort();
+  let child: ChildProcess | undefined;
+  const launch = async () => {
+    child = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'], {
+      stdio: 'ignore',
+    });
+    child.unref();
+    await waitUntil(`redis-server on port ${port}`, () => ping(port), { timeoutMs: 10_000 });
+  };
+  const stop = async () => {
+    const c = child;
+    if (!c || c.exitCode !== null) return;
+    const exited = new Promise((r) => c.once('exit', r));
+    c.kill('SIGTERM');
+    await exited;
+  };
+  await launch();
+  process.once('exit', () => child?.kill('SIGKILL'));
+  return { port, url: `redis://127.0.0.1:${port}`, stop, restart: async () => { await stop(); await launch(); } };
+}
