@@ -1,0 +1,197 @@
+/**
+ * Record and replay.
+ *
+ * `task.call(input)` runs the task's invoke() twice inside a fresh TaskContext:
+ *  1. record: each unit-task invoke() validates its input, returns a placeholder output and is recorded;
+ *  2. the recorded graph is dispatched (all invocations at once; executors wire data through sidecars);
+ *  3. replay: each unit-task invoke() returns its real output, in call order.
+ * Contexts live in AsyncLocalStorage, so concurrent calls never mix; a context is used once.
+ *
+ * The request scope (deadline, cancellation, trace context, dispatcher, the app's declared tasks) is set
+ * by the app-function runtime around serve() and read by every call made inside it.
+ */
+import { AsyncLocalStorage } from 'node:async_hooks';
+import {
+  DeterminismViolationError,
+  DispatchError,
+  RecordReplayError,
+  UndeclaredTaskError,
+  ValidationError,
+  formatIssues,
+} from './errors.js';
+import { toJsonValue } from './ids.js';
+import { Stream } from './stream.js';
+import { TaskGraph } from './graph.js';
+import { DEFAULT_DEADLINE_MS, getDefaultDispatcher, type DispatchResult, type GraphDispatcher } from './dispatch.js';
+import { unitTaskKey, type Task, type UnitTask } from './task.js';
+
+export interface RequestScope {
+  deadline?: number;
+  signal?: AbortSignal;
+  traceparent?: string;
+  dispatcher?: GraphDispatcher;
+  /** unitTaskKey()s of the tasks the app declared; a call to any other unit task fails at record time. */
+  allowedTaskKeys?: ReadonlySet<string>;
+  appId?: string;
+}
+
+export interface CallOptions {
+  /** Epoch ms; the earliest of this, timeoutMs and the request scope's deadline wins. */
+  deadline?: number;
+  timeoutMs?: number;
+  signal?: AbortSignal;
+  dispatcher?: GraphDispatcher;
+}
+
+const scopeStorage = new AsyncLocalStorage<RequestScope>();
+const contextStorage = new AsyncLocalStorage<TaskContext>();
+
+export function runInRequestScope<T>(scope: RequestScope, fn: () => T): T {
+  return scopeStorage.run(scope, fn);
+}
+
+export function currentRequestScope(): RequestScope | undefined {
+  return scopeStorage.getStore();
+}
+
+export function currentContext(): TaskContext | undefined {
+  return contextStorage.getStore();
+}
+
+type Phase = 'new' | 'recording' | 'recorded' | 'replaying' | 'done';
+
+interface RecordedCall {
+  task: UnitTask;
+  input: unknown;
+  placeholder: unknown;
+}
+
+export class TaskContext {
+  #phase: Phase = 'new';
+  readonly #calls: RecordedCall[] = [];
+  #outputs: unknown[] | undefined;
+  #replayed = 0;
+
+  constructor(private readonly allowedTaskKeys?: ReadonlySet<string>) {}
+
+  get phase(): Phase {
+    return this.#phase;
+  }
+
+  record(fn: () => unknown): void {
+    if (this.#phase === 'recording') throw new RecordReplayError('cannot start a record inside a record');
+    if (this.#phase === 'replaying') throw new RecordReplayError('cannot record while replaying');
+    if (this.#phase !== 'new') throw new RecordReplayError('a task context is used once; it cannot record again');
+    this.#phase = 'recording';
+    try {
+      const r = fn();
+      if (r && typeof (r as PromiseLike<unknown>).then === 'function')
+        throw new RecordReplayError('invoke() must be synchronous, but it returned a Promise');
+    } finally {
+      this.#phase = 'recorded';
+    }
+  }
+
+  /** The recorded graph, or undefined when invoke() called no unit task. */
+  graph(): TaskGraph | undefined {
+    if (this.#phase !== 'recorded') throw new RecordReplayError('the graph exists only between record and replay');
+    return this.#calls.length ? new TaskGraph(this.#calls.map((c) => ({ task: c.task, input: c.input, output: c.placeholder }))) : undefined;
+  }
+
+  invokeUnit(task: UnitTask, input: unknown): unknown {
+    if (this.#phase === 'recording') return this.#record(task, input);
+    if (this.#phase === 'replaying') return this.#replay(task);
+    throw new RecordReplayError(`${task.name}.invoke() called while its context is ${this.#phase}; unit tasks run only inside task.call()`);
+  }
+
+  #record(task: UnitTask, input: unknown): unknown {
+    if (this.allowedTaskKeys && !this.allowedTaskKeys.has(unitTaskKey(task))) throw new UndeclaredTaskError(task.name);
+    const parsed = task.inputSchema.safeParse(input);
+    if (!parsed.success) throw new ValidationError(`${task.name} input`, formatIssues(parsed.error.issues));
+    task.validateInput(parsed.data);
+    const placeholder = task.makeRecordOutput(parsed.data);
+    // A JSON copy: later mutation of the input by the composite does not change what was recorded.
+    this.#calls.push({ task, input: toJsonValue(parsed.data), placeholder });
+    return placeholder;
+  }
+
+  #replay(task: UnitTask): unknown {
+    const i = this.#replayed;
+    const expected = this.#calls[i];
+    if (!expected) throw new DeterminismViolationError(`${task.name} has no more outputs to replay: record made ${this.#calls.length} calls`);
+    if (expected.task.id !== task.id)
+      throw new DeterminismViolationError(`replay call #${i} is ${task.name} (${task.id}) but record call #${i} was ${expected.task.name} (${expected.task.id})`);
+    this.#replayed++;
+    return this.#outputs![i];
+  }
+
+  /** Turns the dispatcher's JSON outputs into typed outputs (a Stream for a streaming last output). */
+  setOutputs(result: DispatchResult): void {
+    if (this.#phase !== 'recorded' || this.#outputs) throw new RecordReplayError('task outputs already exist for this context; contexts are not reusable');
+    if (result.outputs.length !== this.#calls.length)
+      throw new DispatchError(`dispatcher returned ${result.outputs.length} outputs for ${this.#calls.length} invocations`);
+    this.#outputs = this.#calls.map((call, i) => {
+      if (call.placeholder instanceof Stream) {
+        if (!result.stream) throw new DispatchError(`${call.task.name} streams, but the dispatcher returned no stream`);
+        return new Stream(call.placeholder.chunkSchema, result.stream);
+      }
+      const out = call.task.outputSchema.safeParse(result.outputs[i]);
+      if (!out.success) throw new DispatchError(`output of ${call.task.name} does not match its schema: ${formatIssues(out.error.issues).map((x) => `${x.path}: ${x.message}`).join('; ')}`);
+      return out.data;
+    });
+  }
+
+  replay<T>(fn: () => T): T {
+    if (this.#phase === 'replaying') throw new RecordReplayError('cannot replay inside a replay');
+    if (this.#phase !== 'recorded') throw new RecordReplayError(`cannot replay a context that is ${this.#phase}`);
+    if (this.#calls.length && !this.#outputs) throw new RecordReplayError('cannot replay before the outputs are set');
+    this.#outputs ??= [];
+    this.#phase = 'replaying';
+    try {
+      const r = fn();
+      if (this.#replayed !== this.#calls.length)
+        throw new DeterminismViolationError(`replay made ${this.#replayed} unit-task calls but record made ${this.#calls.length}`);
+      return r;
+    } finally {
+      this.#phase = 'done';
+    }
+  }
+}
+
+/** Task.call(): record -> dispatch -> replay, in a fresh context. */
+export async function callTask<I, O>(task: Task<I, O>, input: I, options: CallOptions): Promise<O> {
+  const outer = contextStorage.getStore();
+  if (outer && (outer.phase === 'recording' || outer.phase === 'replaying'))
+    throw new RecordReplayError(`${task.name}.call() inside invoke(): composites call their subtasks' invoke(), not call()`);
+  if (task.inputSchema) {
+    const r = task.inputSchema.safeParse(input);
+    if (!r.success) throw new ValidationError(`${task.name} input`, formatIssues(r.error.issues));
+    input = r.data;
+  }
+  const scope = scopeStorage.getStore() ?? {};
+  const now = Date.now();
+  const deadline = Math.min(
+    options.deadline ?? Infinity,
+    options.timeoutMs !== undefined ? now + options.timeoutMs : Infinity,
+    scope.deadline ?? Infinity,
+  );
+  const effectiveDeadline = Number.isFinite(deadline) ? deadline : now + DEFAULT_DEADLINE_MS;
+  const ctx = new TaskContext(scope.allowedTaskKeys);
+  return contextStorage.run(ctx, async () => {
+    ctx.record(() => task.invoke(input));
+    const graph = ctx.graph();
+    if (graph) {
+      if (effectiveDeadline <= Date.now()) throw new DispatchError(`deadline passed before ${task.name} was dispatched`, 504, undefined, 'DEADLINE_EXCEEDED');
+      const dispatcher = options.dispatcher ?? scope.dispatcher ?? getDefaultDispatcher();
+      const signal = options.signal && scope.signal ? AbortSignal.any([options.signal, scope.signal]) : (options.signal ?? scope.signal);
+      const result = await dispatcher.dispatch(graph.toJSON(), {
+        deadline: effectiveDeadline,
+        ...(signal ? { signal } : {}),
+        ...(scope.traceparent ? { traceparent: scope.traceparent } : {}),
+        ...(scope.appId ? { appId: scope.appId } : {}),
+      });
+      ctx.setOutputs(result);
+    }
+    return ctx.replay(() => task.invoke(input));
+  });
+}

@@ -1,0 +1,96 @@
+/**
+ * How a recorded task graph reaches executors: an injected GraphDispatcher.
+ *
+ * The app-function runtime installs one that sends CloudEvents to the dispatcher; scripts and notebooks
+ * use GatewayDispatcher (POST /tasks/invoke on the gateway); tests inject fakes.
+ */
+import { DispatchError, type ErrorJSON } from './errors.js';
+import type { TaskGraphJSON } from './graph.js';
+import { ndjsonLines } from './stream.js';
+
+export interface DispatchOptions {
+  /** Epoch ms after which the whole graph is cancelled. */
+  deadline: number;
+  signal?: AbortSignal;
+  /** W3C trace context of the caller. */
+  traceparent?: string;
+  appId?: string;
+}
+
+export interface DispatchResult {
+  /** One JSON output per invocation, in order (a streaming last output is `{}`). */
+  outputs: unknown[];
+  /** The raw NDJSON lines of the last output, when the graph streams. */
+  stream?: AsyncIterable<string>;
+}
+
+export interface GraphDispatcher {
+  dispatch(graph: TaskGraphJSON, options: DispatchOptions): Promise<DispatchResult>;
+}
+
+export const DEFAULT_DEADLINE_MS = 5 * 60_000;
+export const DEADLINE_HEADER = 'x-cornserve-deadline';
+
+let defaultDispatcher: GraphDispatcher | undefined;
+
+/** Installed once per process by the app-function runtime (or by a script). */
+export function setDefaultDispatcher(d: GraphDispatcher | undefined): void {
+  defaultDispatcher = d;
+}
+
+export function getDefaultDispatcher(): GraphDispatcher {
+  return defaultDispatcher ?? new GatewayDispatcher(globalThis.process?.env.CORNSERVE_GATEWAY_URL ?? 'http://127.0.0.1:8000');
+}
+
+/** A signal that fires at the deadline or when `signal` does. */
+export function deadlineSignal(deadline: number, signal?: AbortSignal): AbortSignal {
+  const timeout = AbortSignal.timeout(Math.max(1, deadline - Date.now()));
+  return signal ? AbortSignal.any([signal, timeout]) : timeout;
+}
+
+/**
+ * Reads a dispatch reply: JSON outputs, or NDJSON whose first line is the outputs array and whose
+ * remaining lines are the last output's stream. Error replies become DispatchErrors with their code.
+ */
+export async function readDispatchResponse(res: Response): Promise<DispatchResult> {
+  if (!res.ok) {
+    const text = await res.text();
+    let err: ErrorJSON | undefined;
+    try {
+      err = (JSON.parse(text) as { error?: ErrorJSON }).error;
+    } catch {
+      /* not JSON */
+    }
+    throw new DispatchError(err?.message ?? `dispatch failed with HTTP ${res.status}: ${text.slice(0, 200)}`, res.status, err?.details, err?.code);
+  }
+  const type = res.headers.get('content-type') ?? '';
+  if (!type.includes('ndjson')) {
+    const outputs = (await res.json()) as unknown;
+    if (!Array.isArray(outputs)) throw new DispatchError('dispatch reply is not a JSON array of outputs');
+    return { outputs };
+  }
+  if (!res.body) throw new DispatchError('streaming dispatch reply has no body');
+  const lines = ndjsonLines(res.body as unknown as AsyncIterable<Uint8Array>)[Symbol.asyncIterator]();
+  const first = await lines.next();
+  if (first.done) throw new DispatchError('streaming dispatch reply ended before its outputs line');
+  const outputs = JSON.parse(first.value) as unknown;
+  if (!Array.isArray(outputs)) throw new DispatchError('first line of a streaming dispatch reply is not an array of outputs');
+  return { outputs, stream: { [Symbol.asyncIterator]: () => lines } };
+}
+
+/** Dispatches through the gateway's POST /tasks/invoke (scripts, notebooks, tests against a running platform). */
+export class GatewayDispatcher implements GraphDispatcher {
+  constructor(readonly gatewayUrl: string) {}
+
+  async dispatch(graph: TaskGraphJSON, options: DispatchOptions): Promise<DispatchResult> {
+    const headers: Record<string, string> = { 'content-type': 'application/json', [DEADLINE_HEADER]: String(options.deadline) };
+    if (options.traceparent) headers.traceparent = options.traceparent;
+    const res = await fetch(new URL('/tasks/invoke', this.gatewayUrl), {
+      method: 'POST',
+      headers,
+      body: JSON.stringify(graph),
+      signal: deadlineSignal(options.deadline, options.signal),
+    });
+    return readDispatchResponse(res);
+  }
+}

@@ -1,0 +1,100 @@
+/**
+ * The task graph: the list of unit-task invocations one `task.call()` produces, and its JSON form
+ * `{invocations: [{task_class, task, input, output}], is_streaming}` (DESIGN.md §4: the CloudEvent's data).
+ */
+import { z } from 'zod';
+import { ValidationError, formatIssues } from './errors.js';
+import { toJsonValue } from './ids.js';
+import { Stream, streamChunkSchema } from './stream.js';
+import { taskFromJSON, type UnitTask, type UnitTaskJSON } from './task.js';
+
+export interface TaskInvocationJSON {
+  task_class: string;
+  task: UnitTaskJSON;
+  input: unknown;
+  output: unknown;
+}
+
+export interface TaskGraphJSON {
+  invocations: TaskInvocationJSON[];
+  is_streaming: boolean;
+}
+
+export const taskGraphJsonSchema = z.object({
+  invocations: z
+    .array(
+      z.object({
+        task_class: z.string().min(1),
+        task: z.object({
+          id: z.string().min(1),
+          descriptor: z.string().nullable(),
+          config: z.record(z.string(), z.unknown()),
+        }),
+        input: z.unknown(),
+        output: z.unknown(),
+      }),
+    )
+    .min(1, 'a task graph needs at least one invocation'),
+  is_streaming: z.boolean(),
+}) satisfies z.ZodType<TaskGraphJSON>;
+
+export interface TaskInvocation {
+  task: UnitTask;
+  input: unknown;
+  /** The output: a record-time placeholder, or (after execution) the real output; a Stream placeholder when streaming. */
+  output: unknown;
+}
+
+export class TaskGraph {
+  constructor(readonly invocations: readonly TaskInvocation[]) {
+    if (invocations.length === 0) throw new ValidationError('task graph', [{ path: 'invocations', message: 'must not be empty' }]);
+    invocations.forEach((inv, i) => {
+      if (inv.task.isStreaming && i !== invocations.length - 1)
+        throw new ValidationError('task graph', [
+          { path: `invocations.${i}`, message: `${inv.task.name} streams its output, but only the last invocation of a graph may stream` },
+        ]);
+    });
+  }
+
+  get isStreaming(): boolean {
+    return this.invocations[this.invocations.length - 1]!.task.isStreaming;
+  }
+
+  toJSON(): TaskGraphJSON {
+    return {
+      invocations: this.invocations.map((inv) => ({
+        task_class: inv.task.constructor.name,
+        task: inv.task.toJSON(),
+        input: toJsonValue(inv.input),
+        output: toJsonValue(inv.output),
+      })),
+      is_streaming: this.isStreaming,
+    };
+  }
+
+  /** Parses and validates graph JSON: every task class known, every input and output valid for its task. */
+  static fromJSON(json: unknown): TaskGraph {
+    const parsed = taskGraphJsonSchema.safeParse(json);
+    if (!parsed.success) throw new ValidationError('task graph', formatIssues(parsed.error.issues));
+    const invocations = parsed.data.invocations.map((inv, i): TaskInvocation => {
+      const task = taskFromJSON(inv.task_class, inv.task as UnitTaskJSON);
+      const input = task.inputSchema.safeParse(inv.input);
+      if (!input.success)
+        throw new ValidationError('task graph', formatIssues(input.error.issues).map((x) => ({ ...x, path: `invocations.${i}.input.${x.path}` })));
+      const chunk = streamChunkSchema(task.outputSchema);
+      let output: unknown;
+      if (chunk) output = Stream.placeholder(chunk);
+      else {
+        const out = task.outputSchema.safeParse(inv.output);
+        if (!out.success)
+          throw new ValidationError('task graph', formatIssues(out.error.issues).map((x) => ({ ...x, path: `invocations.${i}.output.${x.path}` })));
+        output = out.data;
+      }
+      return { task, input: input.data, output };
+    });
+    const graph = new TaskGraph(invocations);
+    if (graph.isStreaming !== parsed.data.is_streaming)
+      throw new ValidationError('task graph', [{ path: 'is_streaming', message: `must be ${graph.isStreaming} for this graph` }]);
+    return graph;
+  }
+}

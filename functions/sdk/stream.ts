@@ -1,0 +1,146 @@
+/**
+ * Stream<T>: an async iterable over NDJSON lines, each parsed and validated by a zod schema.
+ *
+ * A Stream is consumed once. `transform(fn)` moves the underlying lines into a new Stream (the old one
+ * can no longer be iterated) and may be done once. In record mode a streaming task returns a placeholder
+ * Stream with no source; the real one arrives on replay.
+ */
+import { z } from 'zod';
+import { StreamError, ValidationError, formatIssues } from './errors.js';
+
+type StreamState = 'fresh' | 'consuming' | 'consumed' | 'moved';
+
+export class Stream<T> implements AsyncIterable<T> {
+  #lines: AsyncIterable<string> | undefined;
+  #state: StreamState = 'fresh';
+  #map: ((raw: unknown) => T) | undefined;
+  #transformed = false;
+
+  constructor(
+    readonly chunkSchema: z.ZodType<T>,
+    lines?: AsyncIterable<string>,
+  ) {
+    this.#lines = lines;
+  }
+
+  /** The record-time stand-in for a stream that does not exist yet. */
+  static placeholder<T>(chunkSchema: z.ZodType<T>): Stream<T> {
+    return new Stream(chunkSchema);
+  }
+
+  get isPlaceholder(): boolean {
+    return this.#lines === undefined;
+  }
+
+  #take(): AsyncIterable<string> {
+    if (this.#state === 'moved') throw new StreamError('this stream was transformed; iterate the stream transform() returned');
+    if (this.#state !== 'fresh') throw new StreamError('a stream can be iterated only once');
+    if (!this.#lines) throw new StreamError('this stream is a record-time placeholder and has no data (was it used during record?)');
+    this.#state = 'consuming';
+    return this.#lines;
+  }
+
+  /** The raw, trimmed, non-empty lines (for proxying a stream without parsing it). */
+  async *rawLines(): AsyncGenerator<string> {
+    const lines = this.#take();
+    try {
+      for await (const line of lines) {
+        const t = line.trim();
+        if (t) yield t;
+      }
+    } finally {
+      this.#state = 'consumed';
+    }
+  }
+
+  async *[Symbol.asyncIterator](): AsyncGenerator<T> {
+    for await (const line of this.rawLines()) {
+      yield this.#parse(line);
+    }
+  }
+
+  #parse(line: string): T {
+    let raw: unknown;
+    try {
+      raw = JSON.parse(line);
+    } catch {
+      throw new ValidationError('stream chunk', [{ path: '(root)', message: `not JSON: ${line.slice(0, 80)}` }]);
+    }
+    if (this.#map) return this.#map(raw);
+    const r = this.chunkSchema.safeParse(raw);
+    if (!r.success) throw new ValidationError('stream chunk', formatIssues(r.error.issues));
+    return r.data;
+  }
+
+  /**
+   * A new stream whose chunks are `fn(chunk)`. Moves the data: this stream cannot be iterated afterwards.
+   * `schema`, when given, validates the transformed chunks.
+   */
+  transform<R>(fn: (chunk: T) => R, schema?: z.ZodType<R>): Stream<R> {
+    if (this.#transformed) throw new StreamError('a stream can be transformed only once');
+    if (this.#state !== 'fresh') throw new StreamError('cannot transform a stream that is being or has been iterated');
+    this.#transformed = true;
+    const source = this.#lines;
+    this.#state = 'moved';
+    this.#lines = undefined;
+    const outSchema = (schema ?? z.unknown()) as z.ZodType<R>;
+    const out = new Stream<R>(outSchema, source);
+    const parseIn = (raw: unknown): T => {
+      const r = this.chunkSchema.safeParse(raw);
+      if (!r.success) throw new ValidationError('stream chunk', formatIssues(r.error.issues));
+      return r.data;
+    };
+    out.#map = (raw) => {
+      const v = fn(parseIn(raw));
+      if (!schema) return v;
+      const r = schema.safeParse(v);
+      if (!r.success) throw new ValidationError('transformed stream chunk', formatIssues(r.error.issues));
+      return r.data;
+    };
+    return out;
+  }
+
+  /** Streams serialize as `{}` in task graphs (the reference does the same): the data travels separately. */
+  toJSON(): Record<string, never> {
+    return {};
+  }
+}
+
+const STREAM_CHUNK = new WeakMap<z.ZodType, z.ZodType>();
+
+/** The output schema of a streaming task: a Stream of chunks validated by `chunk`. */
+export function streamOf<T>(chunk: z.ZodType<T>): z.ZodType<Stream<T>> {
+  const schema = z.custom<Stream<T>>((v) => v instanceof Stream, 'must be a Stream');
+  STREAM_CHUNK.set(schema, chunk);
+  return schema;
+}
+
+/** The chunk schema when `schema` was made by streamOf(), else undefined. */
+export function streamChunkSchema(schema: z.ZodType): z.ZodType | undefined {
+  return STREAM_CHUNK.get(schema);
+}
+
+/** Splits a byte or text stream into lines (NDJSON framing), handling chunks that split lines or UTF-8 characters. */
+export async function* ndjsonLines(source: AsyncIterable<Uint8Array | string>): AsyncGenerator<string> {
+  const decoder = new TextDecoder();
+  let buf = '';
+  for await (const part of source) {
+    buf += typeof part === 'string' ? part : decoder.decode(part, { stream: true });
+    let nl: number;
+    while ((nl = buf.indexOf('\n')) >= 0) {
+      const line = buf.slice(0, nl).trim();
+      buf = buf.slice(nl + 1);
+      if (line) yield line;
+    }
+  }
+  buf += decoder.decode();
+  if (buf.trim()) yield buf.trim();
+}
+
+/** A Stream over an in-memory list of chunks (tests, and apps that build their own streams). */
+export function streamFrom<T>(schema: z.ZodType<T>, chunks: Iterable<T> | AsyncIterable<T>): Stream<T> {
+  async function* lines() {
+    for await (const c of chunks as AsyncIterable<T>) yield JSON.stringify(c);
+  }
+  return new Stream(schema, lines());
+}

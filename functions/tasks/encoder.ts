@@ -1,0 +1,44 @@
+import { z } from 'zod';
+import { DataForward, UnitTask, ValidationError, registerTaskClass, tensorForward } from '../sdk/index.js';
+import { MODALITIES, modelBasename } from './openai.js';
+
+const sortedUnique = (ids: string[]) => [...new Set(ids)].sort();
+
+export const encoderConfigSchema = z.object({
+  modality: z.enum(MODALITIES),
+  /** The (LLM) model ids whose embeddings this encoder produces; several ids share one deployment (adapters). */
+  modelIds: z.array(z.string().min(1)).min(1, 'at least one model id').transform(sortedUnique),
+  maxBatchSize: z.number().int().positive().default(1),
+});
+
+export const encoderInputSchema = z.object({
+  model_id: z.string().min(1),
+  data_urls: z.array(z.string().min(1)).min(1, 'at least one URL'),
+});
+export type EncoderInput = z.infer<typeof encoderInputSchema>;
+
+export const encoderOutputSchema = z.object({ embeddings: z.array(tensorForward()) });
+export type EncoderOutput = z.infer<typeof encoderOutputSchema>;
+
+/** Encodes images, videos or audio into embeddings `[tokens, hidden]`, one DataForward per URL. */
+export class EncoderTask extends UnitTask<typeof encoderConfigSchema, EncoderInput, EncoderOutput> {
+  static override readonly configSchema = encoderConfigSchema;
+  readonly inputSchema = encoderInputSchema;
+  readonly outputSchema = encoderOutputSchema;
+
+  get name(): string {
+    return `encoder-${this.config.modality}-${modelBasename(this.config.modelIds[0]!)}`;
+  }
+
+  override validateInput(input: EncoderInput): void {
+    if (!this.config.modelIds.includes(input.model_id))
+      throw new ValidationError(`${this.name} input`, [
+        { path: 'model_id', message: `${input.model_id} is not served by this encoder (serves ${this.config.modelIds.join(', ')})` },
+      ]);
+  }
+
+  makeRecordOutput(input: EncoderInput): EncoderOutput {
+    return { embeddings: input.data_urls.map(() => DataForward.tensor()) };
+  }
+}
+registerTaskClass(EncoderTask);

@@ -1,0 +1,46 @@
+import { z } from 'zod';
+import { DataForward, Stream, UnitTask, registerTaskClass, streamOf, tensorForward } from '../sdk/index.js';
+import { chatChunkSchema, chatRequestSchema, modelBasename, type ChatChunk, type ChatRequest } from './openai.js';
+
+export const llmConfigSchema = z.object({
+  modelId: z.string().min(1),
+  /** The LLM receives multimodal embeddings from encoders (encoder fission) instead of encoding itself. */
+  receiveEmbeddings: z.boolean().default(true),
+});
+
+/**
+ * The root of the LLM unit tasks: LLMTask and LLMEmbeddingTask with equal config are equivalent and
+ * share one LLM deployment.
+ */
+export abstract class LLMBaseTask<I, O> extends UnitTask<typeof llmConfigSchema, I, O> {
+  static override readonly configSchema = llmConfigSchema;
+
+  get name(): string {
+    return `llm-${modelBasename(this.config.modelId)}`;
+  }
+}
+
+/** OpenAI chat request in, stream of OpenAI chat chunks out. */
+export class LLMTask extends LLMBaseTask<ChatRequest, Stream<ChatChunk>> {
+  readonly inputSchema = chatRequestSchema;
+  readonly outputSchema = streamOf(chatChunkSchema);
+
+  makeRecordOutput(): Stream<ChatChunk> {
+    return Stream.placeholder(chatChunkSchema);
+  }
+}
+registerTaskClass(LLMTask);
+
+export const llmEmbeddingOutputSchema = z.object({ embeddings: tensorForward() });
+export type LLMEmbeddingOutput = z.infer<typeof llmEmbeddingOutputSchema>;
+
+/** The prompt's hidden states `[tokens, hidden]`, forwarded to another executor (e.g. an audio generator). */
+export class LLMEmbeddingTask extends LLMBaseTask<ChatRequest, LLMEmbeddingOutput> {
+  readonly inputSchema = chatRequestSchema;
+  readonly outputSchema = llmEmbeddingOutputSchema;
+
+  makeRecordOutput(): LLMEmbeddingOutput {
+    return { embeddings: DataForward.tensor() };
+  }
+}
+registerTaskClass(LLMEmbeddingTask);
