@@ -5,3 +5,4 @@ export * from './llm.js';
 export * from './generator.js';
 export * from './mllm.js';
 export * from './any-to-any.js';
+export * from './echo.js';

@@ -1,0 +1,27 @@
+import { EchoTask, EchoStreamTask, type EchoBaseTask } from '../../functions/tasks/echo.js';
+import type { TaskDescriptor } from './types.js';
+import { ndjsonLines } from '../../functions/sdk/index.js';
+
+/** EchoTask / EchoStreamTask -> the echo executor's POST /echo. */
+export const echoDescriptor: TaskDescriptor<EchoBaseTask<unknown>> = {
+  name: 'default',
+  taskClass: 'EchoBaseTask',
+  executorName: (task) => `echo-${task.config.serviceTimeMs}ms`,
+  launch: (task) => ({
+    kind: 'echo',
+    entry: 'executors/echo/main.ts',
+    image: 'cornserve/echo',
+    args: ['--service-time-ms', String(task.config.serviceTimeMs)],
+    devicesPerExecutor: 1,
+  }),
+  request: (task, input) => {
+    const { text, chunks } = input as { text: string; chunks?: number };
+    if (task instanceof EchoStreamTask) return { path: '/echo', body: { text, chunks: chunks ?? 1, service_time_ms: task.config.serviceTimeMs } };
+    if (task instanceof EchoTask) return { path: '/echo', body: { text, service_time_ms: task.config.serviceTimeMs } };
+    throw new Error(`echo descriptor cannot serve ${task.constructor.name}`);
+  },
+  response: async (task, _output, res) => {
+    if (task instanceof EchoStreamTask) return { output: {}, stream: ndjsonLines(res.body as unknown as AsyncIterable<Uint8Array>) };
+    return { output: await res.json() };
+  },
+};

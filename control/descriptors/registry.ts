@@ -1,0 +1,29 @@
+/**
+ * Descriptors by root unit-task class and name. Built-ins register here; the dispatcher and the task
+ * managers look them up with `descriptorFor(task)`.
+ */
+import type { UnitTask } from '../../functions/sdk/index.js';
+import { CornserveError } from '../../functions/sdk/errors.js';
+import type { TaskDescriptor } from './types.js';
+import { echoDescriptor } from './echo.js';
+
+const REGISTRY = new Map<string, Map<string, TaskDescriptor<any>>>();
+
+export function registerDescriptor(d: TaskDescriptor<any>): void {
+  const byName = REGISTRY.get(d.taskClass) ?? new Map<string, TaskDescriptor>();
+  if (byName.has(d.name) && byName.get(d.name) !== d) throw new Error(`descriptor ${d.name} for ${d.taskClass} is already registered`);
+  byName.set(d.name, d);
+  REGISTRY.set(d.taskClass, byName);
+}
+
+export function descriptorFor<T extends UnitTask>(task: T): TaskDescriptor<T> {
+  const root = task.rootClass.name;
+  const byName = REGISTRY.get(root);
+  if (!byName) throw new CornserveError('NO_DESCRIPTOR', `no execution descriptor is registered for ${root}`, 400);
+  const name = task.descriptor ?? 'default';
+  const d = byName.get(name);
+  if (!d) throw new CornserveError('NO_DESCRIPTOR', `descriptor ${name} is not registered for ${root} (known: ${[...byName.keys()].join(', ')})`, 400);
+  return d as TaskDescriptor<T>;
+}
+
+registerDescriptor(echoDescriptor);

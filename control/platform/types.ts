@@ -1,0 +1,65 @@
+/**
+ * Where processes run. `local` = child processes on this machine (the embedded default);
+ * `kubernetes` = Deployments for executors and Knative Services for app functions.
+ */
+import type { LaunchSpec } from '../descriptors/types.js';
+import type { DeviceRef, Unsubscribe } from '../store/types.js';
+
+export interface NodeDevices {
+  node: string;
+  /** Number of accelerators (virtual devices locally). */
+  devices: number;
+}
+
+export interface ExecutorSpec {
+  executorId: string; // unique; stable for the executor's life
+  taskId: string;
+  node: string;
+  devices: DeviceRef[]; // all on `node`
+  launch: LaunchSpec;
+  /** Extra environment (the platform adds the EXECUTOR_ENV variables itself). */
+  env?: Record<string, string>;
+}
+
+export interface ExecutorInstance {
+  executorId: string;
+  taskId: string;
+  url: string; // base URL of its HTTP API
+  node: string;
+  devices: DeviceRef[];
+}
+
+export interface AppFunctionSpec {
+  appId: string;
+  name: string;
+  /** The app's TypeScript source (the runtime transpiles it). */
+  source: string;
+  /** Runtime entry + args (local) / image (kubernetes), as for executors. devicesPerExecutor is ignored. */
+  launch: LaunchSpec;
+  env?: Record<string, string>;
+}
+
+export interface AppFunctionInstance {
+  appId: string;
+  url: string;
+}
+
+export type PlatformEvent =
+  | { kind: 'executor-exited'; executorId: string; taskId: string; code: number | null; signal: string | null; expected: boolean }
+  | { kind: 'app-function-exited'; appId: string; code: number | null; signal: string | null; expected: boolean };
+
+export interface Platform {
+  readonly kind: 'local' | 'kubernetes';
+  /** The nodes and how many devices each has. */
+  listNodes(): Promise<NodeDevices[]>;
+  /** Starts one executor; resolves once its process/pod exists (not necessarily healthy). */
+  startExecutor(spec: ExecutorSpec): Promise<ExecutorInstance>;
+  /** Stops it (SIGTERM, then SIGKILL after graceMs); resolves when it is gone. Unknown ids are a no-op. */
+  stopExecutor(executorId: string, options?: { graceMs?: number }): Promise<void>;
+  deployAppFunction(spec: AppFunctionSpec): Promise<AppFunctionInstance>;
+  deleteAppFunction(appId: string): Promise<void>;
+  /** Exits and failures of what the platform started (expected = we asked for it). */
+  onEvent(listener: (e: PlatformEvent) => void): Unsubscribe;
+  /** Stops everything it started. Idempotent. */
+  shutdown(): Promise<void>;
+}

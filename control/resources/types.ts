@@ -1,0 +1,33 @@
+/**
+ * The resource manager's API, used in-process by the gateway (and by `cornserve up`).
+ * It owns the device inventory, keeps one task manager per distinct unit task, deploys transactionally
+ * and tears down when the last user leaves.
+ */
+import type { UnitTask } from '../../functions/sdk/index.js';
+import type { ExecutorRoute, UnitTaskRecord } from '../store/types.js';
+
+export interface DeployProgress {
+  task: string; // the unit task's name, e.g. "encoder-image-tiny-vlm-a"
+  taskId: string;
+  state: 'deploying' | 'ready' | 'shared' | 'failed';
+  message?: string;
+}
+
+export interface TaskStatus extends UnitTaskRecord {
+  name: string;
+  executors: ExecutorRoute[];
+}
+
+export interface ResourceManagerApi {
+  /**
+   * Declares the app's unit tasks used: new ones are deployed (devices allocated, executors started and
+   * healthy), existing equivalent ones get usage + 1. All or nothing: on any failure every change is
+   * rolled back and the error is thrown. Returns the task ids, in the order given.
+   */
+  deploy(tasks: UnitTask[], onProgress?: (p: DeployProgress) => void): Promise<string[]>;
+  /** Usage - 1 for each; a task whose usage reaches 0 is drained and torn down. */
+  release(taskIds: string[]): Promise<void>;
+  /** Adds (delta > 0) or removes (delta < 0) devices; removal drains the executors it stops. */
+  scale(taskId: string, deltaDevices: number): Promise<TaskStatus>;
+  listTasks(): Promise<TaskStatus[]>;
+}

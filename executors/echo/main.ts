@@ -1,0 +1,24 @@
+/** Entry point of the echo executor process. */
+import { Command } from 'commander';
+import { logger } from '../../lib/log.js';
+import { EXECUTOR_ENV } from '../../control/descriptors/types.js';
+import { buildEchoServer } from './server.js';
+
+const program = new Command('echo-executor')
+  .description('Echo executor: answers POST /echo with its input (platform-overhead tests and benchmarks)')
+  .option('--port <port>', 'HTTP port (default: $PORT or 8000)')
+  .option('--host <host>', 'address to bind', '127.0.0.1')
+  .option('--service-time-ms <ms>', 'default simulated work per request', '0')
+  .parse();
+const opts = program.opts<{ port?: string; host: string; serviceTimeMs: string }>();
+const port = Number(opts.port ?? process.env[EXECUTOR_ENV.port] ?? 8000);
+const executorId = process.env[EXECUTOR_ENV.executorId];
+const log = logger('echo', { executor: executorId });
+
+const server = buildEchoServer({ ...(executorId ? { executorId } : {}), serviceTimeMs: Number(opts.serviceTimeMs) }).listen(port, opts.host, () => {
+  log.info({ port }, 'echo executor listening');
+});
+server.keepAliveTimeout = 65_000;
+const stop = () => server.close(() => process.exit(0));
+process.on('SIGTERM', stop);
+process.on('SIGINT', stop);

@@ -1,0 +1,60 @@
+/**
+ * The echo executor: answers POST /echo with the text it got, after a configurable service time,
+ * either as one JSON object or as NDJSON chunks. Used by control-plane tests and the overhead benchmark.
+ */
+import express from 'express';
+import { z } from 'zod';
+import { errorHandler, parseOr422 } from '../../lib/http.js';
+import { logger } from '../../lib/log.js';
+import { sleep } from '../../lib/wait.js';
+
+export const echoRequestSchema = z.object({
+  text: z.string(),
+  chunks: z.number().int().positive().max(10_000).optional(),
+  service_time_ms: z.number().int().nonnegative().default(0),
+});
+
+export interface EchoServerOptions {
+  executorId?: string;
+  /** Default service time when a request does not carry one. */
+  serviceTimeMs?: number;
+}
+
+export function buildEchoServer(options: EchoServerOptions = {}): express.Express {
+  const log = logger('echo', { executor: options.executorId });
+  const app = express();
+  let inFlight = 0;
+  let served = 0;
+  app.use(express.json({ limit: '1mb' }));
+  app.get('/health', (_req, res) => {
+    res.json({ status: 'ok' });
+  });
+  app.get('/info', (_req, res) => {
+    res.json({ kind: 'echo', executorId: options.executorId ?? null, inFlight, served });
+  });
+  app.post('/echo', async (req, res) => {
+    const body = parseOr422(echoRequestSchema, req.body, 'echo request');
+    const serviceTime = req.body?.service_time_ms === undefined ? (options.serviceTimeMs ?? 0) : body.service_time_ms;
+    inFlight++;
+    const aborted = new AbortController();
+    res.on('close', () => aborted.abort(new Error('client went away')));
+    try {
+      if (serviceTime > 0) await sleep(serviceTime, aborted.signal);
+      if (body.chunks === undefined) {
+        res.json({ echo: body.text });
+        return;
+      }
+      res.setHeader('content-type', 'application/x-ndjson');
+      for (let i = 0; i < body.chunks && !aborted.signal.aborted; i++) res.write(`${JSON.stringify({ echo: body.text, index: i })}\n`);
+      res.end();
+    } catch (e) {
+      if (!aborted.signal.aborted) throw e;
+      log.debug('request abandoned by the caller');
+    } finally {
+      inFlight--;
+      served++;
+    }
+  });
+  app.use(errorHandler(log));
+  return app;
+}

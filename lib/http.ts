@@ -1,0 +1,56 @@
+/**
+ * HTTP conventions shared by every server: errors are `{error: {code, message, details?}}` with a
+ * meaningful status; zod failures are 422 naming each field; oversized bodies 413; bad JSON 400.
+ */
+import type { ErrorRequestHandler, Request, RequestHandler } from 'express';
+import { z } from 'zod';
+import { CornserveError, ValidationError, formatIssues, isCornserveError } from '../functions/sdk/errors.js';
+import type { Logger } from './log.js';
+
+export class HttpError extends CornserveError {}
+
+export const notFound = (what: string) => new HttpError('NOT_FOUND', `${what} not found`, 404);
+
+/** Parses `value` with `schema` or throws a 422 ValidationError naming every bad field. */
+export function parseOr422<T>(schema: z.ZodType<T>, value: unknown, what: string): T {
+  const r = schema.safeParse(value);
+  if (!r.success) throw new ValidationError(what, formatIssues(r.error.issues));
+  return r.data;
+}
+
+/** Maps any thrown value to a status + error body. */
+export function toErrorBody(err: unknown): { status: number; body: { error: { code: string; message: string; details?: unknown } } } {
+  if (isCornserveError(err)) return { status: err.status, body: { error: err.toJSON() } };
+  const e = err as { type?: string; status?: number; message?: string; name?: string };
+  if (e?.type === 'entity.too.large') return { status: 413, body: { error: { code: 'PAYLOAD_TOO_LARGE', message: e.message ?? 'request body too large' } } };
+  if (e?.type === 'entity.parse.failed') return { status: 400, body: { error: { code: 'BAD_JSON', message: `request body is not valid JSON: ${e.message}` } } };
+  if (e?.name === 'TimeoutError') return { status: 504, body: { error: { code: 'DEADLINE_EXCEEDED', message: e.message ?? 'deadline exceeded' } } };
+  const status = typeof e?.status === 'number' && e.status >= 400 && e.status < 600 ? e.status : 500;
+  return { status, body: { error: { code: status === 500 ? 'INTERNAL' : 'HTTP_ERROR', message: e?.message ?? String(err) } } };
+}
+
+/** The last middleware of every express app. 5xx are logged; 4xx are the client's business. */
+export function errorHandler(log: Logger): ErrorRequestHandler {
+  return (err, req, res, _next) => {
+    const { status, body } = toErrorBody(err);
+    if (status >= 500) log.error({ err, path: req.path }, body.error.message);
+    if (res.headersSent) {
+      res.end();
+      return;
+    }
+    res.status(status).json(body);
+  };
+}
+
+/** Wraps an async handler (express 5 forwards rejections itself; this keeps handler types tidy). */
+export const route =
+  (fn: (req: Request, res: import('express').Response) => Promise<unknown> | unknown): RequestHandler =>
+  async (req, res, next) => {
+    try {
+      await fn(req, res);
+    } catch (e) {
+      next(e);
+    }
+  };
+
+export { ValidationError };
