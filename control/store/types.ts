@@ -151,4 +151,9 @@ export interface Store {
 
   /** Change notifications (in-process for memory; pub/sub for Redis, so other processes see them). */
   subscribe(listener: (change: StoreChange) => void): Unsubscribe;
+  /**
+   * (Added.) Resolves once every listener subscribed so far is live: a change made after this resolves
+   * reaches it (Redis: SUBSCRIBE acknowledged). Subscribe, await this, then list, and nothing is missed.
+   */
+  subscriptionReady(): Promise<void>;
 }

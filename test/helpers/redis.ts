@@ -38,6 +38,7 @@ export async function startRedis(): Promise<RedisServer> {
     const c = child;
     if (!c || c.exitCode !== null) return;
     const exited = new Promise((r) => c.once('exit', r));
+    c.ref(); // the child is unref'd while running; without this an otherwise idle test process exits before 'exit' arrives
     c.kill('SIGTERM');
     await exited;
   };

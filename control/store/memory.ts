@@ -1,0 +1,273 @@
+/**
+ * MemoryStore: the embedded Store for a single `cornserve up` process.
+ *
+ * Plain Maps. Records are copied on the way in and on the way out, so callers never share an object
+ * with the store. Every method is async like the Redis backend, but does its read-modify-write
+ * synchronously (no `await` in between), which makes it atomic on Node's single thread.
+ * Change notifications are delivered on a microtask, in order, to the listeners still subscribed.
+ */
+import { StoreClosedError, StoreConflictError, StoreNotFoundError } from './errors.js';
+import { chunkMember } from './keys.js';
+import { deliver } from './listeners.js';
+import { appNames, assertIntegerDelta, jsonCopy, sortApps, sortChunks, sortExecutors, sortTasks } from './records.js';
+import type {
+  AppRecord,
+  AppState,
+  ExecutorRoute,
+  ExecutorState,
+  NodeInventory,
+  Store,
+  StoreChange,
+  TensorChunkMeta,
+  UnitTaskRecord,
+  Unsubscribe,
+} from './types.js';
+
+type Listener = (change: StoreChange) => void;
+
+export class MemoryStore implements Store {
+  private readonly apps = new Map<string, AppRecord>();
+  /** name or alias -> appId */
+  private readonly names = new Map<string, string>();
+  private readonly tasks = new Map<string, UnitTaskRecord>();
+  private inventory: NodeInventory[] = [];
+  private readonly executors = new Map<string, ExecutorRoute>();
+  /** chunkMember(id, n) -> meta */
+  private readonly chunks = new Map<string, TensorChunkMeta>();
+  private readonly listeners = new Set<Listener>();
+  private closed = false;
+
+  async ready(): Promise<void> {
+    this.assertOpen();
+  }
+
+  async close(): Promise<void> {
+    this.closed = true;
+    this.listeners.clear();
+  }
+
+  async subscriptionReady(): Promise<void> {
+    this.assertOpen();
+  }
+
+  // ---------- apps ----------
+
+  async putApp(app: AppRecord): Promise<void> {
+    this.assertOpen();
+    for (const name of appNames(app)) {
+      const owner = this.names.get(name);
+      if (owner !== undefined && owner !== app.appId) throw new StoreConflictError(`app name "${name}"`, owner);
+    }
+    const previous = this.apps.get(app.appId);
+    if (previous) for (const name of appNames(previous)) this.names.delete(name);
+    for (const name of appNames(app)) this.names.set(name, app.appId);
+    this.apps.set(app.appId, jsonCopy(app));
+    this.emit({ kind: 'app', id: app.appId, op: 'put' });
+  }
+
+  async getApp(appId: string): Promise<AppRecord | undefined> {
+    this.assertOpen();
+    return copyOrUndefined(this.apps.get(appId));
+  }
+
+  async findApp(idOrName: string): Promise<AppRecord | undefined> {
+    this.assertOpen();
+    const byId = this.apps.get(idOrName);
+    if (byId) return jsonCopy(byId);
+    const owner = this.names.get(idOrName);
+    return owner === undefined ? undefined : copyOrUndefined(this.apps.get(owner));
+  }
+
+  async listApps(): Promise<AppRecord[]> {
+    this.assertOpen();
+    return sortApps([...this.apps.values()].map(jsonCopy));
+  }
+
+  async setAppState(appId: string, state: AppState): Promise<void> {
+    this.assertOpen();
+    const app = this.apps.get(appId);
+    if (!app) throw new StoreNotFoundError('app', appId);
+    app.state = state;
+    this.emit({ kind: 'app', id: appId, op: 'put' });
+  }
+
+  async deleteApp(appId: string): Promise<boolean> {
+    this.assertOpen();
+    const app = this.apps.get(appId);
+    if (!app) return false;
+    for (const name of appNames(app)) if (this.names.get(name) === appId) this.names.delete(name);
+    this.apps.delete(appId);
+    this.emit({ kind: 'app', id: appId, op: 'delete' });
+    return true;
+  }
+
+  // ---------- unit tasks ----------
+
+  async acquireTask(record: Omit<UnitTaskRecord, 'usage'>): Promise<{ record: UnitTaskRecord; created: boolean }> {
+    this.assertOpen();
+    const existing = this.tasks.get(record.taskId);
+    if (existing) {
+      existing.usage += 1;
+      this.emit({ kind: 'task', id: record.taskId, op: 'put' });
+      return { record: jsonCopy(existing), created: false };
+    }
+    const stored: UnitTaskRecord = { ...jsonCopy(record), usage: 1 };
+    this.tasks.set(record.taskId, stored);
+    this.emit({ kind: 'task', id: record.taskId, op: 'put' });
+    return { record: jsonCopy(stored), created: true };
+  }
+
+  async releaseTask(taskId: string): Promise<number | undefined> {
+    this.assertOpen();
+    const task = this.tasks.get(taskId);
+    if (!task) return undefined;
+    task.usage = Math.max(0, task.usage - 1);
+    this.emit({ kind: 'task', id: taskId, op: 'put' });
+    return task.usage;
+  }
+
+  async getTask(taskId: string): Promise<UnitTaskRecord | undefined> {
+    this.assertOpen();
+    return copyOrUndefined(this.tasks.get(taskId));
+  }
+
+  async listTasks(): Promise<UnitTaskRecord[]> {
+    this.assertOpen();
+    return sortTasks([...this.tasks.values()].map(jsonCopy));
+  }
+
+  async updateTask(taskId: string, patch: Partial<Pick<UnitTaskRecord, 'state' | 'devices'>>): Promise<void> {
+    this.assertOpen();
+    const task = this.tasks.get(taskId);
+    if (!task) throw new StoreNotFoundError('task', taskId);
+    if (patch.state !== undefined) task.state = patch.state;
+    if (patch.devices !== undefined) task.devices = jsonCopy(patch.devices);
+    task.updatedAt = Date.now();
+    this.emit({ kind: 'task', id: taskId, op: 'put' });
+  }
+
+  async deleteTask(taskId: string): Promise<boolean> {
+    this.assertOpen();
+    if (!this.tasks.delete(taskId)) return false;
+    this.emit({ kind: 'task', id: taskId, op: 'delete' });
+    return true;
+  }
+
+  // ---------- device inventory ----------
+
+  async putInventory(nodes: NodeInventory[]): Promise<void> {
+    this.assertOpen();
+    this.inventory = jsonCopy(nodes);
+  }
+
+  async getInventory(): Promise<NodeInventory[]> {
+    this.assertOpen();
+    return jsonCopy(this.inventory);
+  }
+
+  // ---------- routes ----------
+
+  async putExecutor(route: ExecutorRoute): Promise<void> {
+    this.assertOpen();
+    this.executors.set(route.executorId, jsonCopy(route));
+    this.emit({ kind: 'route', id: route.executorId, taskId: route.taskId, op: 'put' });
+  }
+
+  async getExecutor(executorId: string): Promise<ExecutorRoute | undefined> {
+    this.assertOpen();
+    return copyOrUndefined(this.executors.get(executorId));
+  }
+
+  async listExecutors(taskId?: string): Promise<ExecutorRoute[]> {
+    this.assertOpen();
+    const all = [...this.executors.values()];
+    return sortExecutors((taskId === undefined ? all : all.filter((r) => r.taskId === taskId)).map(jsonCopy));
+  }
+
+  async setExecutorState(executorId: string, state: ExecutorState): Promise<void> {
+    this.assertOpen();
+    const route = this.executors.get(executorId);
+    if (!route) throw new StoreNotFoundError('executor', executorId);
+    route.state = state;
+    this.emit({ kind: 'route', id: executorId, taskId: route.taskId, op: 'put' });
+  }
+
+  async adjustOutstanding(executorId: string, delta: number): Promise<number> {
+    this.assertOpen();
+    assertIntegerDelta(delta);
+    const route = this.executors.get(executorId);
+    if (!route) throw new StoreNotFoundError('executor', executorId);
+    route.outstanding += delta;
+    return route.outstanding;
+  }
+
+  async deleteExecutor(executorId: string): Promise<boolean> {
+    this.assertOpen();
+    const route = this.executors.get(executorId);
+    if (!route) return false;
+    this.executors.delete(executorId);
+    this.emit({ kind: 'route', id: executorId, taskId: route.taskId, op: 'delete' });
+    return true;
+  }
+
+  // ---------- sidecar tensor metadata ----------
+
+  async putChunk(meta: TensorChunkMeta): Promise<void> {
+    this.assertOpen();
+    this.chunks.set(chunkMember(meta.id, meta.chunk), jsonCopy(meta));
+    this.emit({ kind: 'tensor', id: meta.id, chunk: meta.chunk, op: 'put' });
+  }
+
+  async getChunk(id: string, chunk: number): Promise<TensorChunkMeta | undefined> {
+    this.assertOpen();
+    return copyOrUndefined(this.chunks.get(chunkMember(id, chunk)));
+  }
+
+  async listChunks(id?: string): Promise<TensorChunkMeta[]> {
+    this.assertOpen();
+    const all = [...this.chunks.values()];
+    return sortChunks((id === undefined ? all : all.filter((c) => c.id === id)).map(jsonCopy));
+  }
+
+  async deleteChunk(id: string, chunk: number): Promise<boolean> {
+    this.assertOpen();
+    if (!this.chunks.delete(chunkMember(id, chunk))) return false;
+    this.emit({ kind: 'tensor', id, chunk, op: 'delete' });
+    return true;
+  }
+
+  async takeExpiredChunks(now: number): Promise<TensorChunkMeta[]> {
+    this.assertOpen();
+    const expired: TensorChunkMeta[] = [];
+    for (const [member, meta] of this.chunks) {
+      if (meta.expiresAt > now) continue;
+      this.chunks.delete(member);
+      expired.push(meta);
+      this.emit({ kind: 'tensor', id: meta.id, chunk: meta.chunk, op: 'delete' });
+    }
+    return sortChunks(expired);
+  }
+
+  // ---------- change notifications ----------
+
+  subscribe(listener: Listener): Unsubscribe {
+    this.assertOpen();
+    const own: Listener = (change) => listener(change); // a distinct entry even if the same function subscribes twice
+    this.listeners.add(own);
+    return () => void this.listeners.delete(own);
+  }
+
+  private emit(change: StoreChange): void {
+    for (const listener of this.listeners) {
+      queueMicrotask(() => {
+        if (this.listeners.has(listener)) deliver(listener, jsonCopy(change));
+      });
+    }
+  }
+
+  private assertOpen(): void {
+    if (this.closed) throw new StoreClosedError();
+  }
+}
+
+const copyOrUndefined = <T>(value: T | undefined): T | undefined => (value === undefined ? undefined : jsonCopy(value));

@@ -1,0 +1,480 @@
+/**
+ * RedisStore: the Store shared by control-plane processes that run apart.
+ *
+ * Layout (keys.ts): apps, unit tasks and executor routes are hashes whose `record` field holds the
+ * record's JSON and whose other fields hold what changes in place (state, usage, devices, outstanding),
+ * so counters move with HINCRBY / Lua and never by rewriting JSON. Index sets list the ids.
+ * Every transition touching more than one key, or reading before writing, is one Lua script (lua/*.lua);
+ * each mutation PUBLISHes its StoreChange from inside the same script or MULTI.
+ *
+ * Outages: a call made while Redis is unreachable rejects with StoreUnavailableError after at most two
+ * reconnection attempts (maxRetriesPerRequest 1, backoff capped at 1 s), or when it gets no reply within
+ * `commandTimeoutMs`; the client keeps reconnecting on its own and the same instance works again once
+ * Redis is back. Pub/sub runs on a lazily duplicated connection and resubscribes after reconnecting;
+ * changes published while it was disconnected are lost, so listeners re-read what they watch.
+ */
+import { Redis } from 'ioredis';
+import { logger } from '../../lib/log.js';
+import { StoreClosedError, StoreConflictError, StoreNotFoundError, StoreUnavailableError } from './errors.js';
+import { chunkMember, storeKeys, type StoreKeys } from './keys.js';
+import { deliver } from './listeners.js';
+import { appNames, assertIntegerDelta, sortApps, sortChunks, sortExecutors, sortTasks } from './records.js';
+import { defineScripts, type RunScript } from './scripts.js';
+import type {
+  AppRecord,
+  AppState,
+  ExecutorRoute,
+  ExecutorState,
+  NodeInventory,
+  Store,
+  StoreChange,
+  TensorChunkMeta,
+  UnitTaskRecord,
+  Unsubscribe,
+} from './types.js';
+
+const log = logger('store');
+
+export interface RedisStoreOptions {
+  /** redis://[user:password@]host:port[/db] */
+  url: string;
+  /** Prefix of every key and channel. @default 'cornserve:' */
+  prefix?: string;
+  /** A connection owned by the caller: used for commands (scripts get defined on it), never closed by us. */
+  connection?: Redis;
+  /** A command with no reply after this long rejects with StoreUnavailableError. @default 5000 */
+  commandTimeoutMs?: number;
+}
+
+type Listener = (change: StoreChange) => void;
+type Hash = Record<string, string>;
+
+/** Reconnect forever, quickly at first, then once a second. */
+const retryStrategy = (times: number) => Math.min(100 * 2 ** (times - 1), 1000);
+
+/** Redis replies that mean "not now" rather than "wrong". */
+const TRANSIENT_REPLY = /^(LOADING|BUSY|MASTERDOWN|TRYAGAIN|CLUSTERDOWN|READONLY)/;
+
+export class RedisStore implements Store {
+  private readonly keys: StoreKeys;
+  private readonly redis: Redis;
+  private readonly shared: boolean;
+  private readonly script: RunScript;
+  private readonly listeners = new Set<Listener>();
+  private subscriber: Redis | undefined;
+  private subscribed: Promise<void> | undefined;
+  private readyPromise: Promise<void> | undefined;
+  private closing: Promise<void> | undefined;
+
+  constructor(opts: RedisStoreOptions) {
+    this.keys = storeKeys(opts.prefix);
+    this.shared = opts.connection !== undefined;
+    this.redis =
+      opts.connection ??
+      new Redis(opts.url, {
+        maxRetriesPerRequest: 1,
+        enableOfflineQueue: true,
+        connectTimeout: 3000,
+        commandTimeout: opts.commandTimeoutMs ?? 5000,
+        retryStrategy,
+        connectionName: 'cornserve-store',
+      });
+    if (!this.shared) this.redis.on('error', onConnectionError('commands'));
+    this.script = defineScripts(this.redis);
+  }
+
+  ready(): Promise<void> {
+    this.readyPromise ??= this.call('ready', () => this.redis.ping()).then(
+      () => undefined,
+      (err: unknown) => {
+        this.readyPromise = undefined; // a later ready() tries again
+        throw err;
+      },
+    );
+    return this.readyPromise;
+  }
+
+  close(): Promise<void> {
+    this.closing ??= (async () => {
+      this.listeners.clear();
+      await Promise.all([this.subscriber && quit(this.subscriber), this.shared ? undefined : quit(this.redis)]);
+    })();
+    return this.closing;
+  }
+
+  // ---------- apps ----------
+
+  async putApp(app: AppRecord): Promise<void> {
+    const { state, ...record } = app;
+    const conflict = (await this.call('putApp', () =>
+      this.script('put-app', [this.keys.app(app.appId), this.keys.apps, this.keys.appNames], [
+        app.appId,
+        JSON.stringify(record),
+        state,
+        JSON.stringify(appNames(app)),
+        ...this.publishing({ kind: 'app', id: app.appId, op: 'put' }),
+      ]),
+    )) as string[];
+    if (conflict.length > 0) throw new StoreConflictError(`app name "${conflict[0]}"`, conflict[1]!);
+  }
+
+  async getApp(appId: string): Promise<AppRecord | undefined> {
+    return decodeApp(await this.call('getApp', () => this.redis.hgetall(this.keys.app(appId))));
+  }
+
+  async findApp(idOrName: string): Promise<AppRecord | undefined> {
+    const byId = await this.getApp(idOrName);
+    if (byId) return byId;
+    const owner = await this.call('findApp', () => this.redis.hget(this.keys.appNames, idOrName));
+    return owner === null ? undefined : this.getApp(owner);
+  }
+
+  async listApps(): Promise<AppRecord[]> {
+    const hashes = await this.hashesOf('listApps', this.keys.apps, (id) => this.keys.app(id));
+    return sortApps(defined(hashes.map(decodeApp)));
+  }
+
+  async setAppState(appId: string, state: AppState): Promise<void> {
+    const change: StoreChange = { kind: 'app', id: appId, op: 'put' };
+    const updated = await this.call('setAppState', () =>
+      this.script('update-hash', [this.keys.app(appId)], [...this.publishing(change), 'state', state]),
+    );
+    if (updated === 0) throw new StoreNotFoundError('app', appId);
+  }
+
+  async deleteApp(appId: string): Promise<boolean> {
+    const deleted = await this.call('deleteApp', () =>
+      this.script('delete-app', [this.keys.app(appId), this.keys.apps, this.keys.appNames], [
+        appId,
+        ...this.publishing({ kind: 'app', id: appId, op: 'delete' }),
+      ]),
+    );
+    return deleted === 1;
+  }
+
+  // ---------- unit tasks ----------
+
+  async acquireTask(task: Omit<UnitTaskRecord, 'usage'>): Promise<{ record: UnitTaskRecord; created: boolean }> {
+    const { state, devices, updatedAt, ...record } = task;
+    const [created, flat] = (await this.call('acquireTask', () =>
+      this.script('acquire-task', [this.keys.task(task.taskId), this.keys.tasks], [
+        task.taskId,
+        JSON.stringify(record),
+        state,
+        JSON.stringify(devices),
+        updatedAt,
+        ...this.publishing({ kind: 'task', id: task.taskId, op: 'put' }),
+      ]),
+    )) as [number, string[]];
+    return { record: decodeTask(pairsToHash(flat))!, created: created === 1 };
+  }
+
+  async releaseTask(taskId: string): Promise<number | undefined> {
+    const usage = await this.call('releaseTask', () =>
+      this.script('release-task', [this.keys.task(taskId)], this.publishing({ kind: 'task', id: taskId, op: 'put' })),
+    );
+    return usage === null ? undefined : Number(usage);
+  }
+
+  async getTask(taskId: string): Promise<UnitTaskRecord | undefined> {
+    return decodeTask(await this.call('getTask', () => this.redis.hgetall(this.keys.task(taskId))));
+  }
+
+  async listTasks(): Promise<UnitTaskRecord[]> {
+    const hashes = await this.hashesOf('listTasks', this.keys.tasks, (id) => this.keys.task(id));
+    return sortTasks(defined(hashes.map(decodeTask)));
+  }
+
+  async updateTask(taskId: string, patch: Partial<Pick<UnitTaskRecord, 'state' | 'devices'>>): Promise<void> {
+    const fields: string[] = ['updatedAt', String(Date.now())];
+    if (patch.state !== undefined) fields.push('state', patch.state);
+    if (patch.devices !== undefined) fields.push('devices', JSON.stringify(patch.devices));
+    const change: StoreChange = { kind: 'task', id: taskId, op: 'put' };
+    const updated = await this.call('updateTask', () =>
+      this.script('update-hash', [this.keys.task(taskId)], [...this.publishing(change), ...fields]),
+    );
+    if (updated === 0) throw new StoreNotFoundError('task', taskId);
+  }
+
+  async deleteTask(taskId: string): Promise<boolean> {
+    const deleted = await this.call('deleteTask', () =>
+      this.script('delete-indexed', [this.keys.task(taskId), this.keys.tasks], [
+        taskId,
+        ...this.publishing({ kind: 'task', id: taskId, op: 'delete' }),
+      ]),
+    );
+    return deleted === 1;
+  }
+
+  // ---------- device inventory ----------
+
+  async putInventory(nodes: NodeInventory[]): Promise<void> {
+    await this.call('putInventory', () => this.redis.set(this.keys.inventory, JSON.stringify(nodes)));
+  }
+
+  async getInventory(): Promise<NodeInventory[]> {
+    const json = await this.call('getInventory', () => this.redis.get(this.keys.inventory));
+    return json === null ? [] : (JSON.parse(json) as NodeInventory[]);
+  }
+
+  // ---------- routes ----------
+
+  async putExecutor(route: ExecutorRoute): Promise<void> {
+    const { state, outstanding, ...record } = route;
+    const { executorId, taskId } = route;
+    await this.call('putExecutor', () =>
+      this.script('put-executor', [this.keys.executor(executorId), this.keys.executors, this.keys.executorsOf(taskId)], [
+        executorId,
+        taskId,
+        JSON.stringify(record),
+        state,
+        outstanding,
+        this.keys.executorsOfPrefix,
+        ...this.publishing({ kind: 'route', id: executorId, taskId, op: 'put' }),
+      ]),
+    );
+  }
+
+  async getExecutor(executorId: string): Promise<ExecutorRoute | undefined> {
+    return decodeExecutor(await this.call('getExecutor', () => this.redis.hgetall(this.keys.executor(executorId))));
+  }
+
+  async listExecutors(taskId?: string): Promise<ExecutorRoute[]> {
+    const index = taskId === undefined ? this.keys.executors : this.keys.executorsOf(taskId);
+    const hashes = await this.hashesOf('listExecutors', index, (id) => this.keys.executor(id));
+    return sortExecutors(defined(hashes.map(decodeExecutor)));
+  }
+
+  async setExecutorState(executorId: string, state: ExecutorState): Promise<void> {
+    const updated = await this.call('setExecutorState', () =>
+      this.script('set-executor-state', [this.keys.executor(executorId)], [executorId, state, this.keys.changes]),
+    );
+    if (updated === 0) throw new StoreNotFoundError('executor', executorId);
+  }
+
+  async adjustOutstanding(executorId: string, delta: number): Promise<number> {
+    assertIntegerDelta(delta);
+    const count = await this.call('adjustOutstanding', () =>
+      this.script('adjust-outstanding', [this.keys.executor(executorId)], [delta]),
+    );
+    if (count === null) throw new StoreNotFoundError('executor', executorId);
+    return Number(count);
+  }
+
+  async deleteExecutor(executorId: string): Promise<boolean> {
+    const deleted = await this.call('deleteExecutor', () =>
+      this.script('delete-executor', [this.keys.executor(executorId), this.keys.executors], [
+        executorId,
+        this.keys.executorsOfPrefix,
+        this.keys.changes,
+      ]),
+    );
+    return deleted === 1;
+  }
+
+  // ---------- sidecar tensor metadata ----------
+
+  async putChunk(meta: TensorChunkMeta): Promise<void> {
+    const change: StoreChange = { kind: 'tensor', id: meta.id, chunk: meta.chunk, op: 'put' };
+    await this.call('putChunk', () =>
+      this.redis
+        .multi()
+        .set(this.keys.chunk(meta.id, meta.chunk), JSON.stringify(meta))
+        .sadd(this.keys.chunksOf(meta.id), meta.chunk)
+        .zadd(this.keys.chunkExpiry, meta.expiresAt, chunkMember(meta.id, meta.chunk))
+        .publish(this.keys.changes, JSON.stringify(change))
+        .exec()
+        .then(execResults),
+    );
+  }
+
+  async getChunk(id: string, chunk: number): Promise<TensorChunkMeta | undefined> {
+    const json = await this.call('getChunk', () => this.redis.get(this.keys.chunk(id, chunk)));
+    return json === null ? undefined : (JSON.parse(json) as TensorChunkMeta);
+  }
+
+  async listChunks(id?: string): Promise<TensorChunkMeta[]> {
+    return this.call('listChunks', async () => {
+      const keys =
+        id === undefined
+          ? (await this.redis.zrange(this.keys.chunkExpiry, '0', '-1')).map((member) => this.keys.chunkByMember(member))
+          : (await this.redis.smembers(this.keys.chunksOf(id))).map((n) => this.keys.chunk(id, Number(n)));
+      if (keys.length === 0) return [];
+      const jsons = await this.redis.mget(...keys);
+      return sortChunks(defined(jsons.map((json) => (json === null ? undefined : (JSON.parse(json) as TensorChunkMeta)))));
+    });
+  }
+
+  async deleteChunk(id: string, chunk: number): Promise<boolean> {
+    const deleted = await this.call('deleteChunk', () =>
+      this.script('delete-chunk', [this.keys.chunk(id, chunk), this.keys.chunksOf(id), this.keys.chunkExpiry], [
+        chunk,
+        chunkMember(id, chunk),
+        ...this.publishing({ kind: 'tensor', id, chunk, op: 'delete' }),
+      ]),
+    );
+    return deleted === 1;
+  }
+
+  async takeExpiredChunks(now: number): Promise<TensorChunkMeta[]> {
+    const jsons = (await this.call('takeExpiredChunks', () =>
+      this.script('take-expired-chunks', [this.keys.chunkExpiry], [
+        now,
+        this.keys.chunkPrefix,
+        this.keys.chunksOfPrefix,
+        this.keys.changes,
+      ]),
+    )) as string[];
+    return sortChunks(jsons.map((json) => JSON.parse(json) as TensorChunkMeta));
+  }
+
+  // ---------- change notifications ----------
+
+  subscribe(listener: Listener): Unsubscribe {
+    if (this.closing) throw new StoreClosedError();
+    const own: Listener = (change) => listener(change); // a distinct entry even if the same function subscribes twice
+    this.listeners.add(own);
+    void this.listen().catch(() => undefined); // failures surface through subscriptionReady() and the log
+    return () => void this.listeners.delete(own);
+  }
+
+  async subscriptionReady(): Promise<void> {
+    if (this.closing) throw new StoreClosedError();
+    if (this.listeners.size === 0 && !this.subscribed) return;
+    await this.call('subscribe', () => this.listen());
+  }
+
+  /** Creates the subscriber connection on first use and SUBSCRIBEs; after a failure the next call tries again. */
+  private listen(): Promise<void> {
+    if (this.subscribed) return this.subscribed;
+    const sub = (this.subscriber ??= this.createSubscriber());
+    this.subscribed = sub.subscribe(this.keys.changes).then(
+      () => undefined,
+      (err: unknown) => {
+        this.subscribed = undefined;
+        log.warn({ err: String(err) }, 'store subscribe failed; will retry on next subscribe');
+        throw err;
+      },
+    );
+    return this.subscribed;
+  }
+
+  private createSubscriber(): Redis {
+    const sub = this.redis.duplicate({ connectionName: 'cornserve-store-sub' });
+    sub.on('error', onConnectionError('subscriber'));
+    sub.on('message', (channel: string, message: string) => {
+      if (channel !== this.keys.changes) return;
+      let change: StoreChange;
+      try {
+        change = JSON.parse(message) as StoreChange;
+      } catch {
+        return log.warn({ message }, 'ignoring a malformed store change');
+      }
+      for (const listener of [...this.listeners]) {
+        if (this.listeners.has(listener)) deliver(listener, { ...change });
+      }
+    });
+    return sub;
+  }
+
+  // ---------- plumbing ----------
+
+  /** ARGV tail shared by the scripts: the channel and the change to publish on it. */
+  private publishing(change: StoreChange): [string, string] {
+    return [this.keys.changes, JSON.stringify(change)];
+  }
+
+  /** The hashes of every id in an index set (ids whose hash vanished meanwhile give {}). */
+  private hashesOf(what: string, index: string, keyOf: (id: string) => string): Promise<Hash[]> {
+    return this.call(what, async () => {
+      const ids = await this.redis.smembers(index);
+      if (ids.length === 0) return [];
+      const pipeline = this.redis.pipeline();
+      for (const id of ids) pipeline.hgetall(keyOf(id));
+      return (execResults(await pipeline.exec()) as Hash[]);
+    });
+  }
+
+  /** Runs one store operation: refuses after close, and turns connection failures into StoreUnavailableError. */
+  private async call<T>(what: string, op: () => Promise<T>): Promise<T> {
+    if (this.closing) throw new StoreClosedError();
+    try {
+      return await op();
+    } catch (err) {
+      if (this.closing) throw new StoreClosedError();
+      throw unavailable(what, err) ?? err;
+    }
+  }
+}
+
+/** StoreUnavailableError for errors that mean "cannot reach Redis now"; undefined for real errors. */
+function unavailable(what: string, err: unknown): StoreUnavailableError | undefined {
+  const e = err as { name?: string; message?: string };
+  if (e?.name === 'ReplyError' && !TRANSIENT_REPLY.test(e.message ?? '')) return undefined;
+  if (!(err instanceof Error)) return undefined;
+  return new StoreUnavailableError(`${what}: ${err.message}`, { cause: err });
+}
+
+/** MULTI / pipeline results: throws the first command error, returns the replies. */
+function execResults(results: Array<[Error | null, unknown]> | null): unknown[] {
+  if (results === null) throw new Error('transaction aborted');
+  return results.map(([err, value]) => {
+    if (err) throw err;
+    return value;
+  });
+}
+
+async function quit(connection: Redis): Promise<void> {
+  if (connection.status === 'ready') {
+    try {
+      await connection.quit();
+      return;
+    } catch {
+      // fall through: drop the socket
+    }
+  }
+  connection.disconnect();
+}
+
+/** ioredis emits 'error' on every failed reconnect; log the first of a streak only. */
+function onConnectionError(which: string) {
+  let last = '';
+  return (err: Error) => {
+    if (err.message === last) return;
+    last = err.message;
+    log.warn({ err: err.message, connection: which }, 'store connection error');
+  };
+}
+
+function pairsToHash(flat: string[]): Hash {
+  const hash: Hash = {};
+  for (let i = 0; i + 1 < flat.length; i += 2) hash[flat[i]!] = flat[i + 1]!;
+  return hash;
+}
+
+const defined = <T>(values: Array<T | undefined>): T[] => values.filter((v): v is T => v !== undefined);
+
+function decodeApp(h: Hash): AppRecord | undefined {
+  if (h.record === undefined) return undefined;
+  return { ...(JSON.parse(h.record) as Omit<AppRecord, 'state'>), state: h.state as AppState };
+}
+
+function decodeTask(h: Hash): UnitTaskRecord | undefined {
+  if (h.record === undefined) return undefined;
+  return {
+    ...(JSON.parse(h.record) as Omit<UnitTaskRecord, 'state' | 'devices' | 'updatedAt' | 'usage'>),
+    state: h.state as UnitTaskRecord['state'],
+    devices: JSON.parse(h.devices ?? '[]') as UnitTaskRecord['devices'],
+    updatedAt: Number(h.updatedAt),
+    usage: Number(h.usage),
+  };
+}
+
+function decodeExecutor(h: Hash): ExecutorRoute | undefined {
+  if (h.record === undefined) return undefined;
+  return {
+    ...(JSON.parse(h.record) as Omit<ExecutorRoute, 'state' | 'outstanding'>),
+    state: h.state as ExecutorState,
+    outstanding: Number(h.outstanding),
+  };
+}
