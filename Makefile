@@ -3,7 +3,7 @@ SHELL := /bin/bash
 NODE := node --import tsx
 export ONNXRUNTIME_NODE_INSTALL := skip
 
-.PHONY: all deps redis-server models run test typecheck bench clean
+.PHONY: all deps redis-server kubectl models run test typecheck bench clean
 
 all: test
 
@@ -20,16 +20,26 @@ redis-server:
 	  echo "installing redis-server from Debian"; \
 	  (apt-get update -qq || true) && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq redis-server >/dev/null; }
 
+# The manifest tests render kustomize overlays offline with kubectl; install Debian's client when missing.
+kubectl:
+	@command -v kubectl >/dev/null || { \
+	  echo "installing kubectl (kubernetes-client) from Debian"; \
+	  (apt-get update -qq || true) && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq kubernetes-client >/dev/null; }
+
+# The project's own small ONNX models (no model hub is reachable); cached by a hash of the builder sources.
+models: deps
+	$(NODE) executors/models/build.ts
+
 typecheck: deps
 	npx tsc --noEmit -p .
 
-test: deps redis-server typecheck
+test: deps redis-server kubectl models typecheck
 	bash test/run-tests.sh
 
-run: deps
+run: deps models
 	$(NODE) control/cli/main.ts up --apps functions/apps
 
-bench: deps
+bench: deps models
 	$(NODE) test/bench/main.ts
 
 clean:
