@@ -362,6 +362,10 @@ export class RedisStore implements Store {
   private createSubscriber(): Redis {
     const sub = this.redis.duplicate({ connectionName: 'cornserve-store-sub' });
     sub.on('error', onConnectionError('subscriber'));
+    // ioredis resubscribes what was subscribed before a disconnect; a SUBSCRIBE that failed is ours to retry.
+    sub.on('ready', () => {
+      if (this.listeners.size > 0 && !this.subscribed && !this.closing) void this.listen().catch(() => undefined);
+    });
     sub.on('message', (channel: string, message: string) => {
       if (channel !== this.keys.changes) return;
       let change: StoreChange;

@@ -1,7 +1,13 @@
-import test from 'ava';
+import test, { type ExecutionContext } from 'ava';
+import { Redis } from 'ioredis';
+import { StoreUnavailableError } from '../../../../control/store/errors.js';
 import { RedisStore } from '../../../../control/store/redis.js';
-import { startRedis, type RedisServer } from '../../../helpers/redis.js';
+import type { StoreChange } from '../../../../control/store/types.js';
+import { freePort } from '../../../../lib/net.js';
+import { waitUntil, withDeadline } from '../../../../lib/wait.js';
 import { uniquePrefix } from '../../../helpers/ids.js';
+import { startRedis, type RedisServer } from '../../../helpers/redis.js';
+import { sampleApp, sampleChunk, sampleRoute, sampleTask } from '../../../helpers/store-records.js';
 import { storeConformance } from './conformance.js';
 
 let server: RedisServer | undefined;
@@ -18,4 +24,132 @@ storeConformance('RedisStore', async () => {
   const store = new RedisStore({ url: server!.url, prefix });
   const peer = new RedisStore({ url: server!.url, prefix });
   return { store, peer, cleanup: async () => void (await Promise.all([store.close(), peer.close()])) };
+});
+
+// ---------- Redis-only behaviour ----------
+// Serial tests run before the concurrent conformance tests (ava's order), so restarting or flushing
+// the file's one server here disturbs nobody.
+
+const outcome = <T>(p: Promise<T>) => p.then(() => undefined, (err: unknown) => err);
+
+function openStore(t: ExecutionContext, prefix = uniquePrefix('store')) {
+  const store = new RedisStore({ url: server!.url, prefix });
+  t.teardown(() => store.close());
+  return store;
+}
+
+test.serial('a call during a Redis outage rejects with StoreUnavailableError', async (t) => {
+  const store = openStore(t);
+  await store.putApp(sampleApp(1));
+  await server!.stop();
+  t.teardown(() => server!.restart());
+  // The deadline only guards against a hang; the assertion is about the error.
+  const err = await withDeadline('getApp during the outage', outcome(store.getApp(sampleApp(1).appId)), Date.now() + 20_000);
+  t.true(err instanceof StoreUnavailableError);
+  t.is((err as StoreUnavailableError).code, 'STORE_UNAVAILABLE');
+});
+
+test.serial('the same instance works again once Redis is back (scripts reloaded on the empty server)', async (t) => {
+  const store = openStore(t);
+  await store.acquireTask(sampleTask(1));
+  await server!.restart();
+  await waitUntil('store usable after restart', () => store.listTasks().then(() => true, () => false), { timeoutMs: 15_000 });
+  t.deepEqual(await store.listTasks(), []); // the restarted server has no persistence
+  t.deepEqual(await store.acquireTask(sampleTask(1)), { record: { ...sampleTask(1), usage: 1 }, created: true });
+});
+
+test.serial('a subscription resumes after a Redis restart', async (t) => {
+  const prefix = uniquePrefix('store');
+  const store = openStore(t, prefix);
+  const peer = openStore(t, prefix);
+  const seen: StoreChange[] = [];
+  store.subscribe((change) => seen.push(change));
+  await store.subscriptionReady();
+  await server!.restart();
+  let n = 0;
+  await waitUntil(
+    'a change published after the restart',
+    async () => {
+      await outcome(peer.putApp(sampleApp(++n)));
+      return seen.length > 0;
+    },
+    { timeoutMs: 15_000, intervalMs: 200 },
+  );
+  t.like(seen[0], { kind: 'app', op: 'put' });
+});
+
+test.serial('a subscription made during an outage starts once Redis is back', async (t) => {
+  const prefix = uniquePrefix('store');
+  const store = openStore(t, prefix);
+  const peer = openStore(t, prefix);
+  await store.ready();
+  await server!.stop();
+  const seen: StoreChange[] = [];
+  store.subscribe((change) => seen.push(change));
+  t.true((await outcome(store.subscriptionReady())) instanceof StoreUnavailableError);
+  await server!.restart();
+  let n = 0;
+  await waitUntil(
+    'a change published after the restart',
+    async () => {
+      await outcome(peer.putApp(sampleApp(++n)));
+      return seen.length > 0;
+    },
+    { timeoutMs: 15_000, intervalMs: 200 },
+  );
+  t.like(seen[0], { kind: 'app', op: 'put' });
+});
+
+test.serial('every key the store writes lives under its prefix', async (t) => {
+  const admin = new Redis(server!.url);
+  t.teardown(() => void admin.disconnect());
+  await admin.flushdb();
+  const prefix = uniquePrefix('store');
+  const store = openStore(t, prefix);
+  await store.putApp(sampleApp(1));
+  await store.acquireTask(sampleTask(1));
+  await store.putInventory([{ node: 'node-a', devices: [] }]);
+  await store.putExecutor(sampleRoute(1, sampleTask(1).taskId));
+  await store.putChunk(sampleChunk('aa01', 0));
+  await store.putChunk(sampleChunk('aa01', 1, { expiresAt: 1 }));
+  await store.takeExpiredChunks(1);
+  const keys: string[] = [];
+  let cursor = '0';
+  do {
+    const [next, batch] = await admin.scan(cursor, 'COUNT', 1000);
+    keys.push(...batch);
+    cursor = next;
+  } while (cursor !== '0');
+  t.true(keys.length >= 8);
+  t.deepEqual(keys.filter((k) => !k.startsWith(prefix)), []);
+});
+
+test('ready rejects with StoreUnavailableError when nothing listens', async (t) => {
+  const store = new RedisStore({ url: `redis://127.0.0.1:${await freePort()}` });
+  t.teardown(() => store.close());
+  await t.throwsAsync(withDeadline('ready', store.ready(), Date.now() + 20_000), { instanceOf: StoreUnavailableError });
+});
+
+test('close leaves a shared connection open', async (t) => {
+  const connection = new Redis(server!.url);
+  t.teardown(() => void connection.disconnect());
+  const store = new RedisStore({ url: server!.url, prefix: uniquePrefix('store'), connection });
+  await store.putApp(sampleApp(1));
+  store.subscribe(() => undefined);
+  await store.subscriptionReady();
+  await store.close();
+  t.is(await connection.ping(), 'PONG');
+});
+
+test('stores with different prefixes share neither data nor changes', async (t) => {
+  const a = openStore(t);
+  const b = openStore(t);
+  const seenByB: StoreChange[] = [];
+  b.subscribe((change) => seenByB.push(change));
+  await b.subscriptionReady();
+  await a.putApp(sampleApp(1));
+  await b.putApp(sampleApp(2));
+  await waitUntil('b sees its own change', () => seenByB.length >= 1);
+  t.is(await b.getApp(sampleApp(1).appId), undefined);
+  t.deepEqual(seenByB, [{ kind: 'app', id: sampleApp(2).appId, op: 'put' }]);
 });
