@@ -1,0 +1,179 @@
+/**
+ * The sidecar client an executor uses to move tensors and objects to other executors.
+ *
+ *   const sc = await SidecarClient.connect({ rank: 0, socketPath });
+ *   await sc.send(tensor('f32', [29, 4096], data), id, [[2, 3]], { chunk: 0, numChunks: 2 });
+ *   const t = await consumer.recv(id, 0);       // blocks; null past the last chunk
+ *   await consumer.markDone(id, 0);            // frees the memory once every consumer did
+ *
+ * In a tensor-parallel group every rank may call `send` with the same id: only the group leader
+ * (lowest rank) moves the data, so the receivers see one tensor. Every call honours a deadline
+ * (options.deadline, options.timeoutMs, or the client default) and an optional AbortSignal.
+ */
+import { SidecarError, badRequest } from '../errors.js';
+import { convertTensor, isTensor, type DType, type Tensor } from '../tensor.js';
+import type { RecvReply } from '../wire/protocol.js';
+import { Connection, type Deadline } from './connection.js';
+import { decode, encode } from './codec.js';
+
+export interface SidecarClientOptions {
+  /** This executor device's global rank (= its sidecar rank). */
+  rank: number;
+  /** The tensor-parallel group this rank belongs to (must contain `rank`). @default [rank] */
+  group?: number[];
+  /** The node sidecar's unix socket. */
+  socketPath: string;
+  /** Default deadline of every call, from the time of the call. @default 300_000 */
+  timeoutMs?: number;
+  /** Bytes per row this executor moves (e.g. hidden × element size): picks the slab slot size. */
+  memoryHint?: number;
+  /** Tensors received are converted to this dtype when they arrive in another one. */
+  recvDtype?: DType;
+  /** Expiry of unconsumed chunks this client sends. @default the sidecar's ttl */
+  ttlMs?: number;
+  /** Payloads up to this size travel inside the request (one round trip); larger ones are copied straight into shared memory. @default 65536 */
+  inlineBytes?: number;
+}
+
+export interface CallOptions {
+  deadline?: number; // epoch ms
+  timeoutMs?: number;
+  signal?: AbortSignal;
+}
+
+export interface SendOptions extends CallOptions {
+  chunk?: number; // @default 0
+  numChunks?: number; // @default 1 (ignored with stream)
+  stream?: boolean; // number of chunks unknown until closeStream
+  ttlMs?: number;
+}
+
+export interface RecvOptions extends CallOptions {
+  dtype?: DType; // overrides options.recvDtype
+}
+
+const checkGroups = (g: unknown): number[][] => {
+  if (!Array.isArray(g) || g.length === 0 || !g.every((x) => Array.isArray(x) && x.length > 0 && x.every((r) => Number.isInteger(r) && r >= 0))) {
+    throw badRequest(`dstGroups must be a non-empty list of non-empty rank lists, got ${JSON.stringify(g)}`);
+  }
+  return g as number[][];
+};
+
+const checkChunk = (n: unknown, what: string) => {
+  if (!Number.isInteger(n) || (n as number) < 0) throw badRequest(`${what} must be a non-negative integer, got ${String(n)}`);
+};
+
+export class SidecarClient {
+  readonly rank: number;
+  readonly group: number[];
+  readonly leader: number;
+  private conn: Connection | undefined;
+  private connecting: Promise<Connection> | undefined;
+  private closed = false;
+
+  private constructor(private readonly opts: SidecarClientOptions) {
+    this.rank = opts.rank;
+    this.group = [...(opts.group ?? [opts.rank])].sort((a, b) => a - b);
+    if (!this.group.includes(this.rank)) throw badRequest(`group [${this.group}] must contain rank ${this.rank}`);
+    this.leader = this.group[0]!;
+  }
+
+  /** Creates a client and connects it (waiting up to `timeoutMs`, default 10 s, for the sidecar to be up). */
+  static async connect(opts: SidecarClientOptions, { timeoutMs = 10_000 }: { timeoutMs?: number } = {}): Promise<SidecarClient> {
+    const c = new SidecarClient(opts);
+    await c.connection({ deadline: Date.now() + timeoutMs });
+    return c;
+  }
+
+  /** The node this client's sidecar serves (known once connected). */
+  get node(): string | undefined { return this.conn?.hello.node; }
+
+  private deadline(o: CallOptions = {}): Deadline {
+    return { deadline: o.deadline ?? Date.now() + (o.timeoutMs ?? this.opts.timeoutMs ?? 300_000), signal: o.signal };
+  }
+
+  private connection(d: Deadline): Promise<Connection> {
+    if (this.closed) return Promise.reject(new SidecarError('SIDECAR_UNAVAILABLE', 'the client is closed'));
+    if (this.conn?.alive) return Promise.resolve(this.conn);
+    this.connecting ??= Connection.open(this.opts.socketPath,
+      { rank: this.rank, group: this.group, ...(this.opts.memoryHint ? { hint: this.opts.memoryHint } : {}) }, d, this.conn)
+      .then((c) => { this.conn = c; return c; })
+      .finally(() => { this.connecting = undefined; });
+    return this.connecting;
+  }
+
+  /** Sends one chunk of `id` to every group in `dstGroups`. Resolves once the data sits in the sidecar's memory. */
+  async send(data: unknown, id: string, dstGroups: number[][], o: SendOptions = {}): Promise<void> {
+    const chunk = o.chunk ?? 0;
+    checkChunk(chunk, 'chunk');
+    const dst = checkGroups(dstGroups);
+    if (o.numChunks !== undefined && (!Number.isInteger(o.numChunks) || o.numChunks < 1 || chunk >= o.numChunks)) {
+      throw badRequest(`numChunks ${o.numChunks} must be an integer > chunk ${chunk}`);
+    }
+    const enc = encode(data);
+    if (this.rank !== this.leader) return; // the group leader sends for the whole group
+    const d = this.deadline(o);
+    const conn = await this.connection(d);
+    const put = {
+      op: 'put', id, chunk, dst, kind: enc.kind, size: enc.bytes.byteLength, deadline: d.deadline,
+      ...(o.stream ? { stream: true } : { numChunks: o.numChunks ?? 1 }),
+      ...(enc.dtype ? { dtype: enc.dtype, shape: enc.shape } : {}),
+      ...(o.ttlMs ?? this.opts.ttlMs ? { ttlMs: o.ttlMs ?? this.opts.ttlMs } : {}),
+    };
+    if (enc.bytes.byteLength <= (this.opts.inlineBytes ?? 65536)) {
+      await conn.call(put, enc.bytes, d);
+      return;
+    }
+    const r = await conn.call({ op: 'alloc', size: enc.bytes.byteLength, deadline: d.deadline }, undefined, d);
+    conn.segment.bytes.set(enc.bytes, r.offset as number);
+    await conn.call({ ...put, alloc: r.alloc }, undefined, d);
+  }
+
+  /**
+   * Chunk `chunk` of `id`: a JSON value, a Uint8Array, or a Tensor whose data is a view into shared memory
+   * (valid until markDone). `null` past the last chunk. Waits until the chunk is there; idempotent.
+   */
+  async recv(id: string, chunk = 0, o: RecvOptions = {}): Promise<unknown> {
+    checkChunk(chunk, 'chunk');
+    const d = this.deadline(o);
+    const conn = await this.connection(d);
+    const r = (await conn.call({ op: 'recv', id, chunk, deadline: d.deadline }, undefined, d)) as RecvReply;
+    if (r.end) return null;
+    const value = decode(r, conn.segment.buffer);
+    const want = o.dtype ?? this.opts.recvDtype;
+    return want && isTensor(value) ? convertTensor(value as Tensor, want) : value;
+  }
+
+  /**
+   * This rank is done with the chunk. The memory is freed once every rank of every destination group
+   * has marked it done (or, with `group: true`, once one rank has done so for its whole group).
+   */
+  async markDone(id: string, chunk = 0, o: CallOptions & { group?: boolean } = {}): Promise<void> {
+    checkChunk(chunk, 'chunk');
+    const d = this.deadline(o);
+    const conn = await this.connection(d);
+    await conn.call({ op: 'done', id, chunk, ...(o.group ? { group: true } : {}) }, undefined, d);
+  }
+
+  /** Ends a stream after `numChunks` chunks. May be called before any chunk is sent. */
+  async closeStream(id: string, numChunks: number, dstGroups?: number[][], o: CallOptions = {}): Promise<void> {
+    checkChunk(numChunks, 'numChunks');
+    if (this.rank !== this.leader) return;
+    const d = this.deadline(o);
+    const conn = await this.connection(d);
+    await conn.call({ op: 'close', id, numChunks, ...(dstGroups ? { dst: checkGroups(dstGroups) } : {}) }, undefined, d);
+  }
+
+  /** The producer gave up on `id`: every consumer waiting for it gets SIDECAR_PRODUCER_FAILED. */
+  async fail(id: string, reason: string, dstGroups?: number[][], o: CallOptions = {}): Promise<void> {
+    const d = this.deadline(o);
+    const conn = await this.connection(d);
+    await conn.call({ op: 'fail', id, reason, ...(dstGroups ? { dst: checkGroups(dstGroups) } : {}) }, undefined, d);
+  }
+
+  /** Closes the connection; ids this client declared but did not finish sending fail for their consumers. */
+  close(): void {
+    this.closed = true;
+    this.conn?.close();
+  }
+}

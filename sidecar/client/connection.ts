@@ -1,0 +1,113 @@
+/**
+ * The client's end of the unix socket to its node's sidecar: request/reply by `rid`, deadlines and
+ * AbortSignals enforced locally (the sidecar is told to stop waiting with `cancel`), every pending
+ * request rejected with SIDECAR_UNAVAILABLE when the sidecar goes away.
+ */
+import { connect, type Socket } from 'node:net';
+import { SidecarError, errorFromWire } from '../errors.js';
+import { FrameReader, writeFrame } from '../wire/frames.js';
+import type { HelloReply, Reply } from '../wire/protocol.js';
+import { openSegment } from '../shm/segment.js';
+import { sleep } from '../../lib/wait.js';
+
+interface Pending {
+  resolve(r: Record<string, unknown>): void;
+  reject(e: Error): void;
+}
+
+export interface Deadline {
+  deadline: number;
+  signal?: AbortSignal | undefined;
+}
+
+export class Connection {
+  private readonly pending = new Map<number, Pending>();
+  private nextRid = 1;
+  alive = true;
+  hello!: HelloReply;
+  /** The sidecar's shared memory, mapped into this process. */
+  segment!: { buffer: ArrayBuffer; bytes: Uint8Array };
+
+  private constructor(private readonly sock: Socket) {
+    new FrameReader<Reply>(sock, {
+      target: () => undefined,
+      frame: (r) => this.onReply(r),
+      error: () => sock.destroy(),
+    });
+    sock.on('error', () => {});
+    sock.on('close', () => {
+      this.alive = false;
+      const err = new SidecarError('SIDECAR_UNAVAILABLE', 'the connection to the local sidecar closed (sidecar stopped or restarted)');
+      for (const p of this.pending.values()) p.reject(err);
+      this.pending.clear();
+    });
+  }
+
+  /** Connects (retrying while the socket is missing or refused, until the deadline) and says hello. */
+  static async open(socketPath: string, hello: { rank: number; group: number[]; hint?: number }, d: Deadline,
+    reuse?: Connection): Promise<Connection> {
+    let lastErr = '';
+    for (;;) {
+      if (d.signal?.aborted) throw new SidecarError('SIDECAR_ABORTED', 'connecting to the sidecar was aborted');
+      try {
+        const sock = await new Promise<Socket>((resolve, reject) => {
+          const s = connect(socketPath, () => { s.off('error', reject); resolve(s); });
+          s.once('error', reject);
+        });
+        const conn = new Connection(sock);
+        try {
+          conn.hello = (await conn.call({ op: 'hello', ...hello }, undefined, d)) as unknown as HelloReply;
+          const seg = conn.hello.segment;
+          conn.segment = reuse && reuse.hello.segment.path === seg.path ? reuse.segment : openSegment(seg.path, seg.size);
+          return conn;
+        } catch (err) {
+          conn.close();
+          throw err;
+        }
+      } catch (err) {
+        if (err instanceof SidecarError && err.code !== 'SIDECAR_UNAVAILABLE') throw err;
+        lastErr = (err as Error).message;
+      }
+      const left = d.deadline - Date.now();
+      if (left <= 0) throw new SidecarError('SIDECAR_UNAVAILABLE', `no sidecar at ${socketPath} before the deadline (${lastErr})`);
+      await sleep(Math.min(50, left));
+    }
+  }
+
+  private onReply(r: Reply): void {
+    const p = this.pending.get(r.rid);
+    if (!p) return; // already given up on (deadline/abort); the sidecar was told to cancel
+    this.pending.delete(r.rid);
+    if (r.ok) p.resolve(r);
+    else p.reject(errorFromWire(r.error));
+  }
+
+  /** Sends one request and waits for its reply, until `d.deadline` or `d.signal`. */
+  call(msg: Record<string, unknown>, payload: Uint8Array | undefined, d: Deadline): Promise<Record<string, unknown>> {
+    if (!this.alive) return Promise.reject(new SidecarError('SIDECAR_UNAVAILABLE', 'the connection to the local sidecar is closed'));
+    const rid = this.nextRid++;
+    return new Promise((resolve, reject) => {
+      const giveUp = (err: SidecarError) => {
+        if (!this.pending.delete(rid)) return;
+        cleanup();
+        if (this.alive) writeFrame(this.sock, { op: 'cancel', rid });
+        reject(err);
+      };
+      const timer = setTimeout(() => giveUp(new SidecarError('SIDECAR_TIMEOUT', `${String(msg.op)} ${msg.id ?? ''} did not complete before the deadline`)),
+        Math.max(0, d.deadline - Date.now()));
+      const onAbort = () => giveUp(new SidecarError('SIDECAR_ABORTED', `${String(msg.op)} ${msg.id ?? ''} was aborted`));
+      const cleanup = () => { clearTimeout(timer); d.signal?.removeEventListener('abort', onAbort); };
+      this.pending.set(rid, {
+        resolve: (r) => { cleanup(); resolve(r); },
+        reject: (e) => { cleanup(); reject(e); },
+      });
+      if (d.signal?.aborted) return onAbort();
+      d.signal?.addEventListener('abort', onAbort, { once: true });
+      writeFrame(this.sock, { ...msg, rid }, payload);
+    });
+  }
+
+  close(): void {
+    this.sock.destroy();
+  }
+}

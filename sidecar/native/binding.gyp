@@ -1,0 +1,9 @@
+{
+  "targets": [
+    {
+      "target_name": "cornserve_shm",
+      "sources": ["shm.c"],
+      "cflags": ["-O2", "-Wall"]
+    }
+  ]
+}

@@ -1,0 +1,176 @@
+/**
+ * One executor client's connection to its node's sidecar: decodes requests, answers each by `rid`,
+ * and remembers what a producer has declared but not yet sent, so that when the connection drops
+ * the consumers of those ids get SIDECAR_PRODUCER_FAILED instead of waiting.
+ */
+import type { Socket } from 'node:net';
+import { SidecarError, badRequest, errorToWire } from '../errors.js';
+import type { Allocation } from '../shm/memory.js';
+import { FrameReader, writeFrame } from '../wire/frames.js';
+import { ClientRequest, type PutReq, type RecvReply } from '../wire/protocol.js';
+import type { SidecarServer } from './server.js';
+
+interface OpenId {
+  numChunks: number | undefined; // known once sent (non-stream) or closed
+  sent: Set<number>;
+  nodes: Set<string>; // peer nodes the id went to
+}
+
+export class ClientConnection {
+  private rank: number | undefined;
+  private group: number[] = [];
+  private hint: number | undefined;
+  private readonly reservations = new Map<number, Allocation>();
+  private readonly inflight = new Map<number, AbortController>();
+  private readonly open = new Map<string, OpenId>();
+
+  constructor(private readonly srv: SidecarServer, private readonly sock: Socket) {
+    sock.setNoDelay(true);
+    sock.on('error', () => {});
+    new FrameReader<unknown>(sock, {
+      target: () => undefined,
+      frame: (raw, payload) => this.handle(raw, payload),
+      error: (err) => srv.log.warn({ err: err.message }, 'bad client stream'),
+    });
+  }
+
+  private reply(rid: number, body: Record<string, unknown>): void {
+    if (!this.sock.destroyed) writeFrame(this.sock, { rid, ok: true, ...body });
+  }
+
+  private handle(raw: unknown, payload: Buffer | null): void {
+    const parsed = ClientRequest.safeParse(raw);
+    if (!parsed.success) {
+      const rid = typeof (raw as { rid?: unknown })?.rid === 'number' ? (raw as { rid: number }).rid : -1;
+      const issue = parsed.error.issues[0];
+      this.fail(rid, badRequest(`${issue?.path.join('.') || 'request'}: ${issue?.message}`));
+      return;
+    }
+    const req = parsed.data;
+    if (req.op === 'cancel') { this.cancel(req.rid); return; }
+    if (req.op !== 'hello' && this.rank === undefined) { this.fail(req.rid, badRequest('send hello first')); return; }
+    const ac = new AbortController();
+    this.inflight.set(req.rid, ac);
+    this.dispatch(req, payload, ac.signal).then(
+      (body) => this.reply(req.rid, body),
+      (err) => this.fail(req.rid, err),
+    ).finally(() => this.inflight.delete(req.rid));
+  }
+
+  private fail(rid: number, err: unknown): void {
+    if (!(err instanceof SidecarError)) this.srv.log.error({ err }, 'sidecar internal error');
+    if (!this.sock.destroyed) writeFrame(this.sock, { rid, ok: false, error: errorToWire(err) });
+  }
+
+  private async dispatch(req: Exclude<ClientRequest, { op: 'cancel' }>, payload: Buffer | null, signal: AbortSignal): Promise<Record<string, unknown>> {
+    const srv = this.srv;
+    switch (req.op) {
+      case 'hello': {
+        if (!srv.opts.ranks.includes(req.rank)) {
+          throw new SidecarError('SIDECAR_UNKNOWN_RANK', `rank ${req.rank} is not served by sidecar ${srv.opts.node} (ranks ${srv.opts.ranks})`);
+        }
+        if (!req.group.includes(req.rank)) throw badRequest(`group [${req.group}] must contain rank ${req.rank}`);
+        this.rank = req.rank;
+        this.group = [...req.group].sort((a, b) => a - b);
+        this.hint = req.hint;
+        const s = srv.memory.segment;
+        return { node: srv.opts.node, instance: srv.instance, segment: { path: s.path, size: s.size }, ranks: srv.opts.ranks };
+      }
+      case 'alloc': {
+        const a = await srv.memory.alloc(req.size, { deadline: req.deadline, signal, ...(this.hint ? { hint: this.hint } : {}) });
+        if (this.sock.destroyed) { srv.memory.free(a); throw new SidecarError('SIDECAR_UNAVAILABLE', 'client gone'); }
+        this.reservations.set(req.rid, a); // keyed by the request id, so a cancel after the reply still frees it
+        return { alloc: req.rid, offset: a.offset };
+      }
+      case 'put': return this.put(req, payload, signal);
+      case 'recv': {
+        const rec = await srv.ledger.recv(req.id, req.chunk, this.rank!, req.deadline, signal);
+        if (!rec) return { end: true } satisfies RecvReply;
+        return {
+          kind: rec.kind, offset: rec.alloc.offset, size: rec.size, producerRank: rec.producerRank,
+          ...(rec.dtype ? { dtype: rec.dtype } : {}), ...(rec.shape ? { shape: rec.shape } : {}),
+        } satisfies RecvReply;
+      }
+      case 'done':
+        srv.ledger.done(req.id, req.chunk, this.rank!, req.group ?? false);
+        return {};
+      case 'close': {
+        const open = this.open.get(req.id);
+        const nodes = req.dst ? srv.route(req.dst).remote.keys() : open ? open.nodes : srv.allNodes();
+        const list = [...nodes];
+        srv.closeStream(req.id, req.numChunks, list);
+        const o = open ?? { numChunks: req.numChunks, sent: new Set<number>(), nodes: new Set(list) };
+        this.open.set(req.id, o);
+        o.numChunks = req.numChunks;
+        this.settle(req.id, o);
+        return {};
+      }
+      case 'fail': {
+        const open = this.open.get(req.id);
+        const nodes = req.dst ? srv.route(req.dst).remote.keys() : open ? open.nodes : srv.allNodes();
+        srv.failEverywhere(req.id, `producer rank ${this.rank} failed: ${req.reason}`, nodes);
+        this.open.delete(req.id);
+        return {};
+      }
+    }
+  }
+
+  private async put(req: PutReq, payload: Buffer | null, signal: AbortSignal): Promise<Record<string, unknown>> {
+    const srv = this.srv;
+    if (req.kind === 'tensor' && (!req.dtype || !req.shape)) throw badRequest('a tensor needs dtype and shape');
+    const { remote } = srv.route(req.dst); // validates ranks before any memory is taken
+    let alloc: Allocation;
+    if (req.alloc !== undefined) {
+      const a = this.reservations.get(req.alloc);
+      if (!a) throw badRequest(`unknown allocation ${req.alloc}`);
+      this.reservations.delete(req.alloc);
+      if (a.length !== req.size) { srv.memory.free(a); throw badRequest(`allocation holds ${a.length} bytes, put says ${req.size}`); }
+      alloc = a;
+    } else {
+      if ((payload?.length ?? 0) !== req.size) throw badRequest(`payload has ${payload?.length ?? 0} bytes, put says ${req.size}`);
+      alloc = await srv.memory.alloc(req.size, { deadline: req.deadline, signal, ...(this.hint ? { hint: this.hint } : {}) });
+      if (payload && req.size > 0) srv.memory.segment.bytes.set(payload, alloc.offset);
+    }
+    const numChunks = req.stream ? undefined : (req.numChunks ?? 1);
+    srv.storeChunk({
+      id: req.id, chunk: req.chunk, numChunks, stream: req.stream ?? false, dst: req.dst, kind: req.kind, size: req.size,
+      producerRank: this.rank!, expiresAt: Date.now() + (req.ttlMs ?? srv.opts.ttlMs),
+      ...(req.dtype ? { dtype: req.dtype } : {}), ...(req.shape ? { shape: req.shape } : {}),
+    }, alloc, 'local');
+    let open = this.open.get(req.id);
+    if (!open) this.open.set(req.id, (open = { numChunks, sent: new Set(), nodes: new Set() }));
+    open.sent.add(req.chunk);
+    if (numChunks !== undefined) open.numChunks = numChunks;
+    for (const n of remote.keys()) open.nodes.add(n);
+    this.settle(req.id, open);
+    return {};
+  }
+
+  /** The client gave up on request `rid` (deadline or abort): end its wait, or free what it reserved. */
+  private cancel(rid: number): void {
+    this.inflight.get(rid)?.abort();
+    const a = this.reservations.get(rid);
+    if (a) { this.reservations.delete(rid); this.srv.memory.free(a); }
+  }
+
+  /** Forgets an id once every declared chunk has been sent. */
+  private settle(id: string, open: OpenId): void {
+    if (open.numChunks === undefined) return;
+    for (let c = 0; c < open.numChunks; c++) if (!open.sent.has(c)) return;
+    this.open.delete(id);
+  }
+
+  /** The client went away: cancel its waits, free its reservations, fail what it declared but never sent. */
+  closed(): void {
+    for (const ac of this.inflight.values()) ac.abort();
+    for (const a of this.reservations.values()) this.srv.memory.free(a);
+    this.reservations.clear();
+    for (const [id, open] of this.open) {
+      const missing = open.numChunks === undefined ? 'the end of its stream' : `${open.numChunks - open.sent.size} chunk(s)`;
+      this.srv.failEverywhere(id, `producer rank ${this.rank} disconnected before sending ${missing}`, open.nodes.size ? open.nodes : this.srv.allNodes());
+    }
+    this.open.clear();
+  }
+
+  destroy(): void { this.sock.destroy(); }
+}

@@ -1,0 +1,288 @@
+/**
+ * The sidecar server: one per node. Owns the node's shared memory, the ledger of chunks, the unix socket
+ * the local executors' clients use, the TCP links to the other nodes' sidecars, and an HTTP endpoint for
+ * /health, /info and /metrics. See sidecar/ARCHITECTURE.md.
+ */
+import { createServer as createNetServer, type Server as NetServer, type Socket } from 'node:net';
+import { createServer as createHttpServer, type Server as HttpServer } from 'node:http';
+import { randomBytes } from 'node:crypto';
+import { existsSync, unlinkSync } from 'node:fs';
+import { logger, type Logger } from '../../lib/log.js';
+import { SidecarError } from '../errors.js';
+import { SharedMemory, type Allocation } from '../shm/memory.js';
+import { removeStaleSegments } from '../shm/segment.js';
+import type { PeerChunk } from '../wire/protocol.js';
+import { Ledger, type ChunkRecord, type FreeReason } from './ledger.js';
+import { Peers } from './peers.js';
+import { StoreMirror } from './mirror.js';
+import { createMetrics, type SidecarMetrics } from './metrics.js';
+import { compileSidecarOptions, type CompiledSidecarOptions, type SidecarServerOptions } from './options.js';
+import { ClientConnection } from './connection.js';
+
+export interface ChunkInput {
+  id: string;
+  chunk: number;
+  numChunks: number | undefined; // undefined for a stream
+  stream: boolean;
+  dst: number[][];
+  kind: ChunkRecord['kind'];
+  dtype?: ChunkRecord['dtype'];
+  shape?: number[];
+  size: number;
+  producerRank: number;
+  expiresAt: number;
+}
+
+export class SidecarServer {
+  readonly opts: CompiledSidecarOptions;
+  readonly instance = randomBytes(4).toString('hex');
+  readonly log: Logger;
+  memory!: SharedMemory;
+  ledger!: Ledger;
+  peers!: Peers;
+  mirror!: StoreMirror;
+  metrics!: SidecarMetrics;
+  peerPort = 0;
+  httpPort = 0;
+  private unix: NetServer | undefined;
+  private http: HttpServer | undefined;
+  private sweeper: NodeJS.Timeout | undefined;
+  private readonly conns = new Set<ClientConnection>();
+  private readonly incoming = new WeakMap<PeerChunk, Allocation>();
+  private stopping: Promise<void> | undefined;
+
+  constructor(options: SidecarServerOptions) {
+    this.opts = compileSidecarOptions(options);
+    this.log = logger('sidecar', { node: this.opts.node });
+  }
+
+  async start(): Promise<this> {
+    const o = this.opts;
+    const stale = removeStaleSegments();
+    if (stale.length) this.log.info({ stale }, 'removed shared memory left by dead sidecars');
+    this.memory = new SharedMemory(o.node, o.slabs);
+    this.metrics = createMetrics(o.node, () => ({
+      bytesInUse: this.memory.bytesInUse, bytesFree: this.memory.bytesFree, waiting: this.memory.waiting, chunks: this.ledger.chunkCount,
+    }));
+    this.memory.onWait = () => this.metrics.memoryWaits.inc();
+    this.mirror = new StoreMirror(o.store, o.node, this.log);
+    this.ledger = new Ledger({ free: (rec, reason) => this.onFree(rec, reason) }, o.ttlMs);
+    this.peers = new Peers(o.node, o.peers, {
+      target: (msg) => this.peerTarget(msg),
+      message: (msg, _payload, from) => {
+        if (msg.op === 'chunk') this.peerChunk(msg, from);
+        else if (msg.op === 'close') this.ledger.setNumChunks(msg.id, msg.numChunks);
+        else if (msg.op === 'fail') this.failLocal(msg.id, msg.reason);
+      },
+      broken: (msg, from) => {
+        const a = this.incoming.get(msg);
+        if (a) this.memory.free(a);
+        this.failLocal(msg.id, `the link from sidecar ${from} dropped in the middle of chunk ${msg.chunk}`, 'SIDECAR_UNAVAILABLE');
+      },
+    }, this.log);
+    try {
+      this.peerPort = await this.peers.listen(o.host, o.peerPort);
+      await this.listenUnix();
+      await this.listenHttp();
+    } catch (err) {
+      await this.stop();
+      throw err;
+    }
+    this.sweeper = setInterval(() => this.sweep(), o.sweepMs);
+    this.sweeper.unref();
+    this.log.info({ socket: o.socketPath, peerPort: this.peerPort, httpPort: this.httpPort, segment: this.memory.segment.path }, 'sidecar up');
+    return this;
+  }
+
+  private async listenUnix(): Promise<void> {
+    const path = this.opts.socketPath;
+    if (existsSync(path)) unlinkSync(path); // left by a dead predecessor
+    const unix = createNetServer((sock) => this.accept(sock));
+    await new Promise<void>((resolve, reject) => {
+      unix.once('error', reject);
+      unix.listen(path, () => { unix.off('error', reject); resolve(); });
+    });
+    this.unix = unix;
+  }
+
+  private accept(sock: Socket): void {
+    const conn = new ClientConnection(this, sock);
+    this.conns.add(conn);
+    sock.on('close', () => { this.conns.delete(conn); conn.closed(); });
+  }
+
+  private async listenHttp(): Promise<void> {
+    const http = createHttpServer((req, res) => {
+      const send = (code: number, body: string, type = 'application/json') => { res.writeHead(code, { 'content-type': type }); res.end(body); };
+      if (req.url === '/health') return send(200, JSON.stringify(this.health()));
+      if (req.url === '/info') return send(200, JSON.stringify(this.info()));
+      if (req.url === '/metrics') {
+        this.metrics.registry.metrics().then((m) => send(200, m, this.metrics.registry.contentType), (e: Error) => send(500, e.message, 'text/plain'));
+        return;
+      }
+      send(404, JSON.stringify({ error: { code: 'SIDECAR_NOT_FOUND', message: `no route ${req.url}` } }));
+    });
+    await new Promise<void>((resolve, reject) => {
+      http.once('error', reject);
+      http.listen(this.opts.httpPort, this.opts.host, () => { http.off('error', reject); resolve(); });
+    });
+    this.http = http;
+    this.httpPort = (http.address() as { port: number }).port;
+  }
+
+  info() {
+    return { node: this.opts.node, instance: this.instance, ranks: this.opts.ranks, socketPath: this.opts.socketPath, host: this.opts.host, peerPort: this.peerPort, httpPort: this.httpPort };
+  }
+
+  health() {
+    return {
+      status: 'ok', ...this.info(), segment: this.memory.segment.name, capacity: this.memory.capacity,
+      bytesInUse: this.memory.bytesInUse, bytesFree: this.memory.bytesFree, waiting: this.memory.waiting,
+      chunks: this.ledger.chunkCount, ids: this.ledger.idCount, clients: this.conns.size,
+    };
+  }
+
+  // ---------- routing ----------
+
+  /** Splits destination groups into the ones on this node and the ones per peer node. */
+  route(dst: number[][]): { local: number[][]; remote: Map<string, number[][]> } {
+    const local: number[][] = [];
+    const remote = new Map<string, number[][]>();
+    for (const g of dst) {
+      const nodes = new Set(g.map((r) => this.nodeOf(r)));
+      if (nodes.size !== 1) throw new SidecarError('SIDECAR_BAD_REQUEST', `destination group [${g}] spans several nodes (${[...nodes]})`);
+      const node = [...nodes][0]!;
+      if (node === this.opts.node) local.push(g);
+      else remote.set(node, [...(remote.get(node) ?? []), g]);
+    }
+    return { local, remote };
+  }
+
+  nodeOf(rank: number): string {
+    if (this.opts.ranks.includes(rank)) return this.opts.node;
+    const p = this.peers.byRank.get(rank);
+    if (!p) throw new SidecarError('SIDECAR_UNKNOWN_RANK', `no sidecar serves rank ${rank}`);
+    return p.node;
+  }
+
+  allNodes(): string[] { return this.opts.peers.map((p) => p.node); }
+
+  // ---------- storing chunks ----------
+
+  /**
+   * Takes ownership of `alloc` (already filled with the chunk's bytes): records the chunk for local
+   * consumers and pushes it to the other nodes' sidecars. Throws when the id already failed.
+   */
+  storeChunk(input: ChunkInput, alloc: Allocation, origin: 'local' | 'peer'): void {
+    const { local, remote } = origin === 'local' ? this.route(input.dst) : { local: input.dst, remote: new Map<string, number[][]>() };
+    const rec: ChunkRecord = {
+      id: input.id, chunk: input.chunk, kind: input.kind, size: input.size, alloc, producerRank: input.producerRank,
+      groups: local, pendingRanks: new Set(local.flat()), pushes: remote.size, expiresAt: input.expiresAt, handedOut: false,
+      ...(input.dtype ? { dtype: input.dtype } : {}), ...(input.shape ? { shape: input.shape } : {}),
+    };
+    const added = this.ledger.add(rec, input.stream ? undefined : input.numChunks);
+    if (added !== 'added') {
+      this.memory.free(alloc);
+      if (added === 'failed') throw new SidecarError('SIDECAR_PRODUCER_FAILED', `${input.id} already failed`);
+      return;
+    }
+    this.metrics.transfers.inc({ origin });
+    this.metrics.bytesMoved.inc({ path: origin === 'local' ? 'local' : 'from_peer' }, input.size);
+    for (const [node, groups] of remote) {
+      const header: PeerChunk = {
+        op: 'chunk', id: input.id, chunk: input.chunk, dst: groups, kind: input.kind, size: input.size,
+        producerRank: input.producerRank, expiresAt: input.expiresAt,
+        ...(input.numChunks !== undefined && !input.stream ? { numChunks: input.numChunks } : {}),
+        ...(input.stream ? { stream: true } : {}),
+        ...(input.dtype ? { dtype: input.dtype } : {}), ...(input.shape ? { shape: input.shape } : {}),
+      };
+      this.peers.send(node, header, this.memory.view(alloc), input.expiresAt, (err) => {
+        if (err) this.log.warn({ id: input.id, chunk: input.chunk, node, err: err.message }, 'push to peer failed');
+        else this.metrics.bytesMoved.inc({ path: 'to_peer' }, input.size);
+        this.ledger.pushed(rec);
+      });
+    }
+    if (rec.groups.length > 0) {
+      const s = this.memory.segment;
+      this.mirror.put({
+        id: rec.id, chunk: rec.chunk, node: this.opts.node, producerRank: rec.producerRank, kind: rec.kind === 'tensor' ? 'tensor' : 'object',
+        location: { kind: 'shm', segment: s.name, offset: alloc.offset, length: rec.size }, size: rec.size, expiresAt: rec.expiresAt,
+        ...(rec.dtype ? { dtype: rec.dtype } : {}), ...(rec.shape ? { shape: rec.shape } : {}),
+      });
+    }
+  }
+
+  private onFree(rec: ChunkRecord, reason: FreeReason): void {
+    this.memory.free(rec.alloc);
+    this.metrics.freed.inc({ reason });
+    if (reason === 'expired') { this.metrics.expired.inc(); this.metrics.expiredBytes.inc(rec.size); }
+    if (rec.groups.length > 0) this.mirror.remove(rec.id, rec.chunk);
+  }
+
+  private peerTarget(msg: PeerChunk): Promise<Buffer | null> | null {
+    if (this.ledger.isFailed(msg.id)) return null;
+    return this.memory.alloc(msg.size, { deadline: msg.expiresAt }).then(
+      (a) => { this.incoming.set(msg, a); return this.memory.view(a); },
+      (err: Error) => {
+        this.failLocal(msg.id, `no memory on ${this.opts.node} for chunk ${msg.chunk}: ${err.message}`, 'SIDECAR_TIMEOUT');
+        return null;
+      },
+    );
+  }
+
+  private peerChunk(msg: PeerChunk, from: string): void {
+    const alloc = this.incoming.get(msg);
+    if (!alloc) return; // discarded (failed id or no memory)
+    try {
+      this.storeChunk({ ...msg, numChunks: msg.numChunks, stream: msg.stream ?? false }, alloc, 'peer');
+    } catch (err) {
+      this.log.debug({ id: msg.id, from, err: (err as Error).message }, 'dropped chunk from peer');
+    }
+  }
+
+  // ---------- streams and failures ----------
+
+  /** Fails `id` on this node only (waiting consumers get the error). */
+  failLocal(id: string, reason: string, code: 'SIDECAR_PRODUCER_FAILED' | 'SIDECAR_UNAVAILABLE' | 'SIDECAR_TIMEOUT' = 'SIDECAR_PRODUCER_FAILED'): void {
+    if (this.ledger.isFailed(id)) return;
+    this.metrics.producerFailures.inc();
+    this.ledger.fail(id, new SidecarError(code, `${id}: ${reason}`));
+  }
+
+  /** Fails `id` here and on the given peer nodes. */
+  failEverywhere(id: string, reason: string, nodes: Iterable<string>): void {
+    this.failLocal(id, reason);
+    for (const node of nodes) this.peers.send(node, { op: 'fail', id, reason }, undefined, Date.now() + 10_000, () => {});
+  }
+
+  closeStream(id: string, numChunks: number, nodes: Iterable<string>): void {
+    this.ledger.setNumChunks(id, numChunks);
+    for (const node of nodes) this.peers.send(node, { op: 'close', id, numChunks }, undefined, Date.now() + this.opts.ttlMs, () => {});
+  }
+
+  private sweep(): void {
+    const expired = this.ledger.sweep(Date.now());
+    if (expired.length) this.log.info({ n: expired.length }, 'freed expired chunks');
+  }
+
+  // ---------- stop ----------
+
+  /** Stops listening, drops every connection, rejects every waiter and unlinks the shared memory. Idempotent. */
+  stop(): Promise<void> {
+    this.stopping ??= (async () => {
+      clearInterval(this.sweeper);
+      const err = new SidecarError('SIDECAR_UNAVAILABLE', `sidecar ${this.opts.node} is stopping`);
+      this.ledger?.close(err);
+      for (const c of this.conns) c.destroy();
+      await Promise.all([
+        new Promise<void>((r) => (this.unix ? this.unix.close(() => r()) : r())),
+        new Promise<void>((r) => (this.http ? (this.http.closeAllConnections(), this.http.close(() => r())) : r())),
+        this.peers?.close(),
+      ]);
+      this.memory?.close();
+      try { unlinkSync(this.opts.socketPath); } catch { /* gone */ }
+      await Promise.race([this.mirror?.flush(), new Promise((r) => setTimeout(r, 2000).unref())]);
+    })();
+    return this.stopping;
+  }
+}

@@ -1,0 +1,168 @@
+/**
+ * The framing shared by the client↔sidecar unix socket and the sidecar↔sidecar TCP stream:
+ *
+ *   u32 LE header length | u32 LE payload length | header (UTF-8 JSON) | payload (raw bytes)
+ *
+ * The reader lets the receiver choose where a payload lands (e.g. straight into a shared-memory slot,
+ * so bytes from the network are copied once) and may take time to choose (a slot allocation waiting
+ * under memory pressure): it then pauses the stream, which back-pressures the sender through TCP.
+ */
+import type { Socket } from 'node:net';
+
+const PREFIX = 8;
+const INLINE_LIMIT = 64 * 1024; // payloads up to this size are written in the same buffer as the header
+
+/** Writes one frame. Large payloads are passed to the socket as they are (no copy in user space). */
+export function writeFrame(sock: Socket, header: unknown, payload?: Uint8Array, written?: (err?: Error | null) => void): boolean {
+  const json = Buffer.from(JSON.stringify(header));
+  const plen = payload?.byteLength ?? 0;
+  if (plen <= INLINE_LIMIT) {
+    const buf = Buffer.allocUnsafe(PREFIX + json.length + plen);
+    buf.writeUInt32LE(json.length, 0);
+    buf.writeUInt32LE(plen, 4);
+    json.copy(buf, PREFIX);
+    if (payload && plen > 0) buf.set(payload, PREFIX + json.length);
+    return sock.write(buf, written);
+  }
+  const head = Buffer.allocUnsafe(PREFIX + json.length);
+  head.writeUInt32LE(json.length, 0);
+  head.writeUInt32LE(plen, 4);
+  json.copy(head, PREFIX);
+  sock.cork();
+  sock.write(head);
+  const ok = sock.write(payload!, written);
+  process.nextTick(() => sock.uncork());
+  return ok;
+}
+
+/**
+ * Where a payload goes: a Buffer of exactly the payload's length, `null` to discard it, or undefined to
+ * have the reader allocate one.
+ */
+export type PayloadTarget = Buffer | null | undefined;
+
+export interface FrameHandler<H> {
+  /** Called when a header is complete; may return a promise (the stream is paused meanwhile). */
+  target(header: H, length: number): PayloadTarget | Promise<PayloadTarget>;
+  /** Called when the whole frame is in; `payload` is the target (or null when discarded). */
+  frame(header: H, payload: Buffer | null): void;
+  /** A malformed stream: the connection should be dropped. */
+  error(err: Error): void;
+}
+
+export class FrameReader<H> {
+  private pending: Buffer[] = [];
+  private pendingBytes = 0;
+  private header: H | undefined;
+  private payloadLen = 0;
+  private target: Buffer | null = null;
+  private filled = 0;
+  private waiting = false; // a target() promise is outstanding
+  private inPayload = false;
+
+  constructor(private readonly sock: Socket, private readonly handler: FrameHandler<H>) {
+    sock.on('data', (chunk: Buffer) => this.push(chunk));
+  }
+
+  private push(chunk: Buffer): void {
+    if (this.inPayload && !this.waiting && this.pendingBytes === 0) {
+      const used = this.fill(chunk, 0);
+      if (used === chunk.length) return;
+      chunk = chunk.subarray(used);
+    }
+    this.pending.push(chunk);
+    this.pendingBytes += chunk.length;
+    this.drain();
+  }
+
+  /** Copies payload bytes from `chunk[at..]`; returns the index after what was consumed. */
+  private fill(chunk: Buffer, at: number): number {
+    const n = Math.min(this.payloadLen - this.filled, chunk.length - at);
+    if (this.target) this.target.set(chunk.subarray(at, at + n), this.filled);
+    this.filled += n;
+    if (this.filled === this.payloadLen) this.finish();
+    return at + n;
+  }
+
+  private finish(): void {
+    const h = this.header as H;
+    const t = this.target;
+    this.inPayload = false;
+    this.header = undefined;
+    this.target = null;
+    this.handler.frame(h, t);
+  }
+
+  private take(n: number): Buffer {
+    const first = this.pending[0]!;
+    let out: Buffer;
+    if (first.length >= n) {
+      out = first.subarray(0, n);
+      if (first.length === n) this.pending.shift();
+      else this.pending[0] = first.subarray(n);
+    } else {
+      out = Buffer.allocUnsafe(n);
+      let o = 0;
+      while (o < n) {
+        const b = this.pending[0]!;
+        const k = Math.min(n - o, b.length);
+        b.copy(out, o, 0, k);
+        o += k;
+        if (k === b.length) this.pending.shift();
+        else this.pending[0] = b.subarray(k);
+      }
+    }
+    this.pendingBytes -= n;
+    return out;
+  }
+
+  private drain(): void {
+    while (!this.waiting) {
+      if (this.inPayload) {
+        if (this.pendingBytes === 0) return;
+        const b = this.pending.shift()!;
+        this.pendingBytes -= b.length;
+        const used = this.fill(b, 0);
+        if (used < b.length) { this.pending.unshift(b.subarray(used)); this.pendingBytes += b.length - used; }
+        continue;
+      }
+      if (this.pendingBytes < PREFIX) return;
+      const first = this.pending[0]!;
+      const pre = first.length >= PREFIX ? first : Buffer.concat(this.pending, PREFIX);
+      const hlen = pre.readUInt32LE(0);
+      const plen = pre.readUInt32LE(4);
+      if (this.pendingBytes < PREFIX + hlen) return;
+      this.take(PREFIX);
+      let header: H;
+      try {
+        header = JSON.parse(this.take(hlen).toString('utf8')) as H;
+      } catch (err) {
+        this.handler.error(new Error(`malformed frame header: ${(err as Error).message}`));
+        this.sock.destroy();
+        return;
+      }
+      this.header = header;
+      this.payloadLen = plen;
+      this.filled = 0;
+      this.inPayload = true;
+      const t = this.handler.target(header, plen);
+      if (t instanceof Promise) {
+        this.waiting = true;
+        this.sock.pause();
+        t.then((buf) => this.setTarget(buf, plen), (err: Error) => { this.handler.error(err); this.setTarget(null, plen); })
+          .finally(() => { this.waiting = false; this.sock.resume(); this.drain(); });
+        return;
+      }
+      this.setTarget(t, plen);
+    }
+  }
+
+  private setTarget(t: PayloadTarget, plen: number): void {
+    this.target = t === undefined ? (plen > 0 ? Buffer.allocUnsafe(plen) : Buffer.alloc(0)) : t;
+    if (this.target && this.target.length !== plen) {
+      this.handler.error(new Error(`payload target has ${this.target.length} bytes, frame has ${plen}`));
+      this.target = null;
+    }
+    if (plen === 0) this.finish();
+  }
+}

@@ -1,0 +1,69 @@
+/**
+ * Messages on the two sidecar links, validated with zod where they enter a process.
+ *
+ * Client ↔ local sidecar (unix socket): every request carries `rid`; the sidecar answers each with
+ * `{rid, ok: true, ...}` or `{rid, ok: false, error}`; `cancel` has no answer (it ends a waiting request).
+ * Sidecar → sidecar (TCP): one-way `chunk` (with its bytes as the payload), `close`, `fail`.
+ */
+import { z } from 'zod';
+import type { DType } from '../tensor.js';
+import type { WireError } from '../errors.js';
+
+const rank = z.number().int().min(0);
+const dtype = z.enum(['f32', 'f16', 'bf16', 'f64', 'i64', 'i32', 'u8', 'bool']);
+const id = z.string().min(1).max(256);
+const chunkNo = z.number().int().min(0);
+const groups = z.array(z.array(rank).min(1)).min(1);
+
+export const kinds = ['tensor', 'json', 'bytes'] as const;
+export type ChunkKind = (typeof kinds)[number];
+
+export const HelloReq = z.object({ op: z.literal('hello'), rid: z.number(), rank, group: z.array(rank).min(1), hint: z.number().int().positive().optional() });
+export const AllocReq = z.object({ op: z.literal('alloc'), rid: z.number(), size: z.number().int().min(0), deadline: z.number() });
+export const PutReq = z.object({
+  op: z.literal('put'), rid: z.number(), id, chunk: chunkNo,
+  numChunks: z.number().int().min(1).optional(), stream: z.boolean().optional(),
+  dst: groups, kind: z.enum(kinds), dtype: dtype.optional(), shape: z.array(z.number().int().min(0)).optional(),
+  size: z.number().int().min(0), alloc: z.number().int().optional(), ttlMs: z.number().positive().optional(), deadline: z.number(),
+});
+export const RecvReq = z.object({ op: z.literal('recv'), rid: z.number(), id, chunk: chunkNo, deadline: z.number() });
+export const DoneReq = z.object({ op: z.literal('done'), rid: z.number(), id, chunk: chunkNo, group: z.boolean().optional() });
+export const CloseReq = z.object({ op: z.literal('close'), rid: z.number(), id, numChunks: z.number().int().min(0), dst: groups.optional() });
+export const FailReq = z.object({ op: z.literal('fail'), rid: z.number(), id, reason: z.string(), dst: groups.optional() });
+export const CancelReq = z.object({ op: z.literal('cancel'), rid: z.number() });
+
+export const ClientRequest = z.discriminatedUnion('op', [HelloReq, AllocReq, PutReq, RecvReq, DoneReq, CloseReq, FailReq, CancelReq]);
+export type ClientRequest = z.infer<typeof ClientRequest>;
+export type PutReq = z.infer<typeof PutReq>;
+
+export interface HelloReply { node: string; instance: string; segment: { path: string; size: number }; ranks: number[] }
+export interface AllocReply { alloc: number; offset: number }
+/** A chunk ready to read: where it sits in the segment and how to interpret it. `end` = past the last chunk. */
+export interface RecvReply {
+  end?: true;
+  kind?: ChunkKind;
+  dtype?: DType;
+  shape?: number[];
+  offset?: number;
+  size?: number;
+  producerRank?: number;
+}
+
+export type Reply = ({ rid: number; ok: true } & Record<string, unknown>) | { rid: number; ok: false; error: WireError };
+
+// ---------- sidecar ↔ sidecar ----------
+
+export const PeerChunk = z.object({
+  op: z.literal('chunk'), id, chunk: chunkNo,
+  numChunks: z.number().int().min(1).optional(), stream: z.boolean().optional(),
+  dst: groups, kind: z.enum(kinds), dtype: dtype.optional(), shape: z.array(z.number().int().min(0)).optional(),
+  size: z.number().int().min(0), producerRank: rank, expiresAt: z.number(),
+});
+export const PeerMessage = z.discriminatedUnion('op', [
+  z.object({ op: z.literal('hello'), node: z.string() }),
+  PeerChunk,
+  z.object({ op: z.literal('close'), id, numChunks: z.number().int().min(0) }),
+  z.object({ op: z.literal('fail'), id, reason: z.string() }),
+]);
+export type PeerMessage = z.infer<typeof PeerMessage>;
+export type PeerChunk = z.infer<typeof PeerChunk>;
