@@ -6,7 +6,7 @@
  *   node --import tsx executors/models/build.ts [--out DIR] [--force] [--only tiny-vision,tiny-audio]
  */
 import { createHash } from 'node:crypto';
-import { mkdir, readFile, readdir, rename, rm, writeFile } from 'node:fs/promises';
+import { mkdir, readFile, readdir, rename, rm, stat, writeFile } from 'node:fs/promises';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Command } from 'commander';
@@ -75,10 +75,37 @@ async function writeModel(out: string, model: BuiltModel, hash: string): Promise
   return bytes;
 }
 
+/** One builder per models dir at a time (mkdir is atomic); a lock older than 2 minutes is taken over. */
+async function withLock<T>(out: string, fn: () => Promise<T>): Promise<T> {
+  const lock = join(out, '.build.lock');
+  const deadline = Date.now() + 120_000;
+  for (;;) {
+    try {
+      await mkdir(lock);
+      break;
+    } catch (e) {
+      if ((e as NodeJS.ErrnoException).code !== 'EEXIST') throw e;
+      const age = await stat(lock).then((s) => Date.now() - s.mtimeMs, () => 0);
+      if (age > 120_000) await rm(lock, { recursive: true, force: true });
+      else if (Date.now() > deadline) throw new Error(`timed out waiting for ${lock}`);
+      else await new Promise((r) => setTimeout(r, 100));
+    }
+  }
+  try {
+    return await fn();
+  } finally {
+    await rm(lock, { recursive: true, force: true });
+  }
+}
+
 /** Builds (or keeps, when the stamp matches) each model; returns what happened per model. */
 export async function buildModels(opts: { out?: string; force?: boolean; only?: string[] } = {}): Promise<BuildResult[]> {
   const out = resolve(opts.out ?? defaultModelsDir());
   await mkdir(out, { recursive: true });
+  return withLock(out, () => buildUnlocked(out, opts));
+}
+
+async function buildUnlocked(out: string, opts: { force?: boolean; only?: string[] }): Promise<BuildResult[]> {
   const hash = await sourceHash();
   const names = opts.only?.length ? opts.only : Object.keys(BUILDERS);
   const results: BuildResult[] = [];

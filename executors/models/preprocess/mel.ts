@@ -1,0 +1,101 @@
+/**
+ * Log-mel spectrogram (Whisper-style): Hann window of win_length (periodic) centred on each hop, zero-padded
+ * to n_fft, power spectrum, Slaney mel filterbank (slaney-normalised, as librosa's default), log10 with a
+ * 1e-10 floor, dynamic range clamped to 8 (log10 units) below the maximum, then (x + 4) / 4.
+ * frames = 1 + floor(samples / hop_length). Output layout [n_mels, frames] (mel-major).
+ */
+import type { AudioPreprocessing } from '../manifest.js';
+import { powerSpectrum } from './fft.js';
+
+export const LOG_FLOOR = 1e-10;
+/** The value a silent input maps to after normalisation: (log10(1e-10) + 4) / 4. */
+export const NORMALISED_FLOOR = (Math.log10(LOG_FLOOR) + 4) / 4;
+
+export interface MelFeatures { data: Float32Array; nMels: number; frames: number }
+
+const hzToMel = (f: number) => {
+  const fSp = 200 / 3;
+  const minLogHz = 1000;
+  const minLogMel = minLogHz / fSp;
+  const logStep = Math.log(6.4) / 27;
+  return f >= minLogHz ? minLogMel + Math.log(f / minLogHz) / logStep : f / fSp;
+};
+const melToHz = (m: number) => {
+  const fSp = 200 / 3;
+  const minLogHz = 1000;
+  const minLogMel = minLogHz / fSp;
+  const logStep = Math.log(6.4) / 27;
+  return m >= minLogMel ? minLogHz * Math.exp(logStep * (m - minLogMel)) : fSp * m;
+};
+
+/** Centre frequency (Hz) of each mel filter. */
+export function melCenters(pre: AudioPreprocessing): number[] {
+  const fmax = pre.fmax ?? pre.sample_rate / 2;
+  const lo = hzToMel(pre.fmin);
+  const hi = hzToMel(fmax);
+  return Array.from({ length: pre.n_mels }, (_, i) => melToHz(lo + ((hi - lo) * (i + 1)) / (pre.n_mels + 1)));
+}
+
+const banks = new Map<string, Float64Array>();
+
+/** [n_mels, n_fft/2+1] triangular filters, Slaney area normalisation. */
+export function melFilterbank(pre: AudioPreprocessing): Float64Array {
+  const key = JSON.stringify([pre.sample_rate, pre.n_fft, pre.n_mels, pre.fmin, pre.fmax]);
+  const hit = banks.get(key);
+  if (hit) return hit;
+  const bins = pre.n_fft / 2 + 1;
+  const fmax = pre.fmax ?? pre.sample_rate / 2;
+  const lo = hzToMel(pre.fmin);
+  const hi = hzToMel(fmax);
+  const pts = Array.from({ length: pre.n_mels + 2 }, (_, i) => melToHz(lo + ((hi - lo) * i) / (pre.n_mels + 1)));
+  const fb = new Float64Array(pre.n_mels * bins);
+  for (let m = 0; m < pre.n_mels; m++) {
+    const [l, c, r] = [pts[m]!, pts[m + 1]!, pts[m + 2]!];
+    const norm = 2 / (r - l);
+    for (let k = 0; k < bins; k++) {
+      const f = (k * pre.sample_rate) / pre.n_fft;
+      const w = Math.max(0, Math.min((f - l) / (c - l), (r - f) / (r - c)));
+      fb[m * bins + k] = w * norm;
+    }
+  }
+  banks.set(key, fb);
+  return fb;
+}
+
+function hann(n: number): Float64Array {
+  return Float64Array.from({ length: n }, (_, i) => 0.5 - 0.5 * Math.cos((2 * Math.PI * i) / n));
+}
+
+export function logMel(samples: Float32Array, pre: AudioPreprocessing): MelFeatures {
+  const { n_fft: nFft, win_length: win, hop_length: hop, n_mels: nMels } = pre;
+  const bins = nFft / 2 + 1;
+  const frames = 1 + Math.floor(samples.length / hop);
+  const window = hann(win);
+  const fb = melFilterbank(pre);
+  const out = new Float32Array(nMels * frames);
+  const frame = new Float64Array(nFft);
+  const power = new Float64Array(bins);
+  const im = new Float64Array(nFft);
+  const padLeft = Math.floor((nFft - win) / 2);
+  let max = -Infinity;
+  for (let f = 0; f < frames; f++) {
+    frame.fill(0);
+    const start = f * hop - Math.floor(win / 2);
+    for (let i = 0; i < win; i++) {
+      const s = start + i;
+      if (s >= 0 && s < samples.length) frame[padLeft + i] = samples[s]! * window[i]!;
+    }
+    powerSpectrum(frame, power, im);
+    for (let m = 0; m < nMels; m++) {
+      let e = 0;
+      const row = m * bins;
+      for (let k = 0; k < bins; k++) e += fb[row + k]! * power[k]!;
+      const v = Math.log10(Math.max(e, LOG_FLOOR));
+      out[m * frames + f] = v;
+      if (v > max) max = v;
+    }
+  }
+  const lowest = max - 8;
+  for (let i = 0; i < out.length; i++) out[i] = (Math.max(out[i]!, lowest) + 4) / 4;
+  return { data: out, nMels, frames };
+}
