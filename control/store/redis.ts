@@ -83,6 +83,11 @@ export class RedisStore implements Store {
     this.script = defineScripts(this.redis);
   }
 
+  /** The prefix of every key and channel this store uses. */
+  get prefix(): string {
+    return this.keys.prefix;
+  }
+
   ready(): Promise<void> {
     this.readyPromise ??= this.call('ready', () => this.redis.ping()).then(
       () => undefined,
@@ -352,7 +357,7 @@ export class RedisStore implements Store {
       () => undefined,
       (err: unknown) => {
         this.subscribed = undefined;
-        log.warn({ err: String(err) }, 'store subscribe failed; will retry on next subscribe');
+        log.warn({ err: String(err) }, 'store subscribe failed; retrying when the connection is back');
         throw err;
       },
     );
