@@ -45,8 +45,9 @@ export interface AppFunctionInstance {
 }
 
 export type PlatformEvent =
-  | { kind: 'executor-exited'; executorId: string; taskId: string; code: number | null; signal: string | null; expected: boolean }
-  | { kind: 'app-function-exited'; appId: string; code: number | null; signal: string | null; expected: boolean };
+  | { kind: 'executor-exited'; executorId: string; taskId: string; code: number | null; signal: string | null; expected: boolean; logTail?: string[] }
+  | { kind: 'app-function-exited'; appId: string; code: number | null; signal: string | null; expected: boolean; logTail?: string[] };
+// (Added: `logTail` = the last lines the process printed, when the platform has them; for error messages.)
 
 export interface Platform {
   readonly kind: 'local' | 'kubernetes';
