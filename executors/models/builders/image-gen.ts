@@ -2,7 +2,8 @@
  * tiny-image-gen: embeddings [tokens, hidden] → image. Three graphs, driven by the TS loop in run.ts:
  *   prior:   mean-pool + MLP → a base 8x8 latent, resized (runtime `latent_sizes`) to the latent grid, + a condition vector;
  *   denoise: one refinement step latent → latent + step_scale * f(latent, cond_latent, cond, t) (run num_inference_steps times);
- *   decoder: conv + 2 ConvTranspose(x2) upsampling blocks → sigmoid RGB, resized (runtime `image_sizes`) to exactly H x W.
+ *   decoder: conv + 2 ConvTranspose(x2) upsampling blocks (+ a 1x1 skip from the latent) → sigmoid RGB, resized
+ *            (runtime `image_sizes`) to exactly H x W.
  */
 import { GraphBuilder } from '../onnx/graph-builder.js';
 import { ParamStore, linear } from '../onnx/layers.js';
@@ -80,8 +81,11 @@ function buildDecoder(p: ParamStore): GraphBuilder {
   let x = g.gelu(conv3(g, p, latent, 'decoder.conv_in', c, width));
   x = g.gelu(up2(g, p, x, 'decoder.up1', width, width / 2));
   x = g.gelu(up2(g, p, x, 'decoder.up2', width / 2, width / 2));
-  const rgb = g.sigmoid(conv3(g, p, x, 'decoder.conv_out', width / 2, 3));
-  g.output(g.resize(rgb, sizes, 'linear'), 'image', 'FLOAT', [1, 3, 'height', 'width']);
+  const detail = g.resize(conv3(g, p, x, 'decoder.conv_out', width / 2, 3), sizes, 'linear');
+  // A 1x1 skip from the latent carries the smooth, conditioned colour layout to full size.
+  const [sw, sb] = convW(g, p, 'decoder.skip', 3, c, 1);
+  const skip = g.resize(g.mul(g.conv(latent, sw, sb), g.constF([3], [])), sizes, 'linear');
+  g.output(g.sigmoid(g.add(detail, skip)), 'image', 'FLOAT', [1, 3, 'height', 'width']);
   return g;
 }
 

@@ -1,0 +1,50 @@
+import test from 'ava';
+import { mkdtemp, readFile, readdir, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { buildModels } from '../../../../executors/models/build.js';
+import { loadManifest } from '../../../../executors/models/loader.js';
+
+const dirs: string[] = [];
+async function tmp(): Promise<string> {
+  const d = await mkdtemp(join(tmpdir(), 'cs-build-'));
+  dirs.push(d);
+  return d;
+}
+test.after.always(async () => {
+  await Promise.all(dirs.map((d) => rm(d, { recursive: true, force: true })));
+});
+
+test('a second build with unchanged sources is cached', async (t) => {
+  const out = await tmp();
+  const first = await buildModels({ out, only: ['tiny-audio-gen'] });
+  const second = await buildModels({ out, only: ['tiny-audio-gen'] });
+  t.true(first[0]!.built);
+  t.false(second[0]!.built);
+});
+
+test('--force rebuilds byte-identical files', async (t) => {
+  const out = await tmp();
+  await buildModels({ out, only: ['tiny-vision'] });
+  const dir = join(out, 'tiny-vision');
+  const before = await readFile(join(dir, 'encoder.onnx'));
+  const res = await buildModels({ out, only: ['tiny-vision'], force: true });
+  t.true(res[0]!.built);
+  t.true((await readFile(join(dir, 'encoder.onnx'))).equals(before));
+});
+
+test('every built model has a valid manifest and stamp', async (t) => {
+  const out = await tmp();
+  await buildModels({ out });
+  const names = (await readdir(out)).filter((n) => !n.startsWith('.')).sort();
+  t.deepEqual(names, ['tiny-audio', 'tiny-audio-gen', 'tiny-image-gen', 'tiny-vision']);
+  for (const n of names) {
+    const m = await loadManifest(join(out, n));
+    t.is(m.name, n);
+    t.is(m.build?.source_hash.length, 16);
+  }
+});
+
+test('an unknown model name is refused', async (t) => {
+  await t.throwsAsync(buildModels({ out: await tmp(), only: ['tiny-toaster'] }), { message: /unknown model/ });
+});
