@@ -85,9 +85,7 @@ export class MemoryStore implements Store {
 
   async setAppState(appId: string, state: AppState): Promise<void> {
     this.assertOpen();
-    const app = this.apps.get(appId);
-    if (!app) throw new StoreNotFoundError('app', appId);
-    app.state = state;
+    must(this.apps.get(appId), 'app', appId).state = state;
     this.emit({ kind: 'app', id: appId, op: 'put' });
   }
 
@@ -138,8 +136,7 @@ export class MemoryStore implements Store {
 
   async updateTask(taskId: string, patch: Partial<Pick<UnitTaskRecord, 'state' | 'devices'>>): Promise<void> {
     this.assertOpen();
-    const task = this.tasks.get(taskId);
-    if (!task) throw new StoreNotFoundError('task', taskId);
+    const task = must(this.tasks.get(taskId), 'task', taskId);
     if (patch.state !== undefined) task.state = patch.state;
     if (patch.devices !== undefined) task.devices = jsonCopy(patch.devices);
     task.updatedAt = Date.now();
@@ -186,8 +183,7 @@ export class MemoryStore implements Store {
 
   async setExecutorState(executorId: string, state: ExecutorState): Promise<void> {
     this.assertOpen();
-    const route = this.executors.get(executorId);
-    if (!route) throw new StoreNotFoundError('executor', executorId);
+    const route = must(this.executors.get(executorId), 'executor', executorId);
     route.state = state;
     this.emit({ kind: 'route', id: executorId, taskId: route.taskId, op: 'put' });
   }
@@ -195,8 +191,7 @@ export class MemoryStore implements Store {
   async adjustOutstanding(executorId: string, delta: number): Promise<number> {
     this.assertOpen();
     assertIntegerDelta(delta);
-    const route = this.executors.get(executorId);
-    if (!route) throw new StoreNotFoundError('executor', executorId);
+    const route = must(this.executors.get(executorId), 'executor', executorId);
     route.outstanding += delta;
     return route.outstanding;
   }
@@ -271,3 +266,9 @@ export class MemoryStore implements Store {
 }
 
 const copyOrUndefined = <T>(value: T | undefined): T | undefined => (value === undefined ? undefined : jsonCopy(value));
+
+/** The stored record an in-place update targets; a missing one is StoreNotFoundError. */
+function must<T>(record: T | undefined, kind: StoreNotFoundError['kind'], id: string): T {
+  if (record === undefined) throw new StoreNotFoundError(kind, id);
+  return record;
+}

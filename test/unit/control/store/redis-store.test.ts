@@ -32,6 +32,16 @@ storeConformance('RedisStore', async () => {
 
 const outcome = <T>(p: Promise<T>) => p.then(() => undefined, (err: unknown) => err);
 
+/** Keeps writing through `peer` (whose calls may fail while Redis comes back) until `seen` gets a change. */
+async function publishUntilSeen(peer: RedisStore, seen: StoreChange[]): Promise<void> {
+  let n = 0;
+  const published = async () => {
+    await outcome(peer.putApp(sampleApp(++n)));
+    return seen.length > 0;
+  };
+  await waitUntil('a change published after the restart', published, { timeoutMs: 15_000, intervalMs: 200 });
+}
+
 function openStore(t: ExecutionContext, prefix = uniquePrefix('store')) {
   const store = new RedisStore({ url: server!.url, prefix });
   t.teardown(() => store.close());
@@ -66,15 +76,7 @@ test.serial('a subscription resumes after a Redis restart', async (t) => {
   store.subscribe((change) => seen.push(change));
   await store.subscriptionReady();
   await server!.restart();
-  let n = 0;
-  await waitUntil(
-    'a change published after the restart',
-    async () => {
-      await outcome(peer.putApp(sampleApp(++n)));
-      return seen.length > 0;
-    },
-    { timeoutMs: 15_000, intervalMs: 200 },
-  );
+  await publishUntilSeen(peer, seen);
   t.like(seen[0], { kind: 'app', op: 'put' });
 });
 
@@ -88,15 +90,7 @@ test.serial('a subscription made during an outage starts once Redis is back', as
   store.subscribe((change) => seen.push(change));
   t.true((await outcome(store.subscriptionReady())) instanceof StoreUnavailableError);
   await server!.restart();
-  let n = 0;
-  await waitUntil(
-    'a change published after the restart',
-    async () => {
-      await outcome(peer.putApp(sampleApp(++n)));
-      return seen.length > 0;
-    },
-    { timeoutMs: 15_000, intervalMs: 200 },
-  );
+  await publishUntilSeen(peer, seen);
   t.like(seen[0], { kind: 'app', op: 'put' });
 });
 
