@@ -3,6 +3,7 @@
  * and the functions Eric's and Geri's workers call after preprocessing. Encoders return one Embeddings
  * [tokens, hidden] per input item.
  */
+import type ort from 'onnxruntime-node';
 import { modelErrors } from './errors.js';
 import type { LoadedModel } from './loader.js';
 import type { ImagePreprocessing } from './manifest.js';
@@ -29,6 +30,16 @@ function imagePre(model: LoadedModel): ImagePreprocessing {
   const pre = model.manifest.preprocessing.image;
   if (!pre) throw modelErrors.unsupported(`model '${model.manifest.name}' has no image preprocessing`);
   return pre;
+}
+
+/** Encoder feeds for one item run alone (all its temporal groups as separate attention segments). */
+export function visionFeeds(item: VisionInput): Record<string, ort.Tensor> {
+  const n = item.grid.t * item.grid.h * item.grid.w;
+  const seg = new BigInt64Array(n);
+  for (let t = 0; t < item.grid.t; t++) seg.fill(BigInt(t), t * item.grid.h * item.grid.w, (t + 1) * item.grid.h * item.grid.w);
+  return {
+    patches: f32(item.patches, [n, item.patchDim]), position_ids: i64(item.positionIds, [n, 2]), segment_ids: i64(seg, [n]),
+  };
 }
 
 /**
