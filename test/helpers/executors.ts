@@ -1,0 +1,149 @@
+/**
+ * Executor fixtures for control-plane tests:
+ *  - startEchoExecutor(): a REAL echo executor child process (`node --import tsx executors/echo/main.ts`) on a free port;
+ *  - deployTask(): puts a unit task (state `ready`) and its executor routes into a Store, the way a task manager would.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+import { unitTaskKey, type UnitTask } from '../../functions/sdk/index.js';
+import { EXECUTOR_ENV } from '../../control/descriptors/types.js';
+import { taskIdOf } from '../../control/dispatcher/routing.js';
+import type { ExecutorRoute, ExecutorState, Store, UnitTaskState } from '../../control/store/types.js';
+import { freePort } from '../../lib/net.js';
+import { waitUntil } from '../../lib/wait.js';
+
+const REPO = fileURLToPath(new URL('../../', import.meta.url));
+
+export interface EchoExecutorInfo {
+  kind: 'echo';
+  executorId: string | null;
+  inFlight: number;
+  served: number;
+}
+
+export interface EchoExecutor {
+  readonly executorId: string;
+  readonly port: number;
+  readonly url: string;
+  readonly process: ChildProcess;
+  /** GET /info: requests in flight and served so far. */
+  info(): Promise<EchoExecutorInfo>;
+  /** Kills the process (default SIGKILL: a crash) and waits for it to exit. */
+  kill(signal?: NodeJS.Signals): Promise<void>;
+  /** SIGTERM and wait; idempotent. */
+  stop(): Promise<void>;
+}
+
+export interface EchoExecutorOptions {
+  executorId?: string;
+  /** Default simulated work per request (requests from the echo descriptor carry their own). */
+  serviceTimeMs?: number;
+  /** How long to wait for GET /health. @default 20000 */
+  startTimeoutMs?: number;
+}
+
+let started = 0;
+
+async function healthy(url: string): Promise<boolean> {
+  try {
+    return (await fetch(new URL('/health', url), { signal: AbortSignal.timeout(1000) })).ok;
+  } catch {
+    return false;
+  }
+}
+
+export async function startEchoExecutor(options: EchoExecutorOptions = {}): Promise<EchoExecutor> {
+  const port = await freePort();
+  const executorId = options.executorId ?? `echo-${process.pid}-${++started}`;
+  const url = `http://127.0.0.1:${port}`;
+  const child = spawn(process.execPath, ['--import', 'tsx', 'executors/echo/main.ts', '--service-time-ms', String(options.serviceTimeMs ?? 0)], {
+    cwd: REPO,
+    env: { ...process.env, [EXECUTOR_ENV.port]: String(port), [EXECUTOR_ENV.executorId]: executorId },
+    stdio: ['ignore', 'ignore', 'inherit'],
+  });
+  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+  const onExit = () => child.kill('SIGKILL');
+  process.once('exit', onExit);
+  const kill = async (signal: NodeJS.Signals = 'SIGKILL') => {
+    if (child.exitCode === null && child.signalCode === null) child.kill(signal);
+    await exited;
+    process.removeListener('exit', onExit);
+  };
+  try {
+    await waitUntil(`echo executor ${executorId} on port ${port}`, async () => child.exitCode === null && (await healthy(url)), {
+      timeoutMs: options.startTimeoutMs ?? 20_000,
+      intervalMs: 50,
+    });
+  } catch (e) {
+    await kill();
+    throw e;
+  }
+  return {
+    executorId,
+    port,
+    url,
+    process: child,
+    info: async () => (await (await fetch(new URL('/info', url))).json()) as EchoExecutorInfo,
+    kill,
+    stop: () => kill('SIGTERM'),
+  };
+}
+
+
+export interface RouteSpec {
+  url: string;
+  executorId?: string;
+  sidecarRanks?: number[];
+  state?: ExecutorState;
+  outstanding?: number;
+}
+
+/**
+ * Registers `task` in the Store (acquireTask, then updateTask to `state`, default ready) with one route per
+ * spec (default state ready). Returns the task id and the routes as stored.
+ */
+export async function deployTask(
+  store: Store,
+  task: UnitTask,
+  routes: RouteSpec[],
+  state: UnitTaskState = 'ready',
+): Promise<{ taskId: string; routes: ExecutorRoute[] }> {
+  const taskId = taskIdOf(task);
+  await store.acquireTask({
+    taskId,
+    key: unitTaskKey(task),
+    taskClass: task.rootClass.name,
+    task: task.toJSON(),
+    state: 'deploying',
+    devices: [],
+    updatedAt: Date.now(),
+  });
+  if (state !== 'deploying') await store.updateTask(taskId, { state });
+  const stored: ExecutorRoute[] = [];
+  for (const [n, spec] of routes.entries()) {
+    const ranks = spec.sidecarRanks ?? [n];
+    const route: ExecutorRoute = {
+      executorId: spec.executorId ?? `${taskId}-x${n}`,
+      taskId,
+      url: spec.url,
+      sidecarRanks: ranks,
+      devices: ranks.map((r, local) => ({ node: 'node-test', globalRank: r, localRank: local })),
+      state: spec.state ?? 'ready',
+      outstanding: spec.outstanding ?? 0,
+      startedAt: Date.now(),
+    };
+    await store.putExecutor(route);
+    stored.push(route);
+  }
+  return { taskId, routes: stored };
+}
+
+/** The outstanding count of every executor in the Store, by executor id. */
+export async function outstandingByExecutor(store: Store): Promise<Record<string, number>> {
+  return Object.fromEntries((await store.listExecutors()).map((r) => [r.executorId, r.outstanding]));
+}
+
+/** A URL where nothing listens (a freshly freed port). */
+export async function closedPortUrl(): Promise<string> {
+  return `http://127.0.0.1:${await freePort()}`;
+}

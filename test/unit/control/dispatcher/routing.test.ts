@@ -1,0 +1,111 @@
+import test from 'ava';
+import { TaskGraph, type TaskInvocation } from '../../../../functions/sdk/index.js';
+import { EchoTask } from '../../../../functions/tasks/echo.js';
+import { Router } from '../../../../control/dispatcher/routing.js';
+import { MemoryStore } from '../../../../control/store/memory.js';
+import { deployTask, outstandingByExecutor } from '../../../helpers/executors.js';
+
+const fast = new EchoTask({ serviceTimeMs: 0 });
+const slow = new EchoTask({ serviceTimeMs: 7 });
+const call = (task: EchoTask): TaskInvocation => ({ task, input: { text: 'x' }, output: { echo: '' } });
+const graphOf = (...tasks: EchoTask[]) => new TaskGraph(tasks.map(call));
+const URL_ = 'http://127.0.0.1:1';
+
+test('routing picks the ready executor with the fewest outstanding requests', async (t) => {
+  const store = new MemoryStore();
+  await deployTask(store, fast, [
+    { url: URL_, executorId: 'busy', outstanding: 3 },
+    { url: URL_, executorId: 'idle', outstanding: 1 },
+    { url: URL_, executorId: 'busier', outstanding: 5 },
+  ]);
+  const [lease] = await new Router(store).routeGraph(graphOf(fast));
+  t.is(lease!.route.executorId, 'idle');
+});
+
+test('routing skips draining and starting executors even when they are idle', async (t) => {
+  const store = new MemoryStore();
+  await deployTask(store, fast, [
+    { url: URL_, executorId: 'draining', state: 'draining' },
+    { url: URL_, executorId: 'starting', state: 'starting' },
+    { url: URL_, executorId: 'ready', outstanding: 9 },
+  ]);
+  const [lease] = await new Router(store).routeGraph(graphOf(fast));
+  t.is(lease!.route.executorId, 'ready');
+});
+
+test('executors tied on outstanding work take turns', async (t) => {
+  const store = new MemoryStore();
+  await deployTask(store, fast, [{ url: URL_, executorId: 'a' }, { url: URL_, executorId: 'b' }]);
+  const router = new Router(store);
+  const picked: string[] = [];
+  for (let n = 0; n < 4; n++) {
+    const [lease] = await router.routeGraph(graphOf(fast));
+    picked.push(lease!.route.executorId);
+    await lease!.release();
+  }
+  t.deepEqual(picked.sort(), ['a', 'a', 'b', 'b']);
+});
+
+test('a lease adds one outstanding request and its release takes it back, once', async (t) => {
+  const store = new MemoryStore();
+  await deployTask(store, fast, [{ url: URL_, executorId: 'a', outstanding: 2 }]);
+  const [lease] = await new Router(store).routeGraph(graphOf(fast));
+  t.deepEqual(await outstandingByExecutor(store), { a: 3 });
+  await Promise.all([lease!.release(), lease!.release()]);
+  await lease!.release();
+  t.deepEqual(await outstandingByExecutor(store), { a: 2 });
+});
+
+test('two invocations of one task in a graph are spread over its executors', async (t) => {
+  const store = new MemoryStore();
+  await deployTask(store, fast, [{ url: URL_, executorId: 'a' }, { url: URL_, executorId: 'b' }]);
+  const leases = await new Router(store).routeGraph(graphOf(fast, fast));
+  t.deepEqual(leases.map((l) => l.route.executorId).sort(), ['a', 'b']);
+});
+
+test('a task that is not in the Store is a 404 TASK_NOT_DEPLOYED', async (t) => {
+  const err = await t.throwsAsync(new Router(new MemoryStore()).routeGraph(graphOf(fast)));
+  t.like(err, { code: 'TASK_NOT_DEPLOYED', status: 404 });
+});
+
+test('a task still deploying is a 409 TASK_NOT_READY', async (t) => {
+  const store = new MemoryStore();
+  await deployTask(store, fast, [{ url: URL_ }], 'deploying');
+  const err = await t.throwsAsync(new Router(store).routeGraph(graphOf(fast)));
+  t.like(err, { code: 'TASK_NOT_READY', status: 409 });
+});
+
+test('a task being torn down is a 409 TASK_NOT_READY', async (t) => {
+  const store = new MemoryStore();
+  await deployTask(store, fast, [{ url: URL_ }], 'tearing down');
+  const err = await t.throwsAsync(new Router(store).routeGraph(graphOf(fast)));
+  t.like(err, { code: 'TASK_NOT_READY', status: 409 });
+});
+
+test('a ready task whose executors are all draining is a 503 NO_EXECUTOR', async (t) => {
+  const store = new MemoryStore();
+  await deployTask(store, fast, [{ url: URL_, state: 'draining' }]);
+  const err = await t.throwsAsync(new Router(store).routeGraph(graphOf(fast)));
+  t.like(err, { code: 'NO_EXECUTOR', status: 503 });
+});
+
+test('when one task of a graph cannot be routed, the leases taken for the others are released', async (t) => {
+  const store = new MemoryStore();
+  await deployTask(store, fast, [{ url: URL_, executorId: 'a' }]);
+  await deployTask(store, slow, [{ url: URL_, executorId: 'b', state: 'draining' }]);
+  await t.throwsAsync(new Router(store).routeGraph(graphOf(fast, slow)), { message: /no ready executor/ });
+  t.deepEqual(await outstandingByExecutor(store), { a: 0, b: 0 });
+});
+
+test('an executor deleted between listing and leasing is skipped for the next one', async (t) => {
+  const store = new MemoryStore();
+  await deployTask(store, fast, [{ url: URL_, executorId: 'gone' }, { url: URL_, executorId: 'there', outstanding: 1 }]);
+  const listExecutors = store.listExecutors.bind(store);
+  store.listExecutors = async (taskId) => {
+    const routes = await listExecutors(taskId);
+    await store.deleteExecutor('gone');
+    return routes;
+  };
+  const [lease] = await new Router(store).routeGraph(graphOf(fast));
+  t.is(lease!.route.executorId, 'there');
+});
