@@ -357,7 +357,7 @@ export class RedisStore implements Store {
       () => undefined,
       (err: unknown) => {
         this.subscribed = undefined;
-        log.warn({ err: String(err) }, 'store subscribe failed; retrying when the connection is back');
+        if (!this.closing) log.warn({ err: String(err) }, 'store subscribe failed; retrying when the connection is back');
         throw err;
       },
     );
@@ -400,7 +400,7 @@ export class RedisStore implements Store {
       if (ids.length === 0) return [];
       const pipeline = this.redis.pipeline();
       for (const id of ids) pipeline.hgetall(keyOf(id));
-      return (execResults(await pipeline.exec()) as Hash[]);
+      return execResults(await pipeline.exec()) as Hash[];
     });
   }
 
@@ -416,12 +416,19 @@ export class RedisStore implements Store {
   }
 }
 
-/** StoreUnavailableError for errors that mean "cannot reach Redis now"; undefined for real errors. */
+/** ioredis's own messages for "the connection is not there" (it gives them no class or code). */
+const CONNECTION_LOST = /^(Connection is closed|Command timed out|Stream isn't writeable|connect E|Socket timeout)/;
+const NETWORK_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'EPIPE', 'ETIMEDOUT', 'EHOSTUNREACH', 'ENETUNREACH', 'ENOTFOUND', 'EAI_AGAIN']);
+
+/** StoreUnavailableError for errors that mean "cannot reach Redis now"; undefined for real errors (bugs). */
 function unavailable(what: string, err: unknown): StoreUnavailableError | undefined {
-  const e = err as { name?: string; message?: string };
-  if (e?.name === 'ReplyError' && !TRANSIENT_REPLY.test(e.message ?? '')) return undefined;
   if (!(err instanceof Error)) return undefined;
-  return new StoreUnavailableError(`${what}: ${err.message}`, { cause: err });
+  const code = (err as { code?: unknown }).code;
+  const transient =
+    err.name === 'MaxRetriesPerRequestError' ||
+    (err.name === 'ReplyError' ? TRANSIENT_REPLY.test(err.message) : CONNECTION_LOST.test(err.message)) ||
+    (typeof code === 'string' && NETWORK_CODES.has(code));
+  return transient ? new StoreUnavailableError(`${what}: ${err.message}`, { cause: err }) : undefined;
 }
 
 /** MULTI / pipeline results: throws the first command error, returns the replies. */

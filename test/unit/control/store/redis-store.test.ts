@@ -1,6 +1,7 @@
 import test, { type ExecutionContext } from 'ava';
 import { Redis } from 'ioredis';
 import { StoreUnavailableError } from '../../../../control/store/errors.js';
+import { storeKeys } from '../../../../control/store/keys.js';
 import { RedisStore } from '../../../../control/store/redis.js';
 import type { StoreChange } from '../../../../control/store/types.js';
 import { freePort } from '../../../../lib/net.js';
@@ -94,6 +95,17 @@ test.serial('a subscription made during an outage starts once Redis is back', as
   t.like(seen[0], { kind: 'app', op: 'put' });
 });
 
+test.serial('a call Redis does not answer within commandTimeoutMs rejects with StoreUnavailableError', async (t) => {
+  const store = new RedisStore({ url: server!.url, prefix: uniquePrefix('store'), commandTimeoutMs: 200 });
+  t.teardown(() => store.close());
+  await store.ready();
+  const admin = new Redis(server!.url);
+  t.teardown(() => void admin.disconnect());
+  await admin.call('CLIENT', 'PAUSE', '1000', 'ALL'); // the server answers nobody for 1 s
+  const err = await withDeadline('getApp while Redis is paused', outcome(store.getApp('app-1')), Date.now() + 20_000);
+  t.true(err instanceof StoreUnavailableError);
+});
+
 test.serial('every key the store writes lives under its prefix', async (t) => {
   const admin = new Redis(server!.url);
   t.teardown(() => void admin.disconnect());
@@ -116,6 +128,17 @@ test.serial('every key the store writes lives under its prefix', async (t) => {
   } while (cursor !== '0');
   t.true(keys.length >= 8);
   t.deepEqual(keys.filter((k) => !k.startsWith(prefix)), []);
+});
+
+test('a Redis error reply is not reported as unavailable', async (t) => {
+  const prefix = uniquePrefix('store');
+  const store = openStore(t, prefix);
+  const admin = new Redis(server!.url);
+  t.teardown(() => void admin.disconnect());
+  await admin.set(storeKeys(prefix).app('app-1'), 'not a hash');
+  const err = await outcome(store.getApp('app-1'));
+  t.false(err instanceof StoreUnavailableError);
+  t.regex(String(err), /WRONGTYPE/);
 });
 
 test('ready rejects with StoreUnavailableError when nothing listens', async (t) => {
