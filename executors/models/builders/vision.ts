@@ -23,7 +23,7 @@ export const VISION = {
   adapters: { 'cornserve/tiny-vlm-a': 256, 'cornserve/tiny-vlm-b': 192 } as Record<string, number>,
   image: { minPixels: 56 * 56, maxPixels: 448 * 448 },
   video: { maxFrames: 32, minPixels: 56 * 56, maxPixels: 224 * 224 },
-  maxPatchesPerRun: 1024,
+  maxPatchesPerRun: 512,
   mean: [0.48145466, 0.4578275, 0.40821073] as [number, number, number],
   std: [0.26862954, 0.26130258, 0.27577711] as [number, number, number],
   tpDegree: 2,

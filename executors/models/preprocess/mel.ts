@@ -62,6 +62,20 @@ export function melFilterbank(pre: AudioPreprocessing): Float64Array {
   return fb;
 }
 
+/** [start, end) of the non-zero bins of each filter, so the mel product skips the zeros. */
+function nonZeroRanges(fb: Float64Array, nMels: number, bins: number): Uint32Array {
+  const r = new Uint32Array(2 * nMels);
+  for (let m = 0; m < nMels; m++) {
+    let a = 0;
+    while (a < bins && fb[m * bins + a] === 0) a++;
+    let b = bins;
+    while (b > a && fb[m * bins + b - 1] === 0) b--;
+    r[2 * m] = a;
+    r[2 * m + 1] = b;
+  }
+  return r;
+}
+
 function hann(n: number): Float64Array {
   return Float64Array.from({ length: n }, (_, i) => 0.5 - 0.5 * Math.cos((2 * Math.PI * i) / n));
 }
@@ -72,6 +86,7 @@ export function logMel(samples: Float32Array, pre: AudioPreprocessing): MelFeatu
   const frames = 1 + Math.floor(samples.length / hop);
   const window = hann(win);
   const fb = melFilterbank(pre);
+  const ranges = nonZeroRanges(fb, nMels, bins);
   const out = new Float32Array(nMels * frames);
   const frame = new Float64Array(nFft);
   const power = new Float64Array(bins);
@@ -89,7 +104,7 @@ export function logMel(samples: Float32Array, pre: AudioPreprocessing): MelFeatu
     for (let m = 0; m < nMels; m++) {
       let e = 0;
       const row = m * bins;
-      for (let k = 0; k < bins; k++) e += fb[row + k]! * power[k]!;
+      for (let k = ranges[2 * m]!; k < ranges[2 * m + 1]!; k++) e += fb[row + k]! * power[k]!;
       const v = Math.log10(Math.max(e, LOG_FLOOR));
       out[m * frames + f] = v;
       if (v > max) max = v;

@@ -3,7 +3,7 @@
  * round(n * to / from). For rational ratios with few phases the filter taps are precomputed per phase.
  */
 
-const ZERO_CROSSINGS = 16;
+const ZERO_CROSSINGS = 10;
 
 function gcd(a: number, b: number): number {
   while (b) [a, b] = [b, a % b];
@@ -42,11 +42,10 @@ export function resample(x: Float32Array, from: number, to: number): Float32Arra
     const base = Math.floor(t);
     const row = table ? (j % phases) * taps : -1;
     let s = 0;
-    for (let k = 0; k < taps; k++) {
-      const i = base + k - half + 1;
-      if (i < 0 || i >= x.length) continue;
-      s += x[i]! * (table ? table[row + k]! : kernel(t - i));
-    }
+    const k0 = Math.max(0, half - 1 - base);
+    const k1 = Math.min(taps, x.length - base + half - 1);
+    if (table) for (let k = k0; k < k1; k++) s += x[base + k - half + 1]! * table[row + k]!;
+    else for (let k = k0; k < k1; k++) s += x[base + k - half + 1]! * kernel(t - (base + k - half + 1));
     out[j] = s;
   }
   return out;
