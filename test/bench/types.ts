@@ -1,0 +1,24 @@
+/** What every benchmark returns: its figure next to a baseline measured in the same run. */
+export interface BenchResult {
+  name: string;
+  figure: number;
+  unit: string;
+  baseline: number;
+  baselineName: string;
+  /** figure / baseline, or baseline / figure: whichever reads "higher is better" — say which in notes. */
+  ratio: number;
+  target?: string;
+  notes?: string;
+}
+
+export type BenchModule = { run(): Promise<BenchResult[]> };
+
+const fmt = (n: number) => (Math.abs(n) >= 100 ? n.toFixed(0) : Math.abs(n) >= 1 ? n.toFixed(2) : n.toPrecision(3));
+
+export function formatTable(results: BenchResult[]): string {
+  const rows = results.map((r) => [r.name, `${fmt(r.figure)} ${r.unit}`, `${fmt(r.baseline)} ${r.unit} (${r.baselineName})`, fmt(r.ratio), r.target ?? '']);
+  const head = ['benchmark', 'figure', 'baseline (same run)', 'ratio', 'target'];
+  const widths = head.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i]!.length)));
+  const line = (cells: string[]) => `| ${cells.map((c, i) => c.padEnd(widths[i]!)).join(' | ')} |`;
+  return [line(head), `|${widths.map((w) => '-'.repeat(w + 2)).join('|')}|`, ...rows.map(line)].join('\n');
+}
