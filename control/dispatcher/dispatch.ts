@@ -1,0 +1,200 @@
+/**
+ * dispatchGraph: route every invocation -> wire DataForwards -> build every executor request -> send them
+ * ALL at once (consumers block on sidecar receives, so there is no ordering) -> read every reply.
+ *
+ * One failure, the deadline, or the caller going away aborts every sibling through one AbortController,
+ * and the caller gets ONE error: the first one (TASK_FAILED naming the task and executor, or
+ * DEADLINE_EXCEEDED naming what was still pending). Errors of siblings cancelled because of it are dropped.
+ *
+ * Every lease (outstanding +1) is released exactly once: after the reply is read, on error, or — for the
+ * streaming last invocation — when its stream ends, breaks, is closed by the consumer, or the deadline
+ * fires (the deadline timer stays armed during the stream phase, so no request outlives it).
+ */
+import type { DispatchResult, TaskGraph, UnitTask } from '../../functions/sdk/index.js';
+import { toJsonValue } from '../../functions/sdk/index.js';
+import { descriptorFor } from '../descriptors/registry.js';
+import type { InvocationResult, TaskDescriptor } from '../descriptors/types.js';
+import type { Store } from '../store/types.js';
+import { SpanKind, SpanStatusCode, context, propagation, trace, tracer, withTraceparent, type Span } from '../../lib/telemetry.js';
+import { DeadlineExceededError, DispatchCancelledError, TaskFailedError, type FailureSite } from './errors.js';
+import { callExecutor, describeFailure } from './executor-client.js';
+import { routerFor, type Lease, type Router } from './routing.js';
+import { guardStream } from './stream-guard.js';
+import { wireDataForwards } from './wiring.js';
+
+export interface DispatchGraphOptions {
+  /** Epoch ms; the whole graph (stream included) is cancelled when it passes. */
+  deadline: number;
+  /** Aborts the graph (e.g. the HTTP caller went away). */
+  signal?: AbortSignal;
+  /** The caller's W3C trace context; `dispatcher.invoke` continues it. */
+  traceparent?: string;
+  /** For span attributes and logs. */
+  appId?: string;
+}
+
+/** Told when an executor call starts; the returned function is called once when it ends (metrics). */
+export interface DispatchObserver {
+  invocationStarted(taskId: string): () => void;
+}
+
+export interface DispatchDeps {
+  store: Store;
+  /** @default descriptorFor (the registry) */
+  descriptors?: (task: UnitTask) => TaskDescriptor;
+  router?: Router;
+  observer?: DispatchObserver;
+}
+
+export function dispatchGraph(graph: TaskGraph, options: DispatchGraphOptions, deps: DispatchDeps): Promise<DispatchResult> {
+  return withTraceparent(options.traceparent, () => {
+    const span = tracer().startSpan('dispatcher.invoke', {
+      kind: SpanKind.SERVER,
+      attributes: { 'cornserve.invocations': graph.invocations.length, 'cornserve.streaming': graph.isStreaming, ...(options.appId ? { 'cornserve.app': options.appId } : {}) },
+    });
+    return context.with(trace.setSpan(context.active(), span), () => new GraphRun(graph, options, deps, span).run());
+  });
+}
+
+/** The state of one dispatch: its abort controller, deadline timer, leases and first failure. */
+class GraphRun {
+  private readonly abort = new AbortController();
+  private failure: Error | undefined;
+  private readonly pending = new Set<number>();
+  private sites: FailureSite[] = [];
+  private readonly timer: NodeJS.Timeout;
+  private finished = false;
+  private readonly onCallerAbort = () => this.fail(new DispatchCancelledError(describeFailure(this.options.signal?.reason ?? 'the caller went away')));
+
+  constructor(
+    private readonly graph: TaskGraph,
+    private readonly options: DispatchGraphOptions,
+    private readonly deps: DispatchDeps,
+    private readonly span: Span,
+  ) {
+    this.timer = setTimeout(() => this.fail(new DeadlineExceededError(options.deadline, [...this.pending].map((i) => this.sites[i]!))), Math.max(0, options.deadline - Date.now()));
+    this.timer.unref();
+    if (options.signal?.aborted) this.onCallerAbort();
+    else options.signal?.addEventListener('abort', this.onCallerAbort, { once: true });
+  }
+
+  /** The first failure wins; it aborts every call still running. */
+  private fail(e: Error): void {
+    if (this.failure) return;
+    this.failure = e;
+    this.abort.abort(e);
+  }
+
+  /** Stops the timer, unhooks the caller's signal, ends the span (once). */
+  private finish(error?: unknown): void {
+    if (this.finished) return;
+    this.finished = true;
+    clearTimeout(this.timer);
+    this.options.signal?.removeEventListener('abort', this.onCallerAbort);
+    if (error) {
+      this.span.recordException(error as Error);
+      this.span.setStatus({ code: SpanStatusCode.ERROR, message: (error as Error).message });
+    }
+    this.span.end();
+  }
+
+  async run(): Promise<DispatchResult> {
+    let leases: Lease[] = [];
+    try {
+      if (this.failure) throw this.failure;
+      leases = await (this.deps.router ?? routerFor(this.deps.store)).routeGraph(this.graph);
+      if (this.failure) throw this.failure;
+      this.sites = leases.map((l, i) => ({
+        invocation: i,
+        task: this.graph.invocations[i]!.task.name,
+        taskId: l.taskId,
+        executorId: l.route.executorId,
+        url: l.route.url,
+      }));
+      wireDataForwards(this.graph, (i) => leases[i]!.route.sidecarRanks);
+      const descriptors = this.graph.invocations.map((inv) => (this.deps.descriptors ?? descriptorFor)(inv.task));
+      const requests = this.graph.invocations.map((inv, i) => descriptors[i]!.request(inv.task, inv.input, inv.output));
+      const settled = await Promise.allSettled(requests.map((request, i) => this.invoke(i, descriptors[i]!, request, leases[i]!)));
+      if (this.failure) throw this.failure;
+      const results = settled.map((s) => (s as PromiseFulfilledResult<InvocationResult>).value);
+      return this.result(results);
+    } catch (e) {
+      const error = this.failure ?? e;
+      this.fail(error as Error); // aborts the streaming call if it already answered
+      await Promise.all(leases.map((l) => l.release()));
+      this.finish(error);
+      throw error;
+    }
+  }
+
+  /** One executor call; on failure, records it as the graph's failure (unless the graph already failed). */
+  private async invoke(i: number, descriptor: TaskDescriptor, request: ReturnType<TaskDescriptor['request']>, lease: Lease): Promise<InvocationResult> {
+    const inv = this.graph.invocations[i]!;
+    const site = this.sites[i]!;
+    const ended = this.deps.observer?.invocationStarted(lease.taskId);
+    const span = tracer().startSpan(`dispatcher.call ${site.task}`, {
+      kind: SpanKind.CLIENT,
+      attributes: { 'cornserve.task': site.task, 'cornserve.task_id': site.taskId, 'cornserve.executor': site.executorId, 'url.full': new URL(request.path, site.url).href },
+    });
+    const headers: Record<string, string> = {};
+    propagation.inject(trace.setSpan(context.active(), span), headers);
+    this.pending.add(i);
+    let released: Promise<void> | undefined;
+    const done = (error?: unknown) => (released ??= this.endCall(i, span, lease, ended, error));
+    try {
+      const res = await callExecutor({ site, request, deadline: this.options.deadline, headers, signal: this.abort.signal });
+      let result: InvocationResult;
+      try {
+        result = await descriptor.response(inv.task, inv.output, res);
+      } catch (e) {
+        if (this.abort.signal.aborted) throw this.abort.signal.reason;
+        throw new TaskFailedError(site, `could not read its reply: ${describeFailure(e)}`);
+      }
+      if (!result.stream || i !== this.graph.invocations.length - 1 || !this.graph.isStreaming) {
+        if (result.stream) await res.body?.cancel().catch(() => undefined); // only the last invocation may stream
+        await done();
+        return { output: result.output };
+      }
+      // The streaming last invocation: its lease and span last as long as its stream (or until the abort).
+      this.abort.signal.addEventListener('abort', () => void done(this.failure).then(() => this.finish(this.failure)), { once: true });
+      const stream = guardStream(result.stream, {
+        onError: (e) => {
+          const error = this.abort.signal.aborted ? this.failure! : new TaskFailedError(site, `its stream broke: ${describeFailure(e)}`);
+          this.fail(error);
+          return error;
+        },
+        onEnd: async () => {
+          await done(this.failure);
+          this.finish(this.failure);
+        },
+        onClose: () => this.fail(new DispatchCancelledError('the stream was closed before its end')),
+        failed: () => this.failure,
+      });
+      return { output: result.output, stream };
+    } catch (e) {
+      const error = this.abort.signal.aborted ? this.failure! : e instanceof TaskFailedError ? e : new TaskFailedError(site, describeFailure(e));
+      this.fail(error);
+      await done(error);
+      throw error;
+    }
+  }
+
+  /** Ends one executor call: its span, its observer entry, its lease. */
+  private async endCall(i: number, span: Span, lease: Lease, ended: (() => void) | undefined, error?: unknown): Promise<void> {
+    this.pending.delete(i);
+    if (error) {
+      span.recordException(error as Error);
+      span.setStatus({ code: SpanStatusCode.ERROR, message: (error as Error).message });
+    }
+    span.end();
+    ended?.();
+    await lease.release();
+  }
+
+  private result(results: InvocationResult[]): DispatchResult {
+    const outputs = results.map((r) => (r.stream ? {} : toJsonValue(r.output)));
+    const stream = results[results.length - 1]!.stream;
+    if (!stream) this.finish(); // every lease was released when its reply was read
+    return stream ? { outputs, stream } : { outputs };
+  }
+}

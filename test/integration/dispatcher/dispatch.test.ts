@@ -1,0 +1,199 @@
+/**
+ * dispatchGraph end to end against REAL echo executor processes (routes put into a MemoryStore by hand).
+ */
+import test from 'ava';
+import { createServer, type Server } from 'node:http';
+import { once } from 'node:events';
+import { TaskGraph, type TaskInvocation } from '../../../functions/sdk/index.js';
+import { EchoStreamTask, EchoTask } from '../../../functions/tasks/echo.js';
+import { echoDescriptor } from '../../../control/descriptors/echo.js';
+import type { TaskDescriptor } from '../../../control/descriptors/types.js';
+import { dispatchGraph } from '../../../control/dispatcher/dispatch.js';
+import type { DispatcherError } from '../../../control/dispatcher/errors.js';
+import { MemoryStore } from '../../../control/store/memory.js';
+import { sleep, waitUntil } from '../../../lib/wait.js';
+import { closedPortUrl, deployTask, outstandingByExecutor, startEchoExecutor, type EchoExecutor } from '../../helpers/executors.js';
+
+const echo = (ms: number, text: string): TaskInvocation => ({ task: new EchoTask({ serviceTimeMs: ms }), input: { text }, output: { echo: '' } });
+const echoStream = (ms: number, text: string, chunks: number): TaskInvocation => {
+  const task = new EchoStreamTask({ serviceTimeMs: ms });
+  return { task, input: { text, chunks }, output: task.makeRecordOutput() };
+};
+const SLOW = 30_000;
+const inFive = () => Date.now() + 5 * 60_000;
+
+let shared: EchoExecutor[] = [];
+test.before(async () => {
+  shared = await Promise.all([startEchoExecutor(), startEchoExecutor()]);
+});
+test.after.always(async () => {
+  await Promise.all(shared.map((e) => e.stop()));
+});
+
+/** Fresh executors for tests that watch in-flight counts or kill processes; stopped after the test. */
+async function ownExecutors(t: { teardown(fn: () => Promise<void>): void }, n: number): Promise<EchoExecutor[]> {
+  const list = await Promise.all(Array.from({ length: n }, () => startEchoExecutor()));
+  t.teardown(async () => {
+    await Promise.all(list.map((e) => e.stop()));
+  });
+  return list;
+}
+
+const allZero = async (store: MemoryStore) => Object.values(await outstandingByExecutor(store)).every((n) => n === 0);
+
+test('a JSON graph returns every output in order and leaves no outstanding request', async (t) => {
+  const store = new MemoryStore();
+  const a = echo(0, 'first');
+  const b = echo(5, 'second');
+  await deployTask(store, a.task, [{ url: shared[0]!.url }]);
+  await deployTask(store, b.task, [{ url: shared[1]!.url }]);
+  const result = await dispatchGraph(new TaskGraph([a, b]), { deadline: inFive() }, { store });
+  t.deepEqual(result, { outputs: [{ echo: 'first' }, { echo: 'second' }] });
+  t.true(await allZero(store));
+});
+
+test('a streaming graph returns the outputs with {} for the stream, then the stream chunks', async (t) => {
+  const store = new MemoryStore();
+  const a = echo(0, 'before');
+  const s = echoStream(0, 'tick', 3);
+  await deployTask(store, a.task, shared.map((e) => ({ url: e.url }))); // EchoTask and EchoStreamTask share a deployment
+  const result = await dispatchGraph(new TaskGraph([a, s]), { deadline: inFive() }, { store });
+  t.deepEqual(result.outputs, [{ echo: 'before' }, {}]);
+  const lines: string[] = [];
+  for await (const line of result.stream!) lines.push(line);
+  t.deepEqual(lines.map((l) => JSON.parse(l)), [0, 1, 2].map((index) => ({ echo: 'tick', index })));
+  t.true(await allZero(store));
+});
+
+test('the streaming executor stays leased until its stream is read to the end', async (t) => {
+  const store = new MemoryStore();
+  const s = echoStream(0, 'tick', 2);
+  await deployTask(store, s.task, [{ url: shared[0]!.url, executorId: 'streamer' }]);
+  const result = await dispatchGraph(new TaskGraph([s]), { deadline: inFive() }, { store });
+  const leased = (await outstandingByExecutor(store)).streamer;
+  for await (const _ of result.stream!);
+  t.deepEqual([leased, (await outstandingByExecutor(store)).streamer], [1, 0]);
+});
+
+test('closing the stream early releases the executor', async (t) => {
+  const store = new MemoryStore();
+  const s = echoStream(0, 'tick', 50);
+  await deployTask(store, s.task, [{ url: shared[0]!.url, executorId: 'streamer' }]);
+  const result = await dispatchGraph(new TaskGraph([s]), { deadline: inFive() }, { store });
+  for await (const _ of result.stream!) break;
+  t.true(await allZero(store));
+});
+
+test('an executor that cannot be reached fails the graph with one TASK_FAILED naming it, and its siblings are cancelled', async (t) => {
+  const [busy] = await ownExecutors(t, 1);
+  const store = new MemoryStore();
+  const slow = echo(SLOW, 'slow');
+  const broken = echo(1, 'broken');
+  await deployTask(store, slow.task, [{ url: busy!.url }]);
+  const { routes } = await deployTask(store, broken.task, [{ url: await closedPortUrl(), executorId: 'dead-executor' }]);
+  const graph = new TaskGraph([slow, broken]);
+  const err = await t.throwsAsync<DispatcherError>(dispatchGraph(graph, { deadline: inFive() }, { store }));
+  t.like(err, { code: 'TASK_FAILED', status: 502, details: { invocation: 1, executorId: 'dead-executor', taskId: routes[0]!.taskId } });
+  t.regex(err!.message, /invocation 1 \(echo-1ms\) failed on executor dead-executor: .*ECONNREFUSED/);
+  await waitUntil('the slow sibling request to be aborted', async () => (await busy!.info()).inFlight === 0);
+  t.true(await allZero(store));
+});
+
+test('an executor killed mid-request fails the graph naming it and the other executor call is aborted', async (t) => {
+  const [victim, survivor] = await ownExecutors(t, 2);
+  const store = new MemoryStore();
+  const a = echo(SLOW, 'a');
+  const b = echo(SLOW, 'b');
+  await deployTask(store, a.task, [{ url: victim!.url, executorId: 'victim' }, { url: survivor!.url, executorId: 'survivor' }]);
+  const pending = dispatchGraph(new TaskGraph([a, b]), { deadline: inFive() }, { store });
+  await waitUntil('both calls to arrive', async () => (await victim!.info()).inFlight === 1 && (await survivor!.info()).inFlight === 1);
+  await victim!.kill('SIGKILL');
+  const err = await t.throwsAsync<DispatcherError>(pending);
+  t.like(err, { code: 'TASK_FAILED', details: { executorId: 'victim' } });
+  await waitUntil('the surviving call to be aborted', async () => (await survivor!.info()).inFlight === 0);
+  t.true(await allZero(store));
+});
+
+test('an executor error reply becomes TASK_FAILED carrying the executor error body', async (t) => {
+  const store = new MemoryStore();
+  const a = echo(0, 'x');
+  await deployTask(store, a.task, [{ url: shared[0]!.url }]);
+  // A descriptor that builds a request the echo executor rejects (negative service time) with its own 422 body.
+  const invalid: TaskDescriptor = { ...(echoDescriptor as unknown as TaskDescriptor), request: () => ({ path: '/echo', body: { text: 'x', service_time_ms: -1 } }) };
+  const err = await t.throwsAsync<DispatcherError>(dispatchGraph(new TaskGraph([a]), { deadline: inFive() }, { store, descriptors: () => invalid }));
+  t.like(err, { code: 'TASK_FAILED', details: { status: 422, executorError: { error: { code: 'INVALID_INPUT' } } } });
+  t.true(await allZero(store));
+});
+
+test('the deadline cancels a slow graph with DEADLINE_EXCEEDED and aborts the executor request', async (t) => {
+  const [busy] = await ownExecutors(t, 1);
+  const store = new MemoryStore();
+  const slow = echo(SLOW, 'slow');
+  await deployTask(store, slow.task, [{ url: busy!.url, executorId: 'slowpoke' }]);
+  const pending = dispatchGraph(new TaskGraph([slow]), { deadline: Date.now() + 1000 }, { store });
+  await waitUntil('the call to arrive', async () => (await busy!.info()).inFlight === 1);
+  const err = await t.throwsAsync<DispatcherError>(pending);
+  t.like(err, { code: 'DEADLINE_EXCEEDED', status: 504 });
+  t.regex(err!.message, /while waiting for invocation 0 \(echo-30000ms\) on executor slowpoke/);
+  await waitUntil('the executor request to be aborted', async () => (await busy!.info()).inFlight === 0);
+  t.true(await allZero(store));
+});
+
+test('the deadline also ends a stream that is still being read', async (t) => {
+  const store = new MemoryStore();
+  const s = echoStream(0, 'tick', 3);
+  await deployTask(store, s.task, [{ url: shared[1]!.url }]);
+  const deadline = Date.now() + 1500;
+  const result = await dispatchGraph(new TaskGraph([s]), { deadline }, { store });
+  await sleep(Math.max(0, deadline - Date.now()) + 50);
+  const lines = result.stream![Symbol.asyncIterator]();
+  await t.throwsAsync(lines.next(), { message: /deadline .* passed/ });
+  t.true(await allZero(store));
+});
+
+test('a deadline already past fails before any executor is called', async (t) => {
+  const [idle] = await ownExecutors(t, 1);
+  const store = new MemoryStore();
+  const a = echo(0, 'a');
+  await deployTask(store, a.task, [{ url: idle!.url }]);
+  await t.throwsAsync(dispatchGraph(new TaskGraph([a]), { deadline: Date.now() - 1 }, { store }), { instanceOf: Error, message: /deadline/ });
+  t.is((await idle!.info()).served, 0);
+  t.true(await allZero(store));
+});
+
+test('the caller aborting cancels the graph and the executor request', async (t) => {
+  const [busy] = await ownExecutors(t, 1);
+  const store = new MemoryStore();
+  const slow = echo(SLOW, 'slow');
+  await deployTask(store, slow.task, [{ url: busy!.url }]);
+  const caller = new AbortController();
+  const pending = dispatchGraph(new TaskGraph([slow]), { deadline: inFive(), signal: caller.signal }, { store });
+  await waitUntil('the call to arrive', async () => (await busy!.info()).inFlight === 1);
+  caller.abort(new Error('client went away'));
+  await t.throwsAsync(pending, { message: /dispatch cancelled: client went away/ });
+  await waitUntil('the executor request to be aborted', async () => (await busy!.info()).inFlight === 0);
+  t.true(await allZero(store));
+});
+
+test('a stream that breaks mid-way makes the stream throw TASK_FAILED after the lines that arrived', async (t) => {
+  // A misbehaving executor: two NDJSON lines, then the connection drops.
+  const server: Server = createServer((_req, res) => {
+    res.writeHead(200, { 'content-type': 'application/x-ndjson' });
+    res.write('{"echo":"a","index":0}\n{"echo":"a","index":1}\n', () => setTimeout(() => res.socket?.destroy(), 50));
+  });
+  server.listen(0, '127.0.0.1');
+  await once(server, 'listening');
+  t.teardown(() => void server.close());
+  const store = new MemoryStore();
+  const s = echoStream(0, 'a', 5);
+  await deployTask(store, s.task, [{ url: `http://127.0.0.1:${(server.address() as { port: number }).port}`, executorId: 'flaky' }]);
+  const result = await dispatchGraph(new TaskGraph([s]), { deadline: inFive() }, { store });
+  const seen: string[] = [];
+  const err = await t.throwsAsync<DispatcherError>(async () => {
+    for await (const line of result.stream!) seen.push(line);
+  });
+  t.is(seen.length, 2);
+  t.like(err, { code: 'TASK_FAILED', details: { executorId: 'flaky' } });
+  t.regex(err!.message, /stream broke/);
+  t.true(await allZero(store));
+});
