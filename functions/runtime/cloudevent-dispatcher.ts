@@ -1,0 +1,117 @@
+/**
+ * CloudEventDispatcher: the GraphDispatcher of app functions. Each task.call() becomes one CloudEvent
+ * (HTTP binary mode, DESIGN.md §4) POSTed to the dispatcher over a keep-alive connection:
+ *   type `ai.cornserve.taskgraph.invoke`, source `/apps/<app_id>`, data = the task graph JSON,
+ *   extensions `traceparent` (W3C) and `deadline` (epoch ms).
+ * The W3C `traceparent` and `x-cornserve-deadline` headers are sent as well, so plain HTTP middleware
+ * sees them too. The reply is read with readDispatchResponse (JSON outputs, or NDJSON for a stream).
+ */
+import { Agent, request, type IncomingMessage } from 'node:http';
+import { Readable } from 'node:stream';
+import { CloudEvent, HTTP } from 'cloudevents';
+import {
+  DEADLINE_HEADER,
+  DispatchError,
+  deadlineSignal,
+  readDispatchResponse,
+  type DispatchOptions,
+  type DispatchResult,
+  type GraphDispatcher,
+  type TaskGraphJSON,
+} from '../sdk/index.js';
+import { SpanKind, currentTraceparent, withSpan } from '../../lib/telemetry.js';
+
+export const TASKGRAPH_EVENT_TYPE = 'ai.cornserve.taskgraph.invoke';
+
+export interface CloudEventDispatcherOptions {
+  /** Used as the event source (`/apps/<appId>`) when the dispatch options carry none. */
+  appId?: string;
+  /** Keep-alive agent; one is made per dispatcher when absent. */
+  agent?: Agent;
+}
+
+/** Builds the binary-mode HTTP message (headers + body) for one task graph. */
+export function taskGraphEvent(graph: TaskGraphJSON, appId: string, deadline: number, traceparent?: string): { headers: Record<string, string>; body: string } {
+  const event = new CloudEvent(
+    {
+      type: TASKGRAPH_EVENT_TYPE,
+      source: `/apps/${appId}`,
+      datacontenttype: 'application/json',
+      data: graph,
+      deadline,
+      ...(traceparent ? { traceparent } : {}),
+    },
+    false,
+  );
+  const msg = HTTP.binary(event);
+  const headers: Record<string, string> = {};
+  for (const [k, v] of Object.entries(msg.headers)) headers[k] = String(v);
+  headers[DEADLINE_HEADER] = String(deadline);
+  if (traceparent) headers.traceparent = traceparent;
+  return { headers, body: msg.body as string };
+}
+
+function toResponse(res: IncomingMessage): Response {
+  const headers = new Headers();
+  for (const [k, v] of Object.entries(res.headers)) if (v !== undefined) headers.set(k, Array.isArray(v) ? v.join(', ') : v);
+  const noBody = res.statusCode === 204 || res.statusCode === 304;
+  if (noBody) res.resume();
+  return new Response(noBody ? null : (Readable.toWeb(res) as ReadableStream<Uint8Array>), { status: res.statusCode ?? 500, headers });
+}
+
+export class CloudEventDispatcher implements GraphDispatcher {
+  readonly #agent: Agent;
+  readonly #url: URL;
+
+  constructor(
+    dispatcherUrl: string,
+    private readonly options: CloudEventDispatcherOptions = {},
+  ) {
+    this.#url = new URL(dispatcherUrl);
+    this.#agent = options.agent ?? new Agent({ keepAlive: true, maxSockets: 256 });
+  }
+
+  async dispatch(graph: TaskGraphJSON, options: DispatchOptions): Promise<DispatchResult> {
+    const appId = options.appId ?? this.options.appId ?? 'unknown';
+    return withSpan(
+      'function.dispatch',
+      async () => {
+        // The active span (this one) is the parent of the dispatcher's span; fall back to the scope's traceparent.
+        const traceparent = currentTraceparent() ?? options.traceparent;
+        const { headers, body } = taskGraphEvent(graph, appId, options.deadline, traceparent);
+        const signal = deadlineSignal(options.deadline, options.signal);
+        const res = await this.#post(headers, body, signal);
+        return readDispatchResponse(res);
+      },
+      { 'cornserve.app_id': appId, 'cornserve.invocations': graph.invocations.length },
+      SpanKind.CLIENT,
+    );
+  }
+
+  #post(headers: Record<string, string>, body: string, signal: AbortSignal): Promise<Response> {
+    return new Promise((resolve, reject) => {
+      const req = request(
+        this.#url,
+        { method: 'POST', agent: this.#agent, headers: { ...headers, 'content-length': String(Buffer.byteLength(body)) }, signal },
+        (res) => resolve(toResponse(res)),
+      );
+      req.on('error', (e) => {
+        if (signal.aborted) {
+          const reason = signal.reason as Error | undefined;
+          const timedOut = reason?.name === 'TimeoutError';
+          reject(
+            timedOut
+              ? new DispatchError('the task graph did not finish before the request deadline', 504, undefined, 'DEADLINE_EXCEEDED')
+              : new DispatchError('the request was cancelled', 499, undefined, 'CANCELLED'),
+          );
+        } else reject(new DispatchError(`cannot reach the dispatcher at ${this.#url.origin}: ${e.message}`, 503, undefined, 'DISPATCHER_UNAVAILABLE'));
+      });
+      req.end(body);
+    });
+  }
+
+  /** Closes idle keep-alive sockets. */
+  close(): void {
+    if (!this.options.agent) this.#agent.destroy();
+  }
+}

@@ -1,0 +1,77 @@
+/**
+ * Entry point of an app-function process (one per registered app; user code never runs in the gateway).
+ *
+ *   serve mode (default): CORNSERVE_APP_SOURCE (path of the app's .ts source), CORNSERVE_APP_ID,
+ *     CORNSERVE_DISPATCHER_URL, PORT (default 8000), CORNSERVE_HOST (default 127.0.0.1).
+ *   check mode: `--check FILE` loads the source, prints one line `CORNSERVE_CHECK <json>` on stdout
+ *     (see check.ts) and exits 0 when the app is valid, 1 otherwise. The gateway runs this in a
+ *     throwaway process to validate a registration.
+ */
+import { readFile } from 'node:fs/promises';
+import { Command } from 'commander';
+import { setDefaultDispatcher } from '../sdk/index.js';
+import { logger } from '../../lib/log.js';
+import { startTelemetry, stopTelemetry } from '../../lib/telemetry.js';
+import { checkAppFile, CHECK_MARKER } from './check.js';
+import { CloudEventDispatcher } from './cloudevent-dispatcher.js';
+import { loadAppSource } from './load.js';
+import { buildFunctionServer } from './server.js';
+
+export const RUNTIME_ENV = {
+  source: 'CORNSERVE_APP_SOURCE',
+  appId: 'CORNSERVE_APP_ID',
+  dispatcherUrl: 'CORNSERVE_DISPATCHER_URL',
+  port: 'PORT',
+  host: 'CORNSERVE_HOST',
+  bodyLimit: 'CORNSERVE_BODY_LIMIT_BYTES',
+} as const;
+
+async function check(file: string): Promise<never> {
+  const result = await checkAppFile(file);
+  process.stdout.write(`${CHECK_MARKER} ${JSON.stringify(result)}\n`, () => process.exit(result.ok ? 0 : 1));
+  return new Promise<never>(() => {});
+}
+
+async function serve(): Promise<void> {
+  const env = process.env;
+  const sourcePath = env[RUNTIME_ENV.source];
+  const appId = env[RUNTIME_ENV.appId] ?? 'app-local';
+  const dispatcherUrl = env[RUNTIME_ENV.dispatcherUrl];
+  const log = logger('app-function', { appId });
+  if (!sourcePath || !dispatcherUrl) {
+    log.fatal(`${RUNTIME_ENV.source} and ${RUNTIME_ENV.dispatcherUrl} must be set`);
+    process.exit(2);
+  }
+  await startTelemetry(`app-function-${appId}`);
+  const app = await loadAppSource(await readFile(sourcePath, 'utf8'), sourcePath);
+  const dispatcher = new CloudEventDispatcher(dispatcherUrl, { appId });
+  setDefaultDispatcher(dispatcher);
+  const server = buildFunctionServer({
+    app,
+    appId,
+    dispatcher,
+    log,
+    ...(env[RUNTIME_ENV.bodyLimit] ? { bodyLimitBytes: Number(env[RUNTIME_ENV.bodyLimit]) } : {}),
+  });
+  const port = Number(env[RUNTIME_ENV.port] ?? 8000);
+  server.listen(port, env[RUNTIME_ENV.host] ?? '127.0.0.1', () => log.info({ port, app: app.name }, 'app function listening'));
+  const stop = () => {
+    server.close(() => void stopTelemetry().finally(() => process.exit(0)));
+    server.closeIdleConnections();
+    setTimeout(() => process.exit(0), 10_000).unref();
+  };
+  process.once('SIGTERM', stop);
+  process.once('SIGINT', stop);
+}
+
+const program = new Command('cornserve-function')
+  .description('Cornserve app-function runtime: serves one app (POST /invoke, GET /health), or checks an app source')
+  .option('--check <file>', 'load the app source, print what it declares (or its problems) and exit')
+  .parse();
+const opts = program.opts<{ check?: string }>();
+if (opts.check) await check(opts.check);
+else
+  await serve().catch((e) => {
+    logger('app-function').fatal({ err: e }, e instanceof Error ? e.message : String(e));
+    process.exit(1);
+  });
