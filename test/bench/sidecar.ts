@@ -16,17 +16,10 @@ import { freePort } from '../../lib/net.js';
 import { startSidecars, type SidecarCluster } from '../helpers/sidecar.js';
 import type { SidecarClient } from '../../sidecar/client/client.js';
 import { tensor } from '../../sidecar/tensor.js';
+import { formatTable, type BenchResult } from './types.js';
 
-export interface BenchResult {
-  name: string;
-  figure: number;
-  unit: string;
-  baseline: number;
-  baselineName: string;
-  ratio: number;
-  target?: string;
-  notes?: string;
-}
+export type { BenchResult };
+
 
 const KiB = 1024;
 const MiB = 1024 * KiB;
@@ -176,9 +169,5 @@ export async function run(): Promise<BenchResult[]> {
 }
 
 if (import.meta.url === `file://${process.argv[1]}`) {
-  const results = await run();
-  console.table(results.map((r) => ({
-    name: r.name, figure: r.figure.toFixed(3), unit: r.unit, baseline: r.baseline.toFixed(3), baselineName: r.baselineName,
-    ratio: r.ratio.toFixed(2), target: r.target ?? '',
-  })));
+  console.log(formatTable(await run()));
 }
