@@ -1,6 +1,6 @@
 /**
  * Model benchmark: what the project's runners cost over bare onnxruntime session.run on prepared inputs,
- * measured in the same run (intraOpNumThreads = 1, medians; alternating rounds).
+ * measured in the same run (intraOpNumThreads = 1, medians; alternating rounds). ratio = figure / baseline (lower is better).
  *  - encodeImage 224x224 (decode + resize + patchify + encoder + projector) vs the encoder + projector runs alone;
  *  - a batch of 8 images (one packed run) vs 8 single-image runs, per image;
  *  - the in-process TP-2 reference runner vs the single encoder graph;
@@ -18,17 +18,8 @@ import { preprocessAudio } from '../../executors/models/preprocess/audio.js';
 import { encodeWav } from '../../executors/models/preprocess/wav.js';
 import { loadRank, runTensorParallel } from '../../executors/models/tensor-parallel.js';
 import { Prng } from '../../executors/models/onnx/prng.js';
+import { type BenchResult, formatTable } from './types.js';
 
-export interface BenchResult {
-  name: string;
-  figure: number;
-  unit: string;
-  baseline: number;
-  baselineName: string;
-  ratio: number;
-  target?: string;
-  notes?: string;
-}
 
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
 
@@ -109,6 +100,5 @@ export async function run(): Promise<BenchResult[]> {
 }
 
 if (import.meta.url === `file://${process.argv[1]}`) {
-  const rows = await run();
-  console.table(rows.map((r) => ({ name: r.name, figure: r.figure.toFixed(2), unit: r.unit, baseline: r.baseline.toFixed(2), baselineName: r.baselineName, ratio: r.ratio.toFixed(2) })));
+  console.log(formatTable(await run()));
 }
