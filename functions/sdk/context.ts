@@ -85,8 +85,11 @@ export class TaskContext {
     this.#phase = 'recording';
     try {
       const r = fn();
-      if (r && typeof (r as PromiseLike<unknown>).then === 'function')
+      if (r && typeof (r as PromiseLike<unknown>).then === 'function') {
+        // The async body goes on after this throw and fails on its next unit-task call; that rejection is ours, not an unhandled one.
+        (r as PromiseLike<unknown>).then(undefined, () => {});
         throw new RecordReplayError('invoke() must be synchronous, but it returned a Promise');
+      }
     } finally {
       this.#phase = 'recorded';
     }
@@ -158,11 +161,19 @@ export class TaskContext {
   }
 }
 
-/** Task.call(): record -> dispatch -> replay, in a fresh context. */
-export async function callTask<I, O>(task: Task<I, O>, input: I, options: CallOptions): Promise<O> {
+/**
+ * Task.call(): record -> dispatch -> replay, in a fresh context.
+ * call() inside invoke() throws synchronously, so the misuse fails the outer invoke() instead of becoming a
+ * rejected promise that invoke() drops.
+ */
+export function callTask<I, O>(task: Task<I, O>, input: I, options: CallOptions): Promise<O> {
   const outer = contextStorage.getStore();
   if (outer && (outer.phase === 'recording' || outer.phase === 'replaying'))
     throw new RecordReplayError(`${task.name}.call() inside invoke(): composites call their subtasks' invoke(), not call()`);
+  return runCall(task, input, options);
+}
+
+async function runCall<I, O>(task: Task<I, O>, input: I, options: CallOptions): Promise<O> {
   if (task.inputSchema) {
     const r = task.inputSchema.safeParse(input);
     if (!r.success) throw new ValidationError(`${task.name} input`, formatIssues(r.error.issues));

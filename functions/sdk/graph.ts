@@ -3,10 +3,10 @@
  * `{invocations: [{task_class, task, input, output}], is_streaming}` (DESIGN.md §4: the CloudEvent's data).
  */
 import { z } from 'zod';
-import { ValidationError, formatIssues } from './errors.js';
+import { ValidationError, formatIssues, type FieldIssue } from './errors.js';
 import { toJsonValue } from './ids.js';
 import { Stream, streamChunkSchema } from './stream.js';
-import { taskFromJSON, type UnitTask, type UnitTaskJSON } from './task.js';
+import { getTaskClass, registeredTaskClasses, taskFromJSON, type UnitTask, type UnitTaskJSON } from './task.js';
 
 export interface TaskInvocationJSON {
   task_class: string;
@@ -77,17 +77,15 @@ export class TaskGraph {
     const parsed = taskGraphJsonSchema.safeParse(json);
     if (!parsed.success) throw new ValidationError('task graph', formatIssues(parsed.error.issues));
     const invocations = parsed.data.invocations.map((inv, i): TaskInvocation => {
-      const task = taskFromJSON(inv.task_class, inv.task as UnitTaskJSON);
+      const task = taskAt(i, inv.task_class, inv.task as UnitTaskJSON);
       const input = task.inputSchema.safeParse(inv.input);
-      if (!input.success)
-        throw new ValidationError('task graph', formatIssues(input.error.issues).map((x) => ({ ...x, path: `invocations.${i}.input.${x.path}` })));
+      if (!input.success) throw issuesAt(`invocations.${i}.input`, formatIssues(input.error.issues));
       const chunk = streamChunkSchema(task.outputSchema);
       let output: unknown;
       if (chunk) output = Stream.placeholder(chunk);
       else {
         const out = task.outputSchema.safeParse(inv.output);
-        if (!out.success)
-          throw new ValidationError('task graph', formatIssues(out.error.issues).map((x) => ({ ...x, path: `invocations.${i}.output.${x.path}` })));
+        if (!out.success) throw issuesAt(`invocations.${i}.output`, formatIssues(out.error.issues));
         output = out.data;
       }
       return { task, input: input.data, output };
@@ -96,5 +94,24 @@ export class TaskGraph {
     if (graph.isStreaming !== parsed.data.is_streaming)
       throw new ValidationError('task graph', [{ path: 'is_streaming', message: `must be ${graph.isStreaming} for this graph` }]);
     return graph;
+  }
+}
+
+/** A graph ValidationError whose issue paths start at `prefix` (e.g. `invocations.2.input`). */
+function issuesAt(prefix: string, issues: readonly FieldIssue[]): ValidationError {
+  return new ValidationError('task graph', issues.map((x) => ({ ...x, path: x.path === '(root)' ? prefix : `${prefix}.${x.path}` })));
+}
+
+/** Rebuilds invocation i's task; an unknown class or a bad config is reported at its path in the graph. */
+function taskAt(i: number, className: string, json: UnitTaskJSON): UnitTask {
+  if (!getTaskClass(className))
+    throw new ValidationError('task graph', [
+      { path: `invocations.${i}.task_class`, message: `unknown unit task class ${className} (known: ${registeredTaskClasses().join(', ') || 'none'})` },
+    ]);
+  try {
+    return taskFromJSON(className, json);
+  } catch (e) {
+    if (e instanceof ValidationError) throw issuesAt(`invocations.${i}.task.config`, e.issues);
+    throw e;
   }
 }

@@ -66,6 +66,11 @@ export class Stream<T> implements AsyncIterable<T> {
     } catch {
       throw new ValidationError('stream chunk', [{ path: '(root)', message: `not JSON: ${line.slice(0, 80)}` }]);
     }
+    return this.#convert(raw);
+  }
+
+  /** A parsed JSON line -> a chunk: validated, and passed through the transform chain when this stream came from transform(). */
+  #convert(raw: unknown): T {
     if (this.#map) return this.#map(raw);
     const r = this.chunkSchema.safeParse(raw);
     if (!r.success) throw new ValidationError('stream chunk', formatIssues(r.error.issues));
@@ -85,13 +90,10 @@ export class Stream<T> implements AsyncIterable<T> {
     this.#lines = undefined;
     const outSchema = (schema ?? z.unknown()) as z.ZodType<R>;
     const out = new Stream<R>(outSchema, source);
-    const parseIn = (raw: unknown): T => {
-      const r = this.chunkSchema.safeParse(raw);
-      if (!r.success) throw new ValidationError('stream chunk', formatIssues(r.error.issues));
-      return r.data;
-    };
+    // Bound now: a transformed stream can itself be transformed, and its chunks must still go through this one's chain.
+    const convertIn = this.#convert.bind(this);
     out.#map = (raw) => {
-      const v = fn(parseIn(raw));
+      const v = fn(convertIn(raw));
       if (!schema) return v;
       const r = schema.safeParse(v);
       if (!r.success) throw new ValidationError('transformed stream chunk', formatIssues(r.error.issues));

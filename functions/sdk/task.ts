@@ -24,14 +24,23 @@ export abstract class Task<I = any, O = any> {
   /** Synchronous and deterministic: control flow may depend on the input only, never on task outputs. */
   abstract invoke(input: I): O;
 
-  /** Runs the task: record the unit-task calls invoke() makes, dispatch them as one graph, replay with real outputs. */
-  call(input: I, options: CallOptions = {}): Promise<O> {
-    return callTask(this, input, options);
+  /**
+   * Runs the task: record the unit-task calls invoke() makes, dispatch them as one graph, replay with real outputs.
+   * Takes what the input schema accepts (fields with defaults may be left out); invoke() gets the parsed input.
+   */
+  call(input: SchemaInput<this['inputSchema'], I>, options: CallOptions = {}): Promise<O> {
+    return callTask(this, input as I, options);
   }
 
   /** A short, human-readable name (used in logs and as the base of executor names). */
   abstract get name(): string;
 }
+
+/**
+ * What call() (and a unit task's invoke()) accepts: the input type of the task's input schema `S`, so fields with
+ * defaults are optional; `Fallback` (the task's input type) when there is no schema or its input type is unknown.
+ */
+export type SchemaInput<S, Fallback> = S extends z.ZodType<any, infer In> ? (unknown extends In ? Fallback : In) : Fallback;
 
 export interface UnitTaskOptions {
   /** Execution descriptor name; null = the task's default descriptor. */
@@ -90,7 +99,7 @@ export abstract class UnitTask<S extends AnyConfigSchema = AnyConfigSchema, I = 
   }
 
   /** Record: returns the placeholder and records the call. Replay: returns the real output, in call order. */
-  invoke(input: I): O {
+  invoke(input: SchemaInput<this['inputSchema'], I>): O {
     const ctx = currentContext();
     if (!ctx) throw new RecordReplayError(`${this.name}.invoke() was called outside task.call(); use await task.call(input)`);
     return ctx.invokeUnit(this, input) as O;
