@@ -78,7 +78,7 @@ async function writeModel(out: string, model: BuiltModel, hash: string): Promise
 /** One builder per models dir at a time (mkdir is atomic); a lock older than 2 minutes is taken over. */
 async function withLock<T>(out: string, fn: () => Promise<T>): Promise<T> {
   const lock = join(out, '.build.lock');
-  const deadline = Date.now() + 120_000;
+  const deadline = Date.now() + 150_000;
   for (;;) {
     try {
       await mkdir(lock);
