@@ -1,0 +1,36 @@
+# syntax=docker/dockerfile:1.7
+# Control plane: one image, one entrypoint (the `cornserve` CLI), one subcommand per Deployment:
+#   gateway | resource-manager | dispatcher | sidecar   (see knative/base/*.yaml for the exact args)
+# Build from the repository root:
+#   docker build -f knative/images/control-plane.Dockerfile -t docker.io/cornserve/control-plane:latest .
+ARG NODE_IMAGE=node:20-bookworm-slim
+
+FROM ${NODE_IMAGE} AS deps
+WORKDIR /app
+# onnxruntime-node's postinstall would fetch CUDA binaries; the control plane runs no model.
+ENV ONNXRUNTIME_NODE_INSTALL=skip
+COPY package.json package-lock.json ./
+RUN npm ci --omit=dev --no-audit --no-fund
+
+FROM ${NODE_IMAGE} AS native
+# The sidecar's shared-memory addon (sidecar/native, node-gyp).
+RUN apt-get update && apt-get install -y --no-install-recommends python3 make g++ && rm -rf /var/lib/apt/lists/*
+WORKDIR /app
+COPY sidecar/native sidecar/native
+RUN cd sidecar/native && npx --yes node-gyp rebuild
+
+FROM ${NODE_IMAGE}
+WORKDIR /app
+ENV NODE_ENV=production
+COPY --from=deps /app/node_modules node_modules
+COPY package.json tsconfig.json ./
+COPY lib lib
+COPY functions functions
+COPY control control
+COPY sidecar sidecar
+COPY --from=native /app/sidecar/native/build sidecar/native/build
+# Executor descriptors are imported by the control plane (launch specs); the executors themselves are separate images.
+COPY executors executors
+USER node
+ENTRYPOINT ["node", "--import", "tsx", "control/cli/main.ts"]
+CMD ["--help"]

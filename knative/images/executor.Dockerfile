@@ -1,0 +1,62 @@
+# syntax=docker/dockerfile:1.7
+# Executors: one image per executor kind, named after LaunchSpec.image (cornserve/echo, cornserve/eric,
+# cornserve/geri, cornserve/llm). The platform runs it with the launch spec's args and the EXECUTOR_ENV
+# variables (PORT, CORNSERVE_SIDECAR_RANKS, CORNSERVE_SIDECAR_URL, ...), nvidia.com/gpu limits and /dev/shm.
+# Build from the repository root, e.g.:
+#   docker build -f knative/images/executor.Dockerfile --build-arg EXECUTOR=echo -t docker.io/cornserve/echo:latest .
+#   docker build -f knative/images/executor.Dockerfile --build-arg EXECUTOR=eric --build-arg ORT_CUDA=v12 \
+#     --build-arg NODE_IMAGE=nvidia/cuda:12.4.1-cudnn-runtime-ubuntu22.04 -t docker.io/cornserve/eric:latest .
+# With a CUDA base image, Node 20 is installed from the official tarball (the CUDA images carry no Node).
+ARG NODE_IMAGE=node:20-bookworm-slim
+
+FROM ${NODE_IMAGE} AS base
+ARG NODE_VERSION=20.20.2
+RUN if ! command -v node >/dev/null; then \
+      apt-get update && apt-get install -y --no-install-recommends ca-certificates curl xz-utils \
+      && curl -fsSL https://nodejs.org/dist/v${NODE_VERSION}/node-v${NODE_VERSION}-linux-x64.tar.xz | tar -xJ -C /usr/local --strip-components=1 \
+      && rm -rf /var/lib/apt/lists/*; \
+    fi \
+ && (id node >/dev/null 2>&1 || useradd --uid 1000 --create-home node)
+
+FROM base AS deps
+WORKDIR /app
+# skip: CPU execution provider only (bundled); v12: onnxruntime-node fetches its CUDA 12 provider.
+ARG ORT_CUDA=skip
+ENV ONNXRUNTIME_NODE_INSTALL=${ORT_CUDA}
+COPY package.json package-lock.json ./
+RUN if [ "$ORT_CUDA" = skip ]; then npm ci --omit=dev --no-audit --no-fund; \
+    else ONNXRUNTIME_NODE_INSTALL_CUDA=$ORT_CUDA npm ci --omit=dev --no-audit --no-fund; fi
+
+FROM base AS native
+RUN apt-get update && apt-get install -y --no-install-recommends python3 make g++ && rm -rf /var/lib/apt/lists/*
+WORKDIR /app
+COPY sidecar/native sidecar/native
+RUN cd sidecar/native && npx --yes node-gyp rebuild
+
+FROM deps AS models
+# The project's own small models (deterministic weights), baked into the image; mount real exported models
+# over /models (CORNSERVE_MODELS_DIR) to serve those instead.
+COPY lib lib
+COPY functions functions
+COPY control control
+COPY executors executors
+COPY tsconfig.json ./
+RUN node --import tsx executors/models/build.ts --out /models
+
+FROM base
+ARG EXECUTOR=echo
+WORKDIR /app
+ENV NODE_ENV=production CORNSERVE_EXECUTOR=${EXECUTOR} CORNSERVE_MODELS_DIR=/models HOST=0.0.0.0
+COPY --from=deps /app/node_modules node_modules
+COPY package.json tsconfig.json ./
+COPY lib lib
+COPY functions functions
+COPY control control
+COPY sidecar sidecar
+COPY executors executors
+COPY --from=native /app/sidecar/native/build sidecar/native/build
+COPY --from=models /models /models
+USER node
+EXPOSE 8000
+# exec: the executor is PID 1 and gets SIGTERM directly (drain, then exit within the grace period).
+ENTRYPOINT ["/bin/sh", "-c", "exec node --import tsx executors/$CORNSERVE_EXECUTOR/main.ts \"$@\"", "--"]
