@@ -6,6 +6,7 @@
  */
 import { readFile } from 'node:fs/promises';
 import { isCornserveError, type UnitTaskJSON } from '../sdk/index.js';
+import { requestExample, requestFields } from './example.js';
 import { loadAppSource } from './load.js';
 
 export const CHECK_MARKER = 'CORNSERVE_CHECK';
@@ -20,7 +21,7 @@ export interface CheckedUnitTask {
 }
 
 export type CheckResult =
-  | { ok: true; name: string; unit_tasks: CheckedUnitTask[] }
+  | { ok: true; name: string; unit_tasks: CheckedUnitTask[]; request_example?: unknown; request_fields?: string }
   | { ok: false; problems: string[] };
 
 export async function checkAppFile(file: string): Promise<CheckResult> {
@@ -30,6 +31,8 @@ export async function checkAppFile(file: string): Promise<CheckResult> {
       ok: true,
       name: app.name,
       unit_tasks: app.unitTasks().map((t) => ({ task_class: t.constructor.name, root_class: t.rootClass.name, name: t.name, task: t.toJSON() })),
+      request_example: requestExample(app.request),
+      request_fields: requestFields(app.request),
     };
   } catch (e) {
     const problems = (e as { problems?: unknown }).problems;

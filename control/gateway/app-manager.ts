@@ -1,0 +1,232 @@
+/**
+ * AppManager: registration, unregistration, lookup and recovery of apps.
+ *
+ * register() is transactional: validate the source in a throwaway process -> rebuild its unit tasks from
+ * JSON (built-in task classes only; no user code here) -> store the app ('not ready') -> deploy the unit
+ * tasks through the resource manager (all or nothing) -> start the app function and wait for its health ->
+ * 'ready'. Any failure undoes every step taken (tasks released, function stopped, app removed) and is
+ * reported as one `error` event naming the problem.
+ */
+import {
+  APP_NAME_PATTERN,
+  isCornserveError,
+  randomHex,
+  taskFromJSON,
+  unitTaskKey,
+  type UnitTask,
+} from '../../functions/sdk/index.js';
+import '../../functions/tasks/index.js'; // registers the built-in task classes for taskFromJSON
+import type { CheckResult } from '../../functions/runtime/check.js';
+import { descriptorFor } from '../descriptors/registry.js';
+import type { DeployProgress, ResourceManagerApi } from '../resources/types.js';
+import { StoreConflictError, taskIdFor, type AppRecord, type AppState, type Store } from '../store/index.js';
+import type { Logger } from '../../lib/log.js';
+import { withSpan } from '../../lib/telemetry.js';
+import type { AppFunctions, FunctionState } from './app-functions.js';
+import { AppNotFoundError, AppNotReadyError, RegistrationError } from './errors.js';
+import { checkAppSource } from './source-check.js';
+
+export type RegistrationEvent =
+  | { type: 'initial'; app_id: string; task_names: string[] }
+  | { type: 'progress'; task: string; task_id: string; state: string }
+  | { type: 'final'; app_id: string; message: string }
+  | { type: 'error'; message: string };
+
+export interface RegisterRequest {
+  source: string;
+  /** Overrides the name given to defineApp. */
+  name?: string;
+  alias?: string;
+}
+
+export interface AppManagerOptions {
+  store: Store;
+  resources: ResourceManagerApi;
+  functions: AppFunctions;
+  log: Logger;
+  /** @default checkAppSource (a throwaway runtime process) */
+  checkSource?: (source: string) => Promise<CheckResult>;
+}
+
+/** What invocations need to know about an app, kept in memory (the Store has the full record). */
+export interface AppEntry {
+  appId: string;
+  name: string;
+  aliases: string[];
+  taskIds: string[];
+  state: AppState;
+  /** From the registration check (absent for apps recovered after a restart). */
+  requestExample?: unknown;
+  requestFields?: string;
+}
+
+const messageOf = (e: unknown) => (isCornserveError(e) || e instanceof Error ? e.message : String(e));
+
+export class AppManager {
+  readonly #apps = new Map<string, AppEntry>();
+  readonly #names = new Map<string, string>();
+
+  constructor(private readonly opts: AppManagerOptions) {}
+
+  /** The app an id, name or alias names. */
+  resolve(idOrName: string): AppEntry {
+    const entry = this.#apps.get(idOrName) ?? this.#apps.get(this.#names.get(idOrName) ?? '');
+    if (!entry) throw new AppNotFoundError(idOrName);
+    return entry;
+  }
+
+  entries(): AppEntry[] {
+    return [...this.#apps.values()];
+  }
+
+  async list(): Promise<Record<string, AppState>> {
+    const apps = await this.opts.store.listApps();
+    return Object.fromEntries(apps.map((a) => [a.appId, a.state]));
+  }
+
+  async details(): Promise<Array<{ app_id: string; name: string; aliases: string[]; state: AppState; task_ids: string[] }>> {
+    const apps = await this.opts.store.listApps();
+    return apps.map((a) => ({ app_id: a.appId, name: a.name, aliases: a.aliases, state: a.state, task_ids: a.taskIds }));
+  }
+
+  /** Mirrors the app function's state into the app's state (a restarting function makes the app 'not ready'). */
+  onFunctionState(appId: string, state: FunctionState): void {
+    const entry = this.#apps.get(appId);
+    if (!entry || state === 'stopped' || state === 'starting') return;
+    const appState: AppState = state === 'ready' ? 'ready' : 'not ready';
+    if (entry.state === appState) return;
+    entry.state = appState;
+    this.opts.store.setAppState(appId, appState).catch((err) => this.opts.log.warn({ err, appId }, 'cannot record the app state'));
+  }
+
+  /** Runs a registration to its end; every outcome is reported through `emit` (it never throws). */
+  async register(req: RegisterRequest, emit: (e: RegistrationEvent) => void): Promise<void> {
+    await withSpan('gateway.register_app', async (span) => {
+      try {
+        const appId = await this.#register(req, emit);
+        span.setAttribute('cornserve.app_id', appId);
+      } catch (e) {
+        this.opts.log.info({ err: e }, 'registration failed');
+        emit({ type: 'error', message: messageOf(e) });
+      }
+    }).catch(() => {});
+  }
+
+  async #register(req: RegisterRequest, emit: (e: RegistrationEvent) => void): Promise<string> {
+    const { store, resources, functions } = this.opts;
+    const check = await (this.opts.checkSource ?? checkAppSource)(req.source);
+    if (!check.ok) throw new RegistrationError(`App source code validation failed: ${check.problems.join('; ')}`, check.problems);
+    const name = req.name ?? check.name;
+    if (!APP_NAME_PATTERN.test(name)) throw new RegistrationError(`app name ${JSON.stringify(name)} must match ${APP_NAME_PATTERN}`);
+    if (req.alias !== undefined && (!APP_NAME_PATTERN.test(req.alias) || req.alias.startsWith('app-')))
+      throw new RegistrationError(`alias ${JSON.stringify(req.alias)} must match ${APP_NAME_PATTERN} and not start with "app-"`);
+    const tasks = check.unit_tasks.map((t) => rebuildTask(t.task_class, t.task));
+    const taskNames = tasks.map((t) => descriptorFor(t).executorName(t));
+    const taskIds = tasks.map((t) => taskIdFor(t.rootClass.name, unitTaskKey(t)));
+
+    const appId = `app-${randomHex()}`;
+    const record: AppRecord = { appId, name, aliases: req.alias ? [req.alias] : [], source: req.source, taskIds, state: 'not ready', createdAt: Date.now() };
+    try {
+      await store.putApp(record);
+    } catch (e) {
+      if (e instanceof StoreConflictError) throw new RegistrationError(`cannot register ${name}: ${e.message}; unregister it first or pass another name`);
+      throw e;
+    }
+    this.#remember(record);
+    Object.assign(this.#apps.get(appId)!, { requestExample: check.request_example, requestFields: check.request_fields });
+    emit({ type: 'initial', app_id: appId, task_names: taskNames });
+
+    let deployed = false;
+    try {
+      const reported = new Set<string>();
+      const onProgress = (p: DeployProgress) => {
+        if ((p.state === 'ready' || p.state === 'shared') && !reported.has(p.taskId)) {
+          reported.add(p.taskId);
+          emit({ type: 'progress', task: p.task, task_id: p.taskId, state: p.state });
+        }
+      };
+      const ids = await resources.deploy(tasks, onProgress);
+      deployed = true;
+      ids.forEach((id, i) => {
+        if (!reported.has(id)) emit({ type: 'progress', task: taskNames[i]!, task_id: id, state: 'ready' });
+      });
+      if (ids.some((id, i) => id !== taskIds[i])) await store.putApp({ ...record, taskIds: ids });
+      await functions.start({ appId, name, source: req.source });
+      await store.setAppState(appId, 'ready');
+      this.#apps.get(appId)!.state = 'ready';
+      this.#apps.get(appId)!.taskIds = ids;
+    } catch (e) {
+      await this.#undo(appId, deployed ? taskIds : []);
+      throw new RegistrationError(`registration of ${name} failed and was rolled back: ${messageOf(e)}`);
+    }
+    emit({ type: 'final', app_id: appId, message: `Successfully deployed ${tasks.length} unit task${tasks.length === 1 ? '' : 's'}` });
+    return appId;
+  }
+
+  async #undo(appId: string, taskIds: string[]): Promise<void> {
+    const steps = await Promise.allSettled([
+      this.opts.functions.stop(appId),
+      taskIds.length ? this.opts.resources.release(taskIds) : Promise.resolve(),
+    ]);
+    for (const s of steps) if (s.status === 'rejected') this.opts.log.error({ err: s.reason, appId }, 'rollback step failed');
+    this.#forget(appId);
+    await this.opts.store.deleteApp(appId).catch((err) => this.opts.log.error({ err, appId }, 'cannot remove the app record'));
+  }
+
+  /** Stops the app's function, removes it and releases its unit tasks (torn down when no other app uses them). */
+  async unregister(idOrName: string): Promise<AppEntry> {
+    const entry = this.resolve(idOrName);
+    if (entry.state !== 'ready' && this.opts.functions.state(entry.appId) === undefined) throw new AppNotReadyError(entry.name);
+    return withSpan('gateway.unregister_app', async () => {
+      this.#forget(entry.appId);
+      await this.opts.store.deleteApp(entry.appId);
+      await this.opts.functions.stop(entry.appId);
+      await this.opts.resources.release(entry.taskIds);
+      return entry;
+    }, { 'cornserve.app_id': entry.appId });
+  }
+
+  /**
+   * After a restart on a persistent Store (the resource manager recovered first): every stored app gets its
+   * function back. An app whose unit tasks are gone cannot serve, so it is removed and its tasks released.
+   */
+  async recover(): Promise<void> {
+    const apps = await this.opts.store.listApps();
+    await Promise.all(apps.map(async (app) => {
+      const tasks = await Promise.all(app.taskIds.map((id) => this.opts.store.getTask(id)));
+      const missing = app.taskIds.filter((_, i) => !tasks[i] || tasks[i]!.state === 'failed' || tasks[i]!.state === 'tearing down');
+      this.#remember({ ...app, state: 'not ready' });
+      try {
+        if (missing.length) throw new Error(`its unit tasks ${missing.join(', ')} are gone`);
+        await this.opts.store.setAppState(app.appId, 'not ready');
+        await this.opts.functions.start({ appId: app.appId, name: app.name, source: app.source });
+        await this.opts.store.setAppState(app.appId, 'ready');
+        this.#apps.get(app.appId)!.state = 'ready';
+        this.opts.log.info({ appId: app.appId, name: app.name }, 'app recovered');
+      } catch (err) {
+        this.opts.log.error({ err, appId: app.appId }, 'cannot recover the app; removing it');
+        await this.#undo(app.appId, app.taskIds.filter((id) => !missing.includes(id)));
+      }
+    }));
+  }
+
+  #remember(app: Pick<AppRecord, 'appId' | 'name' | 'aliases' | 'taskIds' | 'state'>): void {
+    this.#apps.set(app.appId, { appId: app.appId, name: app.name, aliases: [...app.aliases], taskIds: [...app.taskIds], state: app.state });
+    for (const n of [app.name, ...app.aliases]) this.#names.set(n, app.appId);
+  }
+
+  #forget(appId: string): void {
+    const entry = this.#apps.get(appId);
+    if (!entry) return;
+    this.#apps.delete(appId);
+    for (const n of [entry.name, ...entry.aliases]) if (this.#names.get(n) === appId) this.#names.delete(n);
+  }
+}
+
+function rebuildTask(taskClass: string, json: unknown): UnitTask {
+  try {
+    return taskFromJSON(taskClass, json as Parameters<typeof taskFromJSON>[1]);
+  } catch (e) {
+    throw new RegistrationError(`unit task ${taskClass} cannot be deployed: ${messageOf(e)} (apps can use the platform's task classes only)`);
+  }
+}

@@ -1,0 +1,74 @@
+/**
+ * The gateway's error catalogue: one class per failure a client can act on, each with a stable code and
+ * the HTTP status of DESIGN.md §4. Bodies are `{error: {code, message, details?}}` (lib/http.ts).
+ */
+import { CornserveError } from '../../functions/sdk/errors.js';
+
+/** Missing or wrong `Authorization: Bearer <admin token>` on a mutating route. 401. */
+export class UnauthorizedError extends CornserveError {
+  constructor(reason: string) {
+    super('UNAUTHORIZED', `${reason}: send Authorization: Bearer $CORNSERVE_ADMIN_TOKEN`, 401);
+  }
+}
+
+/** No app with that id, name or alias. 404. */
+export class AppNotFoundError extends CornserveError {
+  constructor(idOrName: string) {
+    super('APP_NOT_FOUND', `app ${idOrName} is not registered`, 404);
+  }
+}
+
+/** The app is still being registered (its tasks or its function are not up yet). 409. */
+export class AppNotReadyError extends CornserveError {
+  constructor(name: string) {
+    super('APP_NOT_READY', `app ${name} is not ready yet; wait for its registration to finish`, 409);
+  }
+}
+
+/** The app function is down (restarting after a crash) and did not come back in time. 503. */
+export class AppFunctionUnavailableError extends CornserveError {
+  constructor(name: string, why: string) {
+    super('APP_FUNCTION_UNAVAILABLE', `the app function of ${name} is unavailable (${why}); retry shortly`, 503);
+  }
+}
+
+/** The app function died or dropped the connection while handling the request. 502. */
+export class AppFunctionFailedError extends CornserveError {
+  constructor(name: string, crashed: boolean, detail: string) {
+    super(
+      crashed ? 'APP_FUNCTION_CRASHED' : 'APP_FUNCTION_UNREACHABLE',
+      crashed
+        ? `the app function of ${name} crashed while handling this request (${detail}); it is being restarted`
+        : `the app function of ${name} dropped this request (${detail})`,
+      502,
+    );
+  }
+}
+
+/** The gateway gave up waiting for an answer past the request deadline. 504. */
+export class GatewayDeadlineError extends CornserveError {
+  constructor(what: string) {
+    super('DEADLINE_EXCEEDED', `${what} did not answer before the request deadline`, 504);
+  }
+}
+
+/** A registration failed; the message names the problem. Sent as an SSE `error` event. */
+export class RegistrationError extends CornserveError {
+  constructor(message: string, details?: unknown) {
+    super('REGISTRATION_FAILED', message, 400, details);
+  }
+}
+
+/** A bad parameter outside the JSON body (deadline header, timeout_ms, scale amount). 400. */
+export class BadRequestError extends CornserveError {
+  constructor(message: string) {
+    super('BAD_REQUEST', message, 400);
+  }
+}
+
+/** The dispatcher cannot be reached for POST /tasks/invoke. 503. */
+export class DispatcherUnavailableError extends CornserveError {
+  constructor(detail: string) {
+    super('DISPATCHER_UNAVAILABLE', `the dispatcher cannot be reached: ${detail}`, 503);
+  }
+}

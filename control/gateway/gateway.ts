@@ -1,0 +1,68 @@
+/**
+ * buildGateway(deps) -> the gateway's express app (server.ts listens). One router per concern:
+ * apps (register/unregister/list/invoke), tasks (list/scale/invoke), health + metrics; admin auth on the
+ * mutating routes; JSON bodies capped (413 beyond); every error is `{error: {code, message, details?}}`.
+ */
+import type { Agent } from 'node:http';
+import express, { type ErrorRequestHandler } from 'express';
+import { errorHandler, notFound, toErrorBody } from '../../lib/http.js';
+import { logger, type Logger } from '../../lib/log.js';
+import { traceRequests } from '../../lib/telemetry.js';
+import type { ResourceManagerApi } from '../resources/types.js';
+import type { AppFunctions } from './app-functions.js';
+import type { AppManager } from './app-manager.js';
+import { requireAdmin } from './auth.js';
+import type { GatewayMetrics } from './metrics.js';
+import { keepAliveAgent } from './proxy.js';
+import { appRoutes, jsonBody } from './routes/apps.js';
+import { healthRoutes } from './routes/health.js';
+import { taskRoutes } from './routes/tasks.js';
+
+export interface GatewayDeps {
+  apps: AppManager;
+  functions: AppFunctions;
+  resources: ResourceManagerApi;
+  /** Base URL of the dispatcher (POST /tasks/invoke goes to its POST /graph). */
+  dispatcherUrl: string;
+  adminToken: string;
+  metrics: GatewayMetrics;
+  /** Largest accepted JSON body. @default 32 MiB */
+  bodyLimitBytes?: number;
+  /** How long an invocation waits for a restarting app function. @default 30 s */
+  restartWaitMs?: number;
+  agent?: Agent;
+  log?: Logger;
+}
+
+export const DEFAULT_BODY_LIMIT = 32 * 1024 * 1024;
+
+export function buildGateway(deps: GatewayDeps): express.Express {
+  const log = deps.log ?? logger('gateway');
+  const agent = deps.agent ?? keepAliveAgent();
+  const admin = requireAdmin(deps.adminToken);
+  const json = jsonBody(deps.bodyLimitBytes ?? DEFAULT_BODY_LIMIT);
+  const { metrics } = deps;
+
+  const app = express();
+  app.disable('x-powered-by');
+  app.set('etag', false);
+  app.use(traceRequests('gateway'));
+  app.use((req, res, next) => {
+    res.on('finish', () => {
+      const route = req.route?.path ? String(req.route.path) : 'unmatched';
+      metrics.http.inc({ route, method: req.method, status: String(res.statusCode) });
+    });
+    next();
+  });
+  app.use(appRoutes({ apps: deps.apps, functions: deps.functions, metrics, agent, admin, json, ...(deps.restartWaitMs ? { restartWaitMs: deps.restartWaitMs } : {}) }));
+  app.use(taskRoutes({ resources: deps.resources, dispatcherUrl: deps.dispatcherUrl, metrics, agent, admin, json }));
+  app.use(healthRoutes(metrics));
+  app.use((req, _res, next) => next(notFound(`route ${req.method} ${req.path}`)));
+  const handle = errorHandler(log);
+  const countErrors: ErrorRequestHandler = (err, req, res, next) => {
+    metrics.errors.inc({ code: toErrorBody(err).body.error.code });
+    handle(err, req, res, next);
+  };
+  app.use(countErrors);
+  return app;
+}

@@ -1,0 +1,77 @@
+/**
+ * The gateway's Prometheus metrics, in a Registry passed in (never the global default, so tests can
+ * build several gateways in one process):
+ *   cornserve_gateway_requests_total{app,status}            invocations by app and HTTP status
+ *   cornserve_gateway_request_duration_seconds{app}         invocation latency (histogram)
+ *   cornserve_gateway_in_flight_requests{app}               invocations being served
+ *   cornserve_gateway_errors_total{code}                    error replies by error code (all routes)
+ *   cornserve_gateway_http_requests_total{route,method,status}
+ *   cornserve_apps{state}                                   registered apps by state (at scrape time)
+ *   cornserve_task_executors{task_id,state}                 executors per unit task (at scrape time)
+ */
+import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
+import type { Store } from '../store/types.js';
+
+export class GatewayMetrics {
+  readonly requests: Counter<'app' | 'status'>;
+  readonly duration: Histogram<'app'>;
+  readonly inFlight: Gauge<'app'>;
+  readonly errors: Counter<'code'>;
+  readonly http: Counter<'route' | 'method' | 'status'>;
+
+  constructor(readonly registry: Registry, store: Store) {
+    const registers = [registry];
+    this.requests = new Counter({ name: 'cornserve_gateway_requests_total', help: 'App invocations by app and HTTP status', labelNames: ['app', 'status'], registers });
+    this.duration = new Histogram({
+      name: 'cornserve_gateway_request_duration_seconds',
+      help: 'App invocation latency through the gateway (to the end of the reply)',
+      labelNames: ['app'],
+      buckets: [0.0005, 0.001, 0.002, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300],
+      registers,
+    });
+    this.inFlight = new Gauge({ name: 'cornserve_gateway_in_flight_requests', help: 'App invocations in flight', labelNames: ['app'], registers });
+    this.errors = new Counter({ name: 'cornserve_gateway_errors_total', help: 'Error replies by error code', labelNames: ['code'], registers });
+    this.http = new Counter({ name: 'cornserve_gateway_http_requests_total', help: 'HTTP requests by route, method and status', labelNames: ['route', 'method', 'status'], registers });
+    new Gauge({
+      name: 'cornserve_apps',
+      help: 'Registered apps by state',
+      labelNames: ['state'],
+      registers,
+      async collect() {
+        this.reset();
+        const apps = await store.listApps();
+        for (const state of ['ready', 'not ready'] as const) this.set({ state }, apps.filter((a) => a.state === state).length);
+      },
+    });
+    new Gauge({
+      name: 'cornserve_task_executors',
+      help: 'Executors per unit task and state',
+      labelNames: ['task_id', 'state'],
+      registers,
+      async collect() {
+        this.reset();
+        const [tasks, executors] = await Promise.all([store.listTasks(), store.listExecutors()]);
+        for (const t of tasks) this.set({ task_id: t.taskId, state: 'ready' }, 0);
+        const counts = new Map<string, { taskId: string; state: string; n: number }>();
+        for (const e of executors) {
+          const key = `${e.taskId}\u0000${e.state}`;
+          const c = counts.get(key) ?? { taskId: e.taskId, state: e.state, n: 0 };
+          c.n++;
+          counts.set(key, c);
+        }
+        for (const c of counts.values()) this.set({ task_id: c.taskId, state: c.state }, c.n);
+      },
+    });
+  }
+
+  /** Call when an invocation starts; the returned function records its end. */
+  invocationStarted(app: string): (status: number) => void {
+    this.inFlight.inc({ app });
+    const stop = this.duration.startTimer({ app });
+    return (status) => {
+      this.inFlight.dec({ app });
+      stop();
+      this.requests.inc({ app, status: String(status) });
+    };
+  }
+}

@@ -1,0 +1,85 @@
+/**
+ * App routes (DESIGN.md §4): register (SSE), unregister, list, invoke (proxied to the app function).
+ */
+import type { Agent } from 'node:http';
+import express, { Router, type RequestHandler } from 'express';
+import { z } from 'zod';
+import { ValidationError } from '../../../functions/sdk/index.js';
+import { parseOr422 } from '../../../lib/http.js';
+import type { AppFunctions } from '../app-functions.js';
+import type { AppManager } from '../app-manager.js';
+import { requestDeadline } from '../deadline.js';
+import { AppFunctionFailedError, AppNotReadyError } from '../errors.js';
+import type { GatewayMetrics } from '../metrics.js';
+import { forward } from '../proxy.js';
+import { startSse } from '../sse.js';
+
+export interface AppRoutesDeps {
+  apps: AppManager;
+  functions: AppFunctions;
+  metrics: GatewayMetrics;
+  agent: Agent;
+  admin: RequestHandler;
+  json: RequestHandler;
+  /** How long an invocation waits for a restarting app function. @default 30 s */
+  restartWaitMs?: number;
+}
+
+const registerBody = z
+  .object({
+    source: z.string().min(1).optional(),
+    /** The reference's field name. */
+    source_code: z.string().min(1).optional(),
+    name: z.string().optional(),
+    alias: z.string().optional(),
+  })
+  .refine((b) => b.source !== undefined || b.source_code !== undefined, { message: 'source is required (the app\'s TypeScript text)', path: ['source'] });
+
+export function appRoutes(deps: AppRoutesDeps): Router {
+  const { apps, functions, metrics, agent, admin, json } = deps;
+  const r = Router();
+
+  r.post('/app/register', admin, json, async (req, res) => {
+    const body = parseOr422(registerBody, req.body, 'register body');
+    const sse = startSse(res);
+    await apps.register(
+      { source: (body.source ?? body.source_code)!, ...(body.name ? { name: body.name } : {}), ...(body.alias ? { alias: body.alias } : {}) },
+      (event) => sse.send(event),
+    );
+    sse.end();
+  });
+
+  r.post('/app/unregister/:app_id', admin, async (req, res) => {
+    const entry = await apps.unregister(String(req.params.app_id));
+    res.json({ app_id: entry.appId, name: entry.name, message: `app ${entry.name} unregistered` });
+  });
+
+  /** `{app_id: state}` like the reference; `?details=1` gives names, aliases and task ids too. */
+  r.get('/app/list', async (req, res) => {
+    res.json(req.query.details ? await apps.details() : await apps.list());
+  });
+
+  r.post('/app/invoke/:app_id', json, async (req, res) => {
+    const entry = apps.resolve(String(req.params.app_id));
+    if (entry.state !== 'ready' && functions.state(entry.appId) === undefined) throw new AppNotReadyError(entry.name);
+    const deadline = requestDeadline(req);
+    if (typeof req.body !== 'object' || req.body === null || !('request_data' in req.body))
+      throw new ValidationError('invoke body', [{ path: 'request_data', message: 'required: send {"request_data": {...}}' }]);
+    const done = metrics.invocationStarted(entry.name);
+    res.on('close', () => done(res.statusCode));
+    const target = await functions.waitReady(entry.appId, Math.min(deadline, Date.now() + (deps.restartWaitMs ?? 30_000)));
+    await forward(res, {
+      url: `${target.url}/invoke`,
+      body: JSON.stringify({ request_data: (req.body as { request_data: unknown }).request_data }),
+      deadline,
+      agent,
+      what: `app ${entry.name}`,
+      onFailure: async (err) => new AppFunctionFailedError(entry.name, await functions.crashed(entry.appId, target.generation), err.message),
+      onErrorCode: (code) => metrics.errors.inc({ code }),
+    });
+  });
+
+  return r;
+}
+
+export const jsonBody = (limitBytes: number) => express.json({ limit: limitBytes });

@@ -1,0 +1,41 @@
+/**
+ * Listening: starts an HTTP server for the gateway app on host:port (0 = a free port) and closes it
+ * gracefully (idle keep-alive connections at once, in-flight requests get `graceMs`).
+ */
+import type { Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import type express from 'express';
+
+export interface ListeningServer {
+  server: Server;
+  url: string;
+  port: number;
+  close(graceMs?: number): Promise<void>;
+}
+
+export function listen(app: express.Express, port: number, host = '127.0.0.1'): Promise<ListeningServer> {
+  return new Promise((resolve, reject) => {
+    const server = app.listen(port, host, (err?: Error) => {
+      if (err) return reject(err);
+      const actual = (server.address() as AddressInfo).port;
+      const urlHost = host === '0.0.0.0' || host === '::' ? '127.0.0.1' : host.includes(':') ? `[${host}]` : host;
+      resolve({ server, port: actual, url: `http://${urlHost}:${actual}`, close: (graceMs = 5_000) => closeServer(server, graceMs) });
+    });
+    server.keepAliveTimeout = 65_000;
+    server.headersTimeout = 66_000;
+    server.once('error', reject);
+  });
+}
+
+export function closeServer(server: Server, graceMs = 5_000): Promise<void> {
+  return new Promise((resolve) => {
+    if (!server.listening) return resolve();
+    const timer = setTimeout(() => server.closeAllConnections(), graceMs);
+    timer.unref();
+    server.close(() => {
+      clearTimeout(timer);
+      resolve();
+    });
+    server.closeIdleConnections();
+  });
+}

@@ -1,0 +1,56 @@
+/**
+ * Validates an app source without running user code in the gateway: the source is written to a temp
+ * file and checked by a throwaway app-function process (`functions/runtime/main.ts --check FILE`),
+ * bounded in time and output. The result names every problem, or lists the app's unit tasks.
+ */
+import { spawn } from 'node:child_process';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { parseCheckOutput, type CheckResult } from '../../functions/runtime/check.js';
+import { REPO_ROOT, RUNTIME_ENTRY } from './paths.js';
+
+export interface SourceCheckOptions {
+  /** @default 30 s */
+  timeoutMs?: number;
+}
+
+const MAX_OUTPUT = 1 << 20;
+
+export async function checkAppSource(source: string, options: SourceCheckOptions = {}): Promise<CheckResult> {
+  const dir = await mkdtemp(join(tmpdir(), 'cornserve-check-'));
+  const file = join(dir, 'app.ts');
+  try {
+    await writeFile(file, source);
+    return await runCheck(file, options.timeoutMs ?? 30_000);
+  } finally {
+    await rm(dir, { recursive: true, force: true });
+  }
+}
+
+function runCheck(file: string, timeoutMs: number): Promise<CheckResult> {
+  return new Promise((resolve) => {
+    const child = spawn(process.execPath, ['--import', 'tsx', RUNTIME_ENTRY, '--check', file], {
+      cwd: REPO_ROOT,
+      env: { ...process.env, CORNSERVE_LOG_LEVEL: 'error' },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (d: Buffer) => { if (stdout.length < MAX_OUTPUT) stdout += d.toString(); });
+    child.stderr.on('data', (d: Buffer) => { if (stderr.length < MAX_OUTPUT) stderr += d.toString(); });
+    let timedOut = false;
+    const timer = setTimeout(() => {
+      timedOut = true;
+      child.kill('SIGKILL');
+    }, timeoutMs);
+    child.on('close', (code, signal) => {
+      clearTimeout(timer);
+      if (timedOut) return resolve({ ok: false, problems: [`loading the app took longer than ${timeoutMs} ms (does the module block at top level?)`] });
+      const result = parseCheckOutput(stdout);
+      if (result) return resolve(result);
+      const tail = stderr.trim().split('\n').slice(-5).join(' | ');
+      resolve({ ok: false, problems: [`the app could not be loaded (check process exited with ${signal ?? code}): ${tail}`] });
+    });
+  });
+}
