@@ -12,7 +12,13 @@ node_modules/.installed: package-lock.json
 	npm ci --no-audit --no-fund
 	touch $@
 
-deps: node_modules/.installed
+# The sidecar's shared-memory addon (mmap of /dev/shm segments as ArrayBuffers), built against Node's headers.
+NODEDIR ?= $(if $(wildcard /usr/include/node/node_api.h),/usr,)
+ADDON := sidecar/native/build/Release/cornserve_shm.node
+$(ADDON): sidecar/native/shm.c sidecar/native/binding.gyp node_modules/.installed
+	npx node-gyp rebuild $(if $(NODEDIR),--nodedir=$(NODEDIR)) --directory sidecar/native
+
+deps: node_modules/.installed $(ADDON)
 
 # Tests that need Redis start their own redis-server on a free loopback port; install it when missing.
 redis-server:
