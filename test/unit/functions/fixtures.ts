@@ -1,6 +1,7 @@
 /** Small builders shared by the SDK and built-in task tests: chat requests with media parts, echo composites. */
-import { CompositeTask, type Task } from '../../../functions/sdk/index.js';
+import { CompositeTask, type Task, type TaskGraphJSON } from '../../../functions/sdk/index.js';
 import { EchoTask, type ChatRequestInput, type ContentPart, type EchoInput } from '../../../functions/tasks/index.js';
+import { FakeDispatcher } from '../../helpers/fake-dispatcher.js';
 
 export const MODEL = 'org/tiny-vlm';
 
@@ -47,4 +48,11 @@ export class Wrapper extends CompositeTask<EchoInput, unknown> {
   invoke(): unknown {
     return undefined;
   }
+}
+
+/** The graph one `task.call(input)` dispatches (through a FakeDispatcher). */
+export async function recordGraph<I>(task: Task<I, unknown>, input: unknown): Promise<TaskGraphJSON> {
+  const fake = new FakeDispatcher();
+  await task.call(input as never, { dispatcher: fake });
+  return fake.graphs[0]!;
 }

@@ -1,0 +1,303 @@
+import test from 'ava';
+import {
+  CompositeTask,
+  DEFAULT_DEADLINE_MS,
+  DeterminismViolationError,
+  DispatchError,
+  RecordReplayError,
+  TaskContext,
+  UndeclaredTaskError,
+  ValidationError,
+  runInRequestScope,
+  unitTaskKey,
+} from '../../../../functions/sdk/index.js';
+import { EchoTask, EncoderTask, type EchoInput } from '../../../../functions/tasks/index.js';
+import { FakeDispatcher } from '../../../helpers/fake-dispatcher.js';
+import { EchoEach, MODEL } from '../fixtures.js';
+
+/** Answers each echo invocation with its input text upper-cased: real outputs differ from placeholders. */
+const upper = () => new FakeDispatcher({ output: (inv) => ({ echo: (inv.input as EchoInput).text.toUpperCase() }) });
+
+/** A composite whose control flow depends on state, not on the input: it makes one more call each time it runs. */
+class GrowingComposite extends CompositeTask<EchoInput, string[]> {
+  readonly echo = new EchoTask({});
+  #runs = 0;
+  get name() {
+    return 'growing';
+  }
+  invoke(input: EchoInput): string[] {
+    this.#runs++;
+    return Array.from({ length: this.#runs }, () => this.echo.invoke(input).echo);
+  }
+}
+
+// ---------- record -> dispatch -> replay ----------
+
+test('replay returns the real outputs in call order', async (t) => {
+  t.deepEqual(await new EchoEach().call({ texts: ['a', 'b', 'c'] }, { dispatcher: upper() }), ['A', 'B', 'C']);
+});
+
+test('one graph holds every unit-task call of one call(), in call order', async (t) => {
+  const fake = upper();
+  await new EchoEach().call({ texts: ['a', 'b', 'c'] }, { dispatcher: fake });
+  t.deepEqual(fake.graphs.map((g) => g.invocations.map((i) => i.input)), [[{ text: 'a' }, { text: 'b' }, { text: 'c' }]]);
+});
+
+test('call() of a unit task returns the dispatcher output', async (t) => {
+  t.deepEqual(await new EchoTask({}).call({ text: 'x' }, { dispatcher: upper() }), { echo: 'X' });
+});
+
+test('a composite that calls no unit task returns without dispatching', async (t) => {
+  const fake = upper();
+  t.deepEqual(await new EchoEach().call({ texts: [] }, { dispatcher: fake }), []);
+  t.is(fake.dispatched.length, 0);
+});
+
+test('the recorded input is a copy: mutating it after invoke() does not change the graph', async (t) => {
+  class Mutating extends CompositeTask<EchoInput, string> {
+    readonly echo = new EchoTask({});
+    get name() {
+      return 'mutating';
+    }
+    invoke(input: EchoInput): string {
+      const req = { text: input.text };
+      const out = this.echo.invoke(req).echo;
+      req.text = 'changed';
+      return out;
+    }
+  }
+  const fake = upper();
+  await new Mutating().call({ text: 'orig' }, { dispatcher: fake });
+  t.deepEqual(fake.graphs[0]!.invocations[0]!.input, { text: 'orig' });
+});
+
+test('an invalid call() input is a ValidationError and nothing is dispatched', async (t) => {
+  const fake = upper();
+  await t.throwsAsync(new EchoTask({}).call({ text: 5 } as never, { dispatcher: fake }), { instanceOf: ValidationError, message: /text: / });
+  t.is(fake.dispatched.length, 0);
+});
+
+test('a unit task input rejected by validateInput fails at record time', async (t) => {
+  const encoder = new EncoderTask({ modality: 'image', modelIds: [MODEL] });
+  await t.throwsAsync(encoder.call({ model_id: 'other', data_urls: ['u'] }, { dispatcher: upper() }), {
+    instanceOf: ValidationError,
+    message: /model_id: other is not served by this encoder/,
+  });
+});
+
+test('a dispatcher failure rejects call() with that error', async (t) => {
+  const boom = new DispatchError('executor crashed', 502);
+  const fake = new FakeDispatcher({ fail: () => boom });
+  const err = await t.throwsAsync(new EchoTask({}).call({ text: 'a' }, { dispatcher: fake }));
+  t.is(err, boom);
+});
+
+test('a dispatcher answering with the wrong number of outputs is a DispatchError', async (t) => {
+  const short = { dispatch: async () => ({ outputs: [] }) };
+  await t.throwsAsync(new EchoTask({}).call({ text: 'a' }, { dispatcher: short }), { instanceOf: DispatchError, message: /0 outputs for 1 invocations/ });
+});
+
+test('a dispatcher output that does not match the task output schema is a DispatchError naming the field', async (t) => {
+  const fake = new FakeDispatcher({ output: () => ({ echo: 1 }) });
+  await t.throwsAsync(new EchoTask({}).call({ text: 'a' }, { dispatcher: fake }), { instanceOf: DispatchError, message: /output of echo-0ms .*echo: / });
+});
+
+// ---------- misuse fails loudly ----------
+
+test('a record inside a record is refused', (t) => {
+  const ctx = new TaskContext();
+  t.throws(() => ctx.record(() => ctx.record(() => undefined)), { instanceOf: RecordReplayError, message: /record inside a record/ });
+});
+
+test('a record during replay is refused', (t) => {
+  const ctx = new TaskContext();
+  ctx.record(() => undefined);
+  t.throws(() => ctx.replay(() => ctx.record(() => undefined)), { instanceOf: RecordReplayError, message: /cannot record while replaying/ });
+});
+
+test('a replay inside a replay is refused', (t) => {
+  const ctx = new TaskContext();
+  ctx.record(() => undefined);
+  t.throws(() => ctx.replay(() => ctx.replay(() => undefined)), { instanceOf: RecordReplayError, message: /replay inside a replay/ });
+});
+
+test('a context cannot record twice', (t) => {
+  const ctx = new TaskContext();
+  ctx.record(() => undefined);
+  t.throws(() => ctx.record(() => undefined), { instanceOf: RecordReplayError, message: /used once/ });
+});
+
+test('a context cannot replay twice', (t) => {
+  const ctx = new TaskContext();
+  ctx.record(() => undefined);
+  ctx.replay(() => undefined);
+  t.throws(() => ctx.replay(() => undefined), { instanceOf: RecordReplayError, message: /context that is done/ });
+});
+
+test('a context refuses a second set of outputs', (t) => {
+  const ctx = new TaskContext();
+  ctx.record(() => undefined);
+  ctx.setOutputs({ outputs: [] });
+  t.throws(() => ctx.setOutputs({ outputs: [] }), { instanceOf: RecordReplayError, message: /not reusable/ });
+});
+
+test('replay with no outputs left is a DeterminismViolationError', async (t) => {
+  await t.throwsAsync(new GrowingComposite().call({ text: 'a' }, { dispatcher: upper() }), {
+    instanceOf: DeterminismViolationError,
+    message: /has no more outputs to replay: record made 1 calls/,
+  });
+});
+
+test('replay making fewer calls than record is a DeterminismViolationError', async (t) => {
+  class Shrinking extends CompositeTask<EchoInput, string[]> {
+    readonly echo = new EchoTask({});
+    #left = 2;
+    get name() {
+      return 'shrinking';
+    }
+    invoke(input: EchoInput): string[] {
+      return Array.from({ length: this.#left-- }, () => this.echo.invoke(input).echo);
+    }
+  }
+  await t.throwsAsync(new Shrinking().call({ text: 'a' }, { dispatcher: upper() }), {
+    instanceOf: DeterminismViolationError,
+    message: /replay made 1 unit-task calls but record made 2/,
+  });
+});
+
+test('replay calling a different task than record did is a DeterminismViolationError', async (t) => {
+  class Swapping extends CompositeTask<EchoInput, string> {
+    readonly a = new EchoTask({ serviceTimeMs: 1 });
+    readonly b = new EchoTask({ serviceTimeMs: 2 });
+    #first = true;
+    get name() {
+      return 'swapping';
+    }
+    invoke(input: EchoInput): string {
+      const task = this.#first ? this.a : this.b;
+      this.#first = false;
+      return task.invoke(input).echo;
+    }
+  }
+  await t.throwsAsync(new Swapping().call({ text: 'a' }, { dispatcher: upper() }), {
+    instanceOf: DeterminismViolationError,
+    message: /replay call #0 is echo-2ms .* but record call #0 was echo-1ms/,
+  });
+});
+
+test('invoke() of a unit task outside call() is refused', (t) => {
+  t.throws(() => new EchoTask({}).invoke({ text: 'a' }), { instanceOf: RecordReplayError, message: /outside task\.call\(\)/ });
+});
+
+test('call() inside invoke() fails the outer call and dispatches nothing', async (t) => {
+  class CallsInside extends CompositeTask<EchoInput, unknown> {
+    readonly echo = new EchoTask({});
+    get name() {
+      return 'calls-inside';
+    }
+    invoke(input: EchoInput): unknown {
+      void this.echo.call(input);
+      return this.echo.invoke(input);
+    }
+  }
+  const fake = upper();
+  await t.throwsAsync(new CallsInside().call({ text: 'a' }, { dispatcher: fake }), {
+    instanceOf: RecordReplayError,
+    message: /call\(\) inside invoke\(\)/,
+  });
+  t.is(fake.dispatched.length, 0);
+});
+
+test('an async invoke() is refused, and its abandoned body does not leak an unhandled rejection', async (t) => {
+  class AsyncComposite extends CompositeTask<EchoInput, any> {
+    readonly echo = new EchoTask({});
+    get name() {
+      return 'async';
+    }
+    async invoke(input: EchoInput): Promise<unknown> {
+      await Promise.resolve();
+      return this.echo.invoke(input); // runs after record gave up: throws inside the abandoned promise
+    }
+  }
+  let unhandled: unknown;
+  const onUnhandled = (e: unknown) => (unhandled = e);
+  process.on('unhandledRejection', onUnhandled);
+  try {
+    await t.throwsAsync(new AsyncComposite().call({ text: 'a' }, { dispatcher: upper() }), {
+      instanceOf: RecordReplayError,
+      message: /must be synchronous/,
+    });
+    await new Promise((resolve) => setImmediate(resolve));
+  } finally {
+    process.off('unhandledRejection', onUnhandled);
+  }
+  t.is(unhandled, undefined);
+});
+
+// ---------- request scope: declared tasks, deadlines ----------
+
+test('a unit task the app did not declare fails at record time with UndeclaredTaskError', async (t) => {
+  const declared = new EchoTask({ serviceTimeMs: 1 });
+  const other = new EchoTask({ serviceTimeMs: 2 });
+  const fake = upper();
+  const scope = { allowedTaskKeys: new Set([unitTaskKey(declared)]), dispatcher: fake };
+  await t.throwsAsync(runInRequestScope(scope, () => other.call({ text: 'a' })), { instanceOf: UndeclaredTaskError, message: /echo-2ms is used by serve\(\)/ });
+  t.is(fake.dispatched.length, 0);
+});
+
+test('a task equivalent to a declared one is allowed by the request scope', async (t) => {
+  const scope = { allowedTaskKeys: new Set([unitTaskKey(new EchoTask({}))]), dispatcher: upper() };
+  t.deepEqual(await runInRequestScope(scope, () => new EchoTask({}).call({ text: 'a' })), { echo: 'A' });
+});
+
+test('the request scope deadline reaches the dispatcher', async (t) => {
+  const fake = upper();
+  const deadline = Date.now() + 60_000;
+  await runInRequestScope({ deadline, dispatcher: fake }, () => new EchoTask({}).call({ text: 'a' }));
+  t.is(fake.dispatched[0]!.options.deadline, deadline);
+});
+
+test('the earliest of the scope deadline and the call timeout wins', async (t) => {
+  const fake = upper();
+  const deadline = Date.now() + 60_000;
+  await runInRequestScope({ deadline, dispatcher: fake }, () => new EchoTask({}).call({ text: 'a' }, { deadline: deadline - 1000 }));
+  t.is(fake.dispatched[0]!.options.deadline, deadline - 1000);
+});
+
+test('without any deadline the dispatcher gets the default of 5 minutes from now', async (t) => {
+  const fake = upper();
+  const before = Date.now();
+  await new EchoTask({}).call({ text: 'a' }, { dispatcher: fake });
+  const d = fake.dispatched[0]!.options.deadline;
+  t.true(d >= before + DEFAULT_DEADLINE_MS && d <= Date.now() + DEFAULT_DEADLINE_MS);
+});
+
+test('an already-passed deadline fails with DEADLINE_EXCEEDED before dispatch', async (t) => {
+  const fake = upper();
+  const err = await t.throwsAsync(runInRequestScope({ deadline: Date.now() - 1, dispatcher: fake }, () => new EchoTask({}).call({ text: 'a' })), {
+    instanceOf: DispatchError,
+  });
+  t.deepEqual([err!.code, err!.status, fake.dispatched.length], ['DEADLINE_EXCEEDED', 504, 0]);
+});
+
+test('the request scope trace context and app id reach the dispatcher', async (t) => {
+  const fake = upper();
+  const traceparent = '00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01';
+  await runInRequestScope({ traceparent, appId: 'app-1', dispatcher: fake }, () => new EchoTask({}).call({ text: 'a' }));
+  t.like(fake.dispatched[0]!.options, { traceparent, appId: 'app-1' });
+});
+
+test('the call dispatcher option wins over the request scope dispatcher', async (t) => {
+  const scoped = upper();
+  const explicit = upper();
+  await runInRequestScope({ dispatcher: scoped }, () => new EchoTask({}).call({ text: 'a' }, { dispatcher: explicit }));
+  t.deepEqual([scoped.dispatched.length, explicit.dispatched.length], [0, 1]);
+});
+
+test('aborting the call signal cancels a dispatch in progress', async (t) => {
+  const fake = new FakeDispatcher({ delayMs: 30_000 });
+  const abort = new AbortController();
+  const call = new EchoTask({}).call({ text: 'a' }, { dispatcher: fake, signal: abort.signal });
+  setImmediate(() => abort.abort());
+  await t.throwsAsync(call, { instanceOf: DispatchError, message: /caller went away/ });
+});
