@@ -165,7 +165,23 @@ function mergePatch(target: any, patch: any): any {
 
 const SERVER_META = ['uid', 'resourceVersion', 'generation', 'creationTimestamp', 'managedFields'] as const;
 
-export async function startFakeKubeApi(): Promise<FakeKubeApi> {
+/** Keeps the fields the server owns (uid, versions, timestamps) when an object is rewritten. */
+function keepServerMeta(from: KubeObject, to: KubeObject): KubeObject {
+  const meta = to.metadata as Record<string, unknown>;
+  for (const k of SERVER_META) if (from.metadata[k] !== undefined) meta[k] = from.metadata[k];
+  return to;
+}
+
+export interface FakeKubeApiOptions {
+  /**
+   * Delete dependents (ownerReferences) with their owner, like the cluster's garbage collector.
+   * Off: a deleted Deployment's pods stay until deleted themselves (the real collector is asynchronous).
+   * @default true
+   */
+  garbageCollection?: boolean;
+}
+
+export async function startFakeKubeApi({ garbageCollection = true }: FakeKubeApiOptions = {}): Promise<FakeKubeApi> {
   const objects = new Map<string, { resource: ResourceInfo; object: KubeObject }>();
   const history: StoredEvent[] = [];
   const watchers = new Set<Watcher>();
@@ -216,9 +232,10 @@ export async function startFakeKubeApi(): Promise<FakeKubeApi> {
     hit.object.metadata.resourceVersion = String(++rv);
     emit('DELETED', r, hit.object);
     // Background cascade: dependents whose ownerReference points at the deleted object go too.
-    for (const dep of [...objects.values()])
-      if (dep.object.metadata.ownerReferences?.some((o) => o.uid === hit.object.metadata.uid))
-        destroy(dep.resource, dep.object.metadata.namespace, dep.object.metadata.name);
+    if (garbageCollection)
+      for (const dep of [...objects.values()])
+        if (dep.object.metadata.ownerReferences?.some((o) => o.uid === hit.object.metadata.uid))
+          destroy(dep.resource, dep.object.metadata.namespace, dep.object.metadata.name);
     return true;
   };
 
@@ -236,8 +253,7 @@ export async function startFakeKubeApi(): Promise<FakeKubeApi> {
     if (r.namespaced) applied.metadata.namespace = namespace;
     const existing = objects.get(keyOf(r, namespace, name))?.object;
     if (!existing) return { object: create(r, applied, manager), created: true };
-    const next: KubeObject = { ...applied, metadata: { ...applied.metadata }, ...(existing.status !== undefined ? { status: existing.status } : {}) };
-    for (const k of SERVER_META) if (existing.metadata[k] !== undefined) next.metadata[k] = existing.metadata[k];
+    const next = keepServerMeta(existing, { ...applied, metadata: { ...applied.metadata }, ...(existing.status !== undefined ? { status: existing.status } : {}) });
     if (isDeepStrictEqual(next, existing)) return { object: existing, created: false };
     if (!isDeepStrictEqual(next.spec, existing.spec)) next.metadata.generation = (existing.metadata.generation ?? 1) + 1;
     return { object: store(r, next, 'MODIFIED'), created: false };
@@ -342,8 +358,7 @@ export async function startFakeKubeApi(): Promise<FakeKubeApi> {
           const obj = clone(body as KubeObject);
           delete obj.apiVersion;
           delete obj.kind;
-          for (const k of SERVER_META) if (hit.object.metadata[k] !== undefined) obj.metadata[k] = hit.object.metadata[k];
-          return json(200, withTypeMeta(r, store(r, obj, 'MODIFIED')));
+          return json(200, withTypeMeta(r, store(r, keepServerMeta(hit.object, obj), 'MODIFIED')));
         }
         case 'DELETE': {
           if (!name) throw new HttpFailure(405, 'MethodNotAllowed', 'collection delete is not supported');
@@ -431,8 +446,7 @@ export async function startFakeKubeApi(): Promise<FakeKubeApi> {
       const next = clone(obj) as KubeObject;
       delete next.apiVersion;
       delete next.kind;
-      for (const k of SERVER_META) if (existing.metadata[k] !== undefined) next.metadata[k] = existing.metadata[k];
-      return clone(store(r, next, 'MODIFIED'));
+      return clone(store(r, keepServerMeta(existing, next), 'MODIFIED'));
     },
     setStatus(apiVersion, kind, namespace, name, st) {
       const { r, hit } = find(apiVersion, kind, namespace, name);
