@@ -6,6 +6,7 @@
  * Devices are virtual: `devices` per node, for every node name in `nodes`.
  */
 import { existsSync } from 'node:fs';
+import { createServer } from 'node:net';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { EXECUTOR_ENV, type LaunchSpec } from '../descriptors/types.js';
@@ -105,7 +106,7 @@ export class LocalPlatform implements Platform {
       ...(sidecar ? { [EXECUTOR_ENV.sidecar]: sidecar } : {}),
       ...(this.opts.storeUrl ? { [EXECUTOR_ENV.store]: this.opts.storeUrl } : {}),
     };
-    const running = await this.launch('executor', spec.executorId, spec.launch, env, this.executors);
+    const running = await this.launch('executor', spec.executorId, spec.launch, env, this.executors, spec.executorId, spec.port);
     void running.child.exited.then((exit) => {
       if (this.executors.get(spec.executorId) === running) this.executors.delete(spec.executorId);
       this.emit({ kind: 'executor-exited', executorId: spec.executorId, taskId: spec.taskId, ...exitFields(exit) });
@@ -165,11 +166,12 @@ export class LocalPlatform implements Platform {
     extraEnv: Record<string, string>,
     into: Map<string, Running>,
     label = id,
+    preferredPort?: number,
   ): Promise<Running> {
     if (this.shutdownPromise) throw new PlatformShutDownError();
     const entry = resolve(this.opts.repoRoot, launch.entry);
     if (!existsSync(entry)) throw new EntryNotFoundError(launch.entry, entry);
-    const port = await freePort(this.host);
+    const port = preferredPort !== undefined && (await canListen(this.host, preferredPort)) ? preferredPort : await freePort(this.host);
     if (into.has(id)) throw new DuplicateIdError(kind === 'executor' ? 'executor' : 'app function', id);
     const env: NodeJS.ProcessEnv = {
       ...process.env,
@@ -217,5 +219,13 @@ export class LocalPlatform implements Platform {
 }
 
 const exitFields = (exit: ExitInfo) => ({ code: exit.code, signal: exit.signal, expected: exit.expected, logTail: exit.logTail });
+
+function canListen(host: string, port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const srv = createServer();
+    srv.once('error', () => resolve(false));
+    srv.listen(port, host, () => srv.close(() => resolve(true)));
+  });
+}
 
 const urlHost = (host: string) => (host.includes(':') ? `[${host}]` : host);

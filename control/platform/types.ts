@@ -19,6 +19,11 @@ export interface ExecutorSpec {
   launch: LaunchSpec;
   /** Extra environment (the platform adds the EXECUTOR_ENV variables itself). */
   env?: Record<string, string>;
+  /**
+   * (Added.) Preferred port (local platform): a restarted executor asks for its previous port so its URL, and so
+   * its route, stay the same; a free one is chosen when it is taken. Kubernetes ignores it (Service URLs are stable).
+   */
+  port?: number;
 }
 
 export interface ExecutorInstance {

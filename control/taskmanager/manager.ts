@@ -1,0 +1,330 @@
+/**
+ * The task manager of one unit task: starts its executors through the platform (one per group of
+ * `devicesPerExecutor` devices), waits until each is healthy, keeps its routes in the Store
+ * (starting -> ready; failed while restarting; draining on removal), restarts an executor that dies
+ * (same devices, same id, same port when possible, exponential backoff bounded by `restartBackoff.maxMs`),
+ * and drains on removal: stop routing, let in-flight requests (the route's `outstanding`) finish within a
+ * grace period, then stop the process and delete the route.
+ *
+ * Concurrency: the resource manager serialises add/remove/stop calls per task; restarts run on their own and
+ * step aside (abort) when their executor is removed.
+ */
+import type { LaunchSpec } from '../descriptors/types.js';
+import type { Platform, PlatformEvent } from '../platform/types.js';
+import type { DeviceRef, ExecutorRoute, ExecutorState, Store } from '../store/types.js';
+import { logger, type Logger } from '../../lib/log.js';
+import { sleep, TimeoutError } from '../../lib/wait.js';
+import { ExecutorRemovedError, ExecutorStartError, ExecutorStartTimeoutError } from './errors.js';
+import { waitHealthy } from './health.js';
+
+export interface TaskManagerOptions {
+  taskId: string;
+  /** Base of executor ids (the descriptor's executorName); ids are `<name>-<global ranks>`. */
+  executorName: string;
+  launch: LaunchSpec;
+  store: Store;
+  platform: Platform;
+  /** Extra environment for every executor. */
+  env?: Record<string, string>;
+  /** Bound on one executor's start (process up + GET healthPath 200). @default 60000 */
+  healthTimeoutMs?: number;
+  /** @default 100 */
+  healthIntervalMs?: number;
+  /** How long a removed executor may keep serving its in-flight requests. @default 30000 */
+  drainGraceMs?: number;
+  /** @default 50 */
+  drainPollMs?: number;
+  /** SIGTERM -> SIGKILL grace when stopping a process. @default 5000 */
+  stopGraceMs?: number;
+  /** Delay before restart n is initialMs * 2^n, at most maxMs. @default {initialMs: 250, maxMs: 10000} */
+  restartBackoff?: { initialMs?: number; maxMs?: number };
+  /** An executor healthy this long has its backoff reset. @default 30000 */
+  stableAfterMs?: number;
+  log?: Logger;
+}
+
+type Phase = 'starting' | 'running' | 'restarting' | 'draining' | 'stopped';
+
+/** What the task manager knows about one executor. */
+export interface ExecutorView {
+  executorId: string;
+  devices: DeviceRef[];
+  phase: Phase;
+  url: string | undefined;
+  startedAt: number;
+  restarts: number;
+}
+
+interface Slot {
+  executorId: string;
+  devices: DeviceRef[];
+  startedAt: number;
+  phase: Phase;
+  url?: string;
+  port?: number;
+  readyAt?: number;
+  restarts: number;
+  totalRestarts: number;
+  restartTimer?: NodeJS.Timeout;
+  /** The start or restart in progress. */
+  pending?: Promise<void>;
+  /** Called with the exit event of the current process. */
+  onExit?: (e: ExitEvent) => void;
+  removed: AbortController;
+}
+
+type ExitEvent = Extract<PlatformEvent, { kind: 'executor-exited' }>;
+
+export class TaskManager {
+  readonly taskId: string;
+  private readonly slots = new Map<string, Slot>();
+  private readonly log: Logger;
+  private readonly off: () => void;
+  private closed = false;
+
+  constructor(private readonly opts: TaskManagerOptions) {
+    this.taskId = opts.taskId;
+    this.log = opts.log ?? logger('taskmanager', { task: opts.taskId });
+    this.off = opts.platform.onEvent((e) => this.onPlatformEvent(e));
+  }
+
+  /** Executors by age (oldest first). */
+  executors(): ExecutorView[] {
+    return this.ordered().map((s) => ({
+      executorId: s.executorId,
+      devices: s.devices,
+      phase: s.phase,
+      url: s.url,
+      startedAt: s.startedAt,
+      restarts: s.totalRestarts,
+    }));
+  }
+
+  /** Devices of every executor not yet stopped. */
+  devices(): DeviceRef[] {
+    return this.ordered().flatMap((s) => s.devices);
+  }
+
+  /**
+   * Starts one executor per device group and waits until all are ready. All or nothing: when one fails,
+   * the others started by this call are stopped and their routes deleted, and the first error is thrown.
+   */
+  async addExecutors(groups: DeviceRef[][]): Promise<ExecutorView[]> {
+    if (this.closed) throw new Error(`task manager ${this.taskId} is stopped`);
+    const slots = groups.map((devices) => this.newSlot(devices));
+    const results = await Promise.allSettled(slots.map((s) => (s.pending = this.start(s))));
+    const failed = results.find((r): r is PromiseRejectedResult => r.status === 'rejected');
+    if (failed) {
+      await Promise.allSettled(slots.map((s) => this.retire(s, { drain: false })));
+      throw failed.reason;
+    }
+    return this.executors().filter((v) => slots.some((s) => s.executorId === v.executorId));
+  }
+
+  /** Drains and stops the `count` oldest executors; returns the devices they had. */
+  async removeExecutors(count: number, options: { graceMs?: number } = {}): Promise<DeviceRef[]> {
+    const victims = this.ordered().slice(0, count);
+    await Promise.all(victims.map((s) => this.retire(s, { drain: true, graceMs: options.graceMs })));
+    return victims.flatMap((s) => s.devices);
+  }
+
+  /** Drains (unless `drain: false`) and stops every executor, deletes their routes; the manager is done afterwards. */
+  async stop(options: { drain?: boolean; graceMs?: number } = {}): Promise<DeviceRef[]> {
+    this.closed = true;
+    const mine = this.ordered(); // those already draining belong to a removeExecutors() call, which returns their devices
+    await Promise.all([...this.slots.values()].map((s) => this.retire(s, { drain: options.drain ?? true, graceMs: options.graceMs })));
+    this.off();
+    return mine.flatMap((s) => s.devices);
+  }
+
+  // ---------- starting ----------
+
+  private newSlot(devices: DeviceRef[]): Slot {
+    const executorId = `${this.opts.executorName}-${devices.map((d) => d.globalRank).join('-')}`;
+    if (this.slots.has(executorId)) throw new Error(`executor ${executorId} already exists`);
+    const slot: Slot = { executorId, devices, startedAt: Date.now(), phase: 'starting', restarts: 0, totalRestarts: 0, removed: new AbortController() };
+    this.slots.set(executorId, slot);
+    return slot;
+  }
+
+  private async start(slot: Slot): Promise<void> {
+    await this.launch(slot);
+    if (slot.phase !== 'starting') throw new ExecutorRemovedError(slot.executorId);
+    slot.phase = 'running';
+    slot.readyAt = Date.now();
+    await this.opts.store.setExecutorState(slot.executorId, 'ready');
+  }
+
+  /**
+   * Starts the process, writes its route ('starting'), waits for health. On failure the process is stopped
+   * and the error says why (exit + last lines, timeout, removed).
+   */
+  private async launch(slot: Slot): Promise<void> {
+    slot.removed.signal.throwIfAborted();
+    let exitSeen: ExitEvent | undefined;
+    const exited = new Promise<ExitEvent>((resolve) => {
+      slot.onExit = (e) => {
+        exitSeen = e;
+        resolve(e);
+      };
+    });
+    const inst = await this.opts.platform.startExecutor({
+      executorId: slot.executorId,
+      taskId: this.taskId,
+      node: slot.devices[0]!.node,
+      devices: slot.devices,
+      launch: this.opts.launch,
+      ...(this.opts.env ? { env: this.opts.env } : {}),
+      ...(slot.port !== undefined ? { port: slot.port } : {}),
+    });
+    try {
+      await this.writeStartingRoute(slot, inst.url);
+      const died = exited.then((e) => Promise.reject(new ExecutorStartError(slot.executorId, e)));
+      died.catch(() => {});
+      const healthTimeoutMs = this.opts.healthTimeoutMs ?? 60_000;
+      await Promise.race([
+        waitHealthy(inst.url, this.opts.launch.healthPath ?? '/health', {
+          timeoutMs: healthTimeoutMs,
+          intervalMs: this.opts.healthIntervalMs ?? 100,
+          signal: slot.removed.signal,
+        }).catch((e) => {
+          if (e instanceof TimeoutError) throw new ExecutorStartTimeoutError(slot.executorId, healthTimeoutMs);
+          if (slot.removed.signal.aborted) throw new ExecutorRemovedError(slot.executorId);
+          throw e;
+        }),
+        died,
+      ]);
+    } catch (e) {
+      await this.opts.platform.stopExecutor(slot.executorId, { graceMs: this.opts.stopGraceMs ?? 5_000 });
+      if (e instanceof ExecutorStartTimeoutError) {
+        const tail = exitSeen?.logTail ?? (await Promise.race([exited, sleep(1_000).then(() => undefined)]))?.logTail;
+        throw new ExecutorStartTimeoutError(slot.executorId, e.timeoutMs, tail);
+      }
+      throw e;
+    }
+  }
+
+  /** A fresh route, or (restart) the same route with its new URL, keeping its outstanding count. */
+  private async writeStartingRoute(slot: Slot, url: string): Promise<void> {
+    const { store } = this.opts;
+    const previous = await store.getExecutor(slot.executorId);
+    slot.url = url;
+    slot.port = Number(new URL(url).port) || undefined;
+    if (previous && previous.url === url) return store.setExecutorState(slot.executorId, 'starting');
+    const route: ExecutorRoute = {
+      executorId: slot.executorId,
+      taskId: this.taskId,
+      url,
+      sidecarRanks: slot.devices.map((d) => d.globalRank),
+      devices: slot.devices,
+      state: 'starting',
+      outstanding: previous?.outstanding ?? 0,
+      startedAt: slot.startedAt,
+    };
+    await store.putExecutor(route);
+  }
+
+  // ---------- crashes and restarts ----------
+
+  private onPlatformEvent(e: PlatformEvent): void {
+    if (e.kind !== 'executor-exited' || e.taskId !== this.taskId) return;
+    const slot = this.slots.get(e.executorId);
+    if (!slot) return;
+    const notify = slot.onExit;
+    slot.onExit = undefined;
+    notify?.(e);
+    if (e.expected || slot.phase !== 'running') return; // starting: launch() reports it; restarting/draining: handled there
+    this.log.warn({ executor: slot.executorId, code: e.code, signal: e.signal, tail: e.logTail?.slice(-5) }, 'executor died; restarting');
+    this.scheduleRestart(slot);
+  }
+
+  private scheduleRestart(slot: Slot): void {
+    if (this.closed || slot.phase === 'draining' || slot.phase === 'stopped') return;
+    slot.phase = 'restarting';
+    if (slot.readyAt !== undefined && Date.now() - slot.readyAt >= (this.opts.stableAfterMs ?? 30_000)) slot.restarts = 0;
+    slot.readyAt = undefined;
+    const { initialMs = 250, maxMs = 10_000 } = this.opts.restartBackoff ?? {};
+    const delay = Math.min(maxMs, initialMs * 2 ** Math.min(slot.restarts, 30));
+    slot.restarts++;
+    slot.totalRestarts++;
+    this.setState(slot, 'failed');
+    slot.restartTimer = setTimeout(() => {
+      slot.restartTimer = undefined;
+      slot.pending = this.restart(slot);
+    }, delay);
+  }
+
+  private async restart(slot: Slot): Promise<void> {
+    if (slot.phase !== 'restarting') return;
+    try {
+      await this.launch(slot);
+    } catch (e) {
+      if (slot.phase !== 'restarting') return;
+      this.log.warn({ executor: slot.executorId, err: (e as Error).message }, 'restart failed; trying again');
+      this.scheduleRestart(slot);
+      return;
+    }
+    if (slot.phase !== 'restarting') return; // removed meanwhile: retire() stops it
+    slot.phase = 'running';
+    slot.readyAt = Date.now();
+    this.setState(slot, 'ready');
+    this.log.info({ executor: slot.executorId, restarts: slot.totalRestarts }, 'executor restarted');
+  }
+
+  // ---------- removal ----------
+
+  /** Stop routing, wait for in-flight requests (within the grace), stop the process, delete the route. */
+  private async retire(slot: Slot, options: { drain: boolean; graceMs?: number | undefined }): Promise<void> {
+    if (slot.phase === 'draining' || slot.phase === 'stopped') return slot.pending;
+    const wasServing = slot.phase === 'running';
+    slot.phase = 'draining';
+    clearTimeout(slot.restartTimer);
+    const inProgress = slot.pending; // a start or restart
+    const done = (async () => {
+      if (options.drain && wasServing) {
+        await this.opts.store.setExecutorState(slot.executorId, 'draining').catch((err) => this.log.warn({ err }, 'cannot mark draining'));
+        await this.waitIdle(slot, options.graceMs ?? this.opts.drainGraceMs ?? 30_000);
+      }
+      slot.removed.abort(new ExecutorRemovedError(slot.executorId));
+      await inProgress?.catch(() => {});
+      await this.opts.platform.stopExecutor(slot.executorId, { graceMs: this.opts.stopGraceMs ?? 5_000 });
+      await this.opts.store.deleteExecutor(slot.executorId).catch((err) => this.log.warn({ err }, 'cannot delete route'));
+      slot.phase = 'stopped';
+      this.slots.delete(slot.executorId);
+    })();
+    slot.pending = done;
+    return done;
+  }
+
+  /**
+   * Waits until the route's outstanding count is 0 on two polls in a row (a dispatcher may have picked the
+   * route just before it turned draining and not yet counted its request), or the grace passes.
+   */
+  private async waitIdle(slot: Slot, graceMs: number): Promise<void> {
+    const poll = this.opts.drainPollMs ?? 50;
+    const end = Date.now() + graceMs;
+    let idlePolls = 0;
+    let last = 0;
+    await sleep(Math.min(poll, graceMs));
+    while (Date.now() < end) {
+      const route = await this.opts.store.getExecutor(slot.executorId).catch(() => null);
+      if (route !== null) {
+        last = route?.outstanding ?? 0;
+        idlePolls = last <= 0 ? idlePolls + 1 : 0;
+        if (idlePolls >= 2) return;
+      }
+      await sleep(poll);
+    }
+    this.log.warn({ executor: slot.executorId, outstanding: last, graceMs }, 'drain grace passed with requests in flight; stopping anyway');
+  }
+
+  private setState(slot: Slot, state: ExecutorState): void {
+    this.opts.store.setExecutorState(slot.executorId, state).catch((err) => this.log.warn({ err, executor: slot.executorId, state }, 'cannot update route'));
+  }
+
+  private ordered(): Slot[] {
+    return [...this.slots.values()]
+      .filter((s) => s.phase !== 'stopped' && s.phase !== 'draining')
+      .sort((a, b) => a.startedAt - b.startedAt || (a.executorId < b.executorId ? -1 : 1));
+  }
+}
