@@ -74,6 +74,7 @@ class GraphRun {
   ) {
     this.timer = setTimeout(() => this.fail(new DeadlineExceededError(options.deadline, [...this.pending].map((i) => this.sites[i]!))), Math.max(0, options.deadline - Date.now()));
     this.timer.unref();
+    if (Date.now() >= options.deadline) this.fail(new DeadlineExceededError(options.deadline, []));
     if (options.signal?.aborted) this.onCallerAbort();
     else options.signal?.addEventListener('abort', this.onCallerAbort, { once: true });
   }

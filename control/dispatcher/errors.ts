@@ -4,6 +4,7 @@
  *
  *  GRAPH_INVALID      400  DataForwards do not pair up (consumed but never produced, produced but never consumed, produced twice)
  *  EVENT_INVALID      400  not a CloudEvent, wrong type, or a bad `deadline` extension / header
+ *  DEADLINE_INVALID   400  the `deadline` extension / x-cornserve-deadline header is not epoch milliseconds
  *  TASK_NOT_DEPLOYED  404  an invocation's unit task is not in the Store
  *  TASK_NOT_READY     409  the unit task exists but is deploying, tearing down or failed
  *  NO_EXECUTOR        503  the unit task is ready but none of its executors is
@@ -17,6 +18,7 @@ import { CornserveError } from '../../functions/sdk/errors.js';
 export type DispatcherErrorCode =
   | 'GRAPH_INVALID'
   | 'EVENT_INVALID'
+  | 'DEADLINE_INVALID'
   | 'TASK_NOT_DEPLOYED'
   | 'TASK_NOT_READY'
   | 'NO_EXECUTOR'
@@ -41,6 +43,12 @@ export class GraphInvalidError extends DispatcherError {
 export class EventInvalidError extends DispatcherError {
   constructor(message: string) {
     super('EVENT_INVALID', message, 400);
+  }
+}
+
+export class DeadlineInvalidError extends DispatcherError {
+  constructor(where: string, value: unknown) {
+    super('DEADLINE_INVALID', `${where} must be a deadline in epoch milliseconds, got ${JSON.stringify(String(value)).slice(0, 60)}`, 400);
   }
 }
 

@@ -1,9 +1,12 @@
 /**
  * Executor fixtures for control-plane tests:
  *  - startEchoExecutor(): a REAL echo executor child process (`node --import tsx executors/echo/main.ts`) on a free port;
+ *  - startBrokenStreamExecutor(): a misbehaving executor whose NDJSON reply drops its connection mid-way;
  *  - deployTask(): puts a unit task (state `ready`) and its executor routes into a Store, the way a task manager would.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
+import { once } from 'node:events';
+import { createServer } from 'node:http';
 import { fileURLToPath } from 'node:url';
 import { unitTaskKey, type UnitTask } from '../../functions/sdk/index.js';
 import { EXECUTOR_ENV } from '../../control/descriptors/types.js';
@@ -146,4 +149,37 @@ export async function outstandingByExecutor(store: Store): Promise<Record<string
 /** A URL where nothing listens (a freshly freed port). */
 export async function closedPortUrl(): Promise<string> {
   return `http://127.0.0.1:${await freePort()}`;
+}
+
+/** A misbehaving streaming executor (see startBrokenStreamExecutor). */
+export interface BrokenStreamExecutor {
+  readonly url: string;
+  /** Requests whose connection is still open. */
+  open(): number;
+  close(): Promise<void>;
+}
+
+/**
+ * An executor that fails in the middle of a stream: answers every POST with 200 NDJSON and writes `lines`,
+ * then either drops the connection (`then: 'drop'`, as a crashed executor would) or goes silent and keeps
+ * it open forever (`then: 'stall'`, as a hung one would).
+ */
+export async function startBrokenStreamExecutor(lines: unknown[], then: 'drop' | 'stall' = 'drop'): Promise<BrokenStreamExecutor> {
+  let open = 0;
+  const server = createServer((req, res) => {
+    open++;
+    res.once('close', () => open--);
+    req.resume();
+    res.writeHead(200, { 'content-type': 'application/x-ndjson' });
+    res.write(lines.map((l) => `${JSON.stringify(l)}\n`).join(''), () => {
+      if (then === 'drop') setTimeout(() => res.socket?.destroy(), 50);
+    });
+  });
+  server.listen(0, '127.0.0.1');
+  await once(server, 'listening');
+  return {
+    url: `http://127.0.0.1:${(server.address() as { port: number }).port}`,
+    open: () => open,
+    close: () => new Promise<void>((resolve) => { server.closeAllConnections(); server.close(() => resolve()); }),
+  };
 }

@@ -1,0 +1,62 @@
+/**
+ * The receiving side of the app function -> dispatcher CloudEvent (DESIGN.md §4):
+ * type `ai.cornserve.taskgraph.invoke`, source `/apps/<app_id>`, data = the task graph JSON,
+ * extensions `deadline` (epoch ms) and `traceparent`. Binary mode is the contract; structured mode is
+ * accepted too (HTTP.toEvent reads both).
+ */
+import type { IncomingHttpHeaders } from 'node:http';
+import { HTTP, type CloudEventV1 } from 'cloudevents';
+import { DEFAULT_DEADLINE_MS } from '../../functions/sdk/index.js';
+import { DeadlineInvalidError, EventInvalidError } from './errors.js';
+
+export const TASKGRAPH_EVENT_TYPE = 'ai.cornserve.taskgraph.invoke';
+const APP_SOURCE = /^\/apps\/([^/]+)$/;
+
+/** What the dispatcher needs from a request, whichever route it came by. */
+export interface GraphRequest {
+  /** The task graph JSON, not yet validated. */
+  graph: unknown;
+  deadline: number;
+  traceparent?: string;
+  /** For metrics and spans: the app id from `/apps/<id>`, or a label for direct callers. */
+  app: string;
+}
+
+/** A deadline given as epoch ms (number or numeric string); absent = now + 5 minutes. */
+export function parseDeadline(value: unknown, where: string, now = Date.now()): number {
+  if (value === undefined || value === null || value === '') return now + DEFAULT_DEADLINE_MS;
+  const n = typeof value === 'number' ? value : typeof value === 'string' && /^\d+$/.test(value.trim()) ? Number(value) : NaN;
+  if (!Number.isSafeInteger(n) || n <= 0) throw new DeadlineInvalidError(where, value);
+  return n;
+}
+
+function eventData(ev: CloudEventV1<unknown>): unknown {
+  const data = ev.data ?? ev.data_base64;
+  if (data === undefined) throw new EventInvalidError('the CloudEvent has no data; it must carry the task graph JSON');
+  if (typeof data !== 'string' && !(data instanceof Uint8Array)) return data;
+  const text = typeof data === 'string' ? data : Buffer.from(data).toString('utf8');
+  try {
+    return JSON.parse(text);
+  } catch (e) {
+    throw new EventInvalidError(`the CloudEvent data is not JSON: ${(e as Error).message}`);
+  }
+}
+
+/** Reads a task-graph CloudEvent from an HTTP request (body as text). Throws 400s for anything else. */
+export function parseInvokeEvent(headers: IncomingHttpHeaders, body: unknown): GraphRequest {
+  let ev: CloudEventV1<unknown> | CloudEventV1<unknown>[];
+  try {
+    ev = HTTP.toEvent({ headers, body: typeof body === 'string' ? body : undefined });
+  } catch (e) {
+    throw new EventInvalidError(`not a valid CloudEvent: ${(e as Error).message}`);
+  }
+  if (Array.isArray(ev)) throw new EventInvalidError('batched CloudEvents are not accepted; send one task graph per event');
+  if (ev.type !== TASKGRAPH_EVENT_TYPE) throw new EventInvalidError(`CloudEvent type must be ${TASKGRAPH_EVENT_TYPE}, got ${ev.type ?? '(none)'}`);
+  const traceparent = typeof ev.traceparent === 'string' ? ev.traceparent : typeof headers.traceparent === 'string' ? headers.traceparent : undefined;
+  return {
+    graph: eventData(ev),
+    deadline: parseDeadline(ev.deadline, 'the CloudEvent extension `deadline`'),
+    ...(traceparent ? { traceparent } : {}),
+    app: APP_SOURCE.exec(ev.source)?.[1] ?? ev.source,
+  };
+}

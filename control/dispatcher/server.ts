@@ -1,0 +1,135 @@
+/**
+ * The dispatcher's HTTP server (stateless: every piece of state is in the Store; replicate freely).
+ *
+ *  POST /         a task-graph CloudEvent in binary mode (from app functions; see cloudevent.ts)
+ *  POST /graph    the plain task graph JSON, deadline in `x-cornserve-deadline`, trace in `traceparent`,
+ *                 optional `x-cornserve-app` label (the gateway's POST /tasks/invoke forwards here)
+ *  GET  /health   {status: "ok"}
+ *  GET  /metrics  Prometheus text
+ *
+ * Replies: the outputs JSON array, or for a streaming graph `application/x-ndjson` (see reply.ts);
+ * errors `{error: {code, message, details?}}` with the statuses in errors.ts.
+ */
+import type { AddressInfo } from 'node:net';
+import express, { type Request, type Response } from 'express';
+import { Registry } from 'prom-client';
+import { DEADLINE_HEADER, TaskGraph } from '../../functions/sdk/index.js';
+import { errorHandler, route, toErrorBody } from '../../lib/http.js';
+import { logger } from '../../lib/log.js';
+import type { Store } from '../store/types.js';
+import { parseDeadline, parseInvokeEvent, type GraphRequest } from './cloudevent.js';
+import { dispatchGraph, type DispatchDeps } from './dispatch.js';
+import { DispatcherMetrics } from './metrics.js';
+import { writeDispatchResult } from './reply.js';
+import { Router } from './routing.js';
+
+const log = logger('dispatcher');
+
+/** Header naming the app on POST /graph (metrics label). */
+export const APP_HEADER = 'x-cornserve-app';
+
+export interface DispatcherOptions {
+  store: Store;
+  /** Where metrics go. @default a new Registry (read it back from GET /metrics) */
+  registry?: Registry;
+  /** @default descriptorFor */
+  descriptors?: DispatchDeps['descriptors'];
+  /** Largest accepted graph (inputs may carry data URLs). @default '32mb' */
+  bodyLimit?: string;
+}
+
+export function buildDispatcher(options: DispatcherOptions): express.Express {
+  const registry = options.registry ?? new Registry();
+  const metrics = new DispatcherMetrics(registry);
+  const deps: DispatchDeps = {
+    store: options.store,
+    router: new Router(options.store),
+    observer: metrics,
+    ...(options.descriptors ? { descriptors: options.descriptors } : {}),
+  };
+  const limit = options.bodyLimit ?? '32mb';
+
+  /** Validates, dispatches and replies; every request is counted once with its outcome. */
+  const serve = async (req: Request, res: Response, routeName: string, parse: () => GraphRequest) => {
+    let app = 'unknown';
+    let end: ((code?: string) => void) | undefined;
+    try {
+      const request = parse();
+      app = request.app;
+      end = metrics.requestStarted(app, routeName);
+      const graph = TaskGraph.fromJSON(request.graph);
+      const caller = new AbortController();
+      res.on('close', () => {
+        if (!res.writableFinished) caller.abort(new Error('the client closed the connection'));
+      });
+      const result = await dispatchGraph(
+        graph,
+        { deadline: request.deadline, signal: caller.signal, appId: app, ...(request.traceparent ? { traceparent: request.traceparent } : {}) },
+        deps,
+      );
+      const streamError = await writeDispatchResult(res, result);
+      if (streamError) log.warn({ app, code: streamError.code }, streamError.message);
+      end(streamError?.code);
+    } catch (e) {
+      const code = toErrorBody(e).body.error.code;
+      (end ?? metrics.requestStarted(app, routeName))(code);
+      throw e;
+    }
+  };
+
+  const app = express();
+  app.disable('x-powered-by');
+  app.get('/health', (_req, res) => {
+    res.json({ status: 'ok' });
+  });
+  app.get('/metrics', route(async (_req, res) => {
+    res.type(registry.contentType).send(await registry.metrics());
+  }));
+  app.post('/', express.text({ type: () => true, limit }), route((req, res) => serve(req, res, 'cloudevent', () => parseInvokeEvent(req.headers, req.body))));
+  app.post('/graph', express.json({ limit }), route((req, res) =>
+    serve(req, res, 'graph', () => ({
+      graph: req.body,
+      deadline: parseDeadline(req.get(DEADLINE_HEADER), `the ${DEADLINE_HEADER} header`),
+      app: req.get(APP_HEADER) ?? 'direct',
+      ...(req.get('traceparent') ? { traceparent: req.get('traceparent')! } : {}),
+    })),
+  ));
+  app.use(errorHandler(log));
+  return app;
+}
+
+export interface RunningDispatcher {
+  readonly url: string;
+  readonly port: number;
+  /** Stops accepting, gives in-flight requests `graceMs` to finish, then closes every connection. Idempotent. */
+  close(graceMs?: number): Promise<void>;
+}
+
+/** Builds and listens (port 0 = any free port). The Store stays the caller's to close. */
+export async function startDispatcher(options: DispatcherOptions & { port?: number; host?: string }): Promise<RunningDispatcher> {
+  const host = options.host ?? '127.0.0.1';
+  const server = buildDispatcher(options).listen(options.port ?? 0, host);
+  await new Promise<void>((resolve, reject) => {
+    server.once('listening', resolve);
+    server.once('error', reject);
+  });
+  server.keepAliveTimeout = 65_000; // longer than callers' idle pools, so a reused connection is never closed under them
+  const port = (server.address() as AddressInfo).port;
+  let closing: Promise<void> | undefined;
+  return {
+    url: `http://${host.includes(':') ? `[${host}]` : host}:${port}`,
+    port,
+    close(graceMs = 5_000) {
+      closing ??= new Promise<void>((resolve) => {
+        const timer = setTimeout(() => server.closeAllConnections(), graceMs);
+        timer.unref();
+        server.close(() => {
+          clearTimeout(timer);
+          resolve();
+        });
+        server.closeIdleConnections();
+      });
+      return closing;
+    },
+  };
+}
