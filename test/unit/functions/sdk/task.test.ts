@@ -9,7 +9,6 @@ import {
   type UnitTaskClass,
 } from '../../../../functions/sdk/index.js';
 import {
-  AnyToAnyTask,
   AudioGeneratorTask,
   EchoBaseTask,
   EchoStreamTask,
@@ -144,12 +143,6 @@ test('subtasks held in a Map or a plain object are discovered', (t) => {
   const holder = new Wrapper([]);
   Object.assign(holder, { byName: new Map([['a', a]]), nested: { b } });
   t.deepEqual(discoverUnitTasks([holder]), [a, b]);
-});
-
-test('an any-to-any task deduplicates its two LLM tasks and two image encoders to one each', (t) => {
-  const a2a = new AnyToAnyTask({ modelId: MODEL, modalities: ['image'], audioModelId: 'org/tiny-audio-gen' });
-  const units = dedupeUnitTasks(discoverUnitTasks([a2a]));
-  t.deepEqual(units.map((u) => u.constructor.name), ['EncoderTask', 'LLMTask', 'AudioGeneratorTask']);
 });
 
 test('a unit task config is frozen: equivalence cannot change after construction', (t) => {
