@@ -1,0 +1,363 @@
+/**
+ * The resource manager: owns the device inventory, keeps one TaskManager per distinct unit task, deploys
+ * transactionally (all of a call's tasks or none), tears a task down when its usage reaches 0, scales on
+ * request, and on start brings back every task the Store knows (recover()).
+ *
+ * State lives in the Store (task records with usage and devices, the inventory, executor routes); this
+ * object adds the live TaskManagers. Concurrency: one async mutex per task id (deploy / release / scale /
+ * recover of the same task never interleave, so concurrent deploys of apps sharing a task are safe) and one
+ * for the inventory (allocations never race). A task lock is never taken while holding the inventory lock.
+ */
+import type { UnitTask } from '../../functions/sdk/index.js';
+import { descriptorFor } from '../descriptors/registry.js';
+import type { LaunchSpec, TaskDescriptor } from '../descriptors/types.js';
+import type { Platform } from '../platform/types.js';
+import type { DeviceRef, Store, UnitTaskRecord } from '../store/types.js';
+import { TaskManager, type TaskManagerOptions } from '../taskmanager/manager.js';
+import { logger } from '../../lib/log.js';
+import {
+  allocate,
+  allocateChunks,
+  buildInventory,
+  claimDevices,
+  freeDevices,
+  freeOwner,
+  type Inventory,
+} from './allocation.js';
+import { DeployError, InvalidScaleError, ScaleBelowMinimumError, TaskNotFoundError, TaskNotReadyError } from './errors.js';
+import { KeyedMutex, Mutex } from './mutex.js';
+import { newTaskRecord, taskFromRecord as defaultTaskFromRecord, taskIdOfTask } from './task-records.js';
+import type { DeployProgress, ResourceManagerApi, TaskStatus } from './types.js';
+
+export interface ResourceManagerOptions {
+  store: Store;
+  platform: Platform;
+  /** @default descriptorFor (the registry) */
+  descriptors?: (task: UnitTask) => TaskDescriptor;
+  /** Bound on one executor's start. @default 60000 */
+  healthTimeoutMs?: number;
+  /** How long a removed executor may finish its in-flight requests. @default 30000 */
+  drainGraceMs?: number;
+  /** Recorded in the inventory per node. */
+  sidecarUrls?: Record<string, string>;
+  /** Extra environment for every executor. */
+  executorEnv?: Record<string, string>;
+  /** Further task-manager settings (restart backoff, poll intervals). */
+  taskManager?: Partial<Omit<TaskManagerOptions, 'taskId' | 'executorName' | 'launch' | 'store' | 'platform'>>;
+  /** Rebuilds a task from its record (recovery, adoption). @default the unit-task class registry */
+  taskFromRecord?: (record: UnitTaskRecord) => UnitTask;
+}
+
+interface Managed {
+  tm: TaskManager;
+  name: string;
+  launch: LaunchSpec;
+}
+
+export interface RecoveryReport {
+  recovered: string[];
+  removed: string[];
+  failed: Array<{ taskId: string; error: string }>;
+}
+
+const log = logger('resources');
+
+export class ResourceManager implements ResourceManagerApi {
+  private readonly managed = new Map<string, Managed>();
+  private readonly taskLocks = new KeyedMutex();
+  private readonly inventoryLock = new Mutex();
+  private inventory: Inventory = [];
+  private initPromise: Promise<void> | undefined;
+  private closed = false;
+
+  constructor(private readonly opts: ResourceManagerOptions) {}
+
+  /** Builds the inventory from the platform's nodes, re-owning the devices the Store's tasks hold. Idempotent. */
+  init(): Promise<void> {
+    this.initPromise ??= (async () => {
+      let inventory = buildInventory(await this.opts.platform.listNodes(), this.opts.sidecarUrls);
+      for (const task of await this.opts.store.listTasks()) {
+        try {
+          inventory = claimDevices(inventory, task.devices, task.taskId);
+        } catch (e) {
+          log.warn({ task: task.taskId, err: (e as Error).message }, 'recorded devices are not available; they will be reallocated');
+        }
+      }
+      await this.commitInventory(inventory);
+    })().catch((e) => {
+      this.initPromise = undefined;
+      throw e;
+    });
+    return this.initPromise;
+  }
+
+  /** The inventory as this manager sees it (a copy). */
+  currentInventory(): Inventory {
+    return structuredClone(this.inventory);
+  }
+
+  async deploy(tasks: UnitTask[], onProgress: (p: DeployProgress) => void = () => {}): Promise<string[]> {
+    this.assertOpen();
+    await this.init();
+    const ids = tasks.map(taskIdOfTask);
+    const unique = [...new Map(tasks.map((t, i) => [ids[i]!, t])).entries()];
+    const acquired: string[] = [];
+    const results = await Promise.allSettled(unique.map(([taskId, task]) => this.acquire(taskId, task, onProgress, acquired)));
+    const failure = results.find((r): r is PromiseRejectedResult => r.status === 'rejected');
+    if (failure) {
+      const undo = await this.releaseAll(acquired);
+      if (undo.length) log.error({ errors: undo.map((e) => (e as Error).message) }, 'rollback of a failed deploy was incomplete');
+      throw failure.reason;
+    }
+    return ids;
+  }
+
+  async release(taskIds: string[]): Promise<void> {
+    await this.init();
+    const errors = await this.releaseAll([...new Set(taskIds)]);
+    if (errors.length) throw errors[0];
+  }
+
+  async scale(taskId: string, deltaDevices: number): Promise<TaskStatus> {
+    this.assertOpen();
+    await this.init();
+    if (!Number.isInteger(deltaDevices) || deltaDevices === 0) throw new InvalidScaleError(`num_devices must be a non-zero integer, got ${deltaDevices}`);
+    return this.taskLocks.run(taskId, async () => {
+      const record = await this.opts.store.getTask(taskId);
+      if (!record) throw new TaskNotFoundError(taskId);
+      if (record.state !== 'ready') throw new TaskNotReadyError(taskId, record.state);
+      const m = this.managed.get(taskId);
+      if (!m) throw new TaskNotReadyError(taskId, 'not running in this resource manager');
+      const per = m.launch.devicesPerExecutor;
+      if (Math.abs(deltaDevices) % per !== 0) {
+        throw new InvalidScaleError(`task ${taskId} runs ${per} device(s) per executor; scale by a multiple of ${per}, not ${deltaDevices}`);
+      }
+      const count = Math.abs(deltaDevices) / per;
+      if (deltaDevices > 0) {
+        const groups = await this.changeInventory((inv) => {
+          const a = allocateChunks(inv, count, per, taskId);
+          return { inventory: a.inventory, result: a.groups };
+        });
+        try {
+          await m.tm.addExecutors(groups);
+        } catch (e) {
+          await this.changeInventory((inv) => ({ inventory: freeDevices(inv, groups.flat(), taskId), result: undefined }));
+          throw e;
+        }
+      } else {
+        const executors = m.tm.executors().length;
+        if (executors - count < 1) throw new ScaleBelowMinimumError(taskId, executors, count);
+        const freed = await m.tm.removeExecutors(count, { graceMs: this.opts.drainGraceMs });
+        await this.changeInventory((inv) => ({ inventory: freeDevices(inv, freed, taskId), result: undefined }));
+      }
+      await this.opts.store.updateTask(taskId, { devices: m.tm.devices() });
+      log.info({ task: taskId, delta: deltaDevices, executors: m.tm.executors().length }, 'scaled');
+      return (await this.status(taskId))!;
+    });
+  }
+
+  async listTasks(): Promise<TaskStatus[]> {
+    const [records, routes] = await Promise.all([this.opts.store.listTasks(), this.opts.store.listExecutors()]);
+    return records.map((r) => ({ ...r, name: this.nameOf(r), executors: routes.filter((x) => x.taskId === r.taskId) }));
+  }
+
+  async status(taskId: string): Promise<TaskStatus | undefined> {
+    const record = await this.opts.store.getTask(taskId);
+    if (!record) return undefined;
+    return { ...record, name: this.nameOf(record), executors: await this.opts.store.listExecutors(taskId) };
+  }
+
+  /**
+   * Brings back every task in the Store (after a restart against the same Redis): stale routes are removed,
+   * tasks nobody uses any more are deleted, the others get their executors started again on their recorded
+   * devices (or new ones when those are gone). A task that cannot be brought back is marked failed.
+   */
+  async recover(): Promise<RecoveryReport> {
+    this.assertOpen();
+    await this.init();
+    const report: RecoveryReport = { recovered: [], removed: [], failed: [] };
+    for (const { taskId } of await this.opts.store.listTasks()) {
+      await this.taskLocks.run(taskId, async () => {
+        const record = await this.opts.store.getTask(taskId);
+        if (!record || this.managed.has(taskId)) return;
+        await this.removeStaleRoutes(record.taskId);
+        if (record.usage <= 0 || record.state === 'tearing down') {
+          await this.teardown(record.taskId);
+          report.removed.push(record.taskId);
+          return;
+        }
+        try {
+          await this.opts.store.updateTask(record.taskId, { state: 'deploying' });
+          await this.bringUp(record.taskId, (this.opts.taskFromRecord ?? defaultTaskFromRecord)(record), record.devices);
+          report.recovered.push(record.taskId);
+        } catch (e) {
+          log.error({ task: record.taskId, err: (e as Error).message }, 'cannot recover task');
+          await this.opts.store.updateTask(record.taskId, { state: 'failed', devices: [] }).catch(() => {});
+          report.failed.push({ taskId: record.taskId, error: (e as Error).message });
+        }
+      });
+    }
+    log.info(report, 'recovery finished');
+    return report;
+  }
+
+  /**
+   * Stops every executor this manager runs (no drain) and deletes their routes, but keeps the task records
+   * and their usage in the Store, so a new resource manager on the same Store can recover them. Idempotent.
+   */
+  async close(): Promise<void> {
+    this.closed = true;
+    const all = [...this.managed.entries()];
+    this.managed.clear();
+    await Promise.allSettled(all.map(([, m]) => m.tm.stop({ drain: false })));
+  }
+
+  // ---------- deploy / teardown of one task (called with its lock held) ----------
+
+  private acquire(taskId: string, task: UnitTask, onProgress: (p: DeployProgress) => void, acquired: string[]): Promise<void> {
+    const name = task.name;
+    const progress = (state: DeployProgress['state'], message?: string) => {
+      try {
+        onProgress({ task: name, taskId, state, ...(message !== undefined ? { message } : {}) });
+      } catch (e) {
+        log.warn({ err: e }, 'progress callback threw');
+      }
+    };
+    return this.taskLocks.run(taskId, async () => {
+      try {
+        const { record, created } = await this.opts.store.acquireTask(newTaskRecord(task));
+        acquired.push(taskId);
+        if (!created && this.managed.has(taskId)) return progress('shared');
+        progress('deploying');
+        try {
+          if (!created) await this.removeStaleRoutes(taskId); // in the Store but not running here: adopt it
+          await this.bringUp(taskId, task, created ? [] : record.devices);
+        } catch (e) {
+          // Undo at once, under the lock, so a concurrent deploy of the same task starts from a clean slate.
+          acquired.splice(acquired.indexOf(taskId), 1);
+          if ((await this.opts.store.releaseTask(taskId)) === 0) await this.teardown(taskId);
+          else await this.opts.store.updateTask(taskId, { state: 'failed' }).catch(() => {});
+          throw e;
+        }
+        progress('ready');
+      } catch (e) {
+        progress('failed', (e as Error).message);
+        throw new DeployError(name, taskId, e);
+      }
+    });
+  }
+
+  /** Devices (recorded ones when still free, else new), a TaskManager, its executors healthy, state ready. */
+  private async bringUp(taskId: string, task: UnitTask, recorded: DeviceRef[]): Promise<void> {
+    const descriptor = (this.opts.descriptors ?? descriptorFor)(task);
+    const launch = descriptor.launch(task);
+    const per = launch.devicesPerExecutor;
+    const devices = await this.changeInventory((inv) => {
+      const groups = chunk(recorded, per);
+      if (recorded.length > 0 && groups.every((g) => g.length === per && g.every((d) => d.node === g[0]!.node))) {
+        try {
+          return { inventory: claimDevices(inv, recorded, taskId), result: recorded };
+        } catch {
+          // taken meanwhile: allocate afresh below
+        }
+      }
+      const a = allocate(freeOwner(inv, taskId).inventory, per, taskId);
+      return { inventory: a.inventory, result: a.devices };
+    });
+    await this.opts.store.updateTask(taskId, { devices });
+    const tm = new TaskManager({
+      ...this.opts.taskManager,
+      taskId,
+      executorName: descriptor.executorName(task),
+      launch,
+      store: this.opts.store,
+      platform: this.opts.platform,
+      ...(this.opts.executorEnv ? { env: this.opts.executorEnv } : {}),
+      ...(this.opts.healthTimeoutMs !== undefined ? { healthTimeoutMs: this.opts.healthTimeoutMs } : {}),
+      ...(this.opts.drainGraceMs !== undefined ? { drainGraceMs: this.opts.drainGraceMs } : {}),
+    });
+    try {
+      await tm.addExecutors(chunk(devices, per));
+    } catch (e) {
+      await tm.stop({ drain: false });
+      await this.changeInventory((inv) => freeOwner(inv, taskId).inventory).catch(() => {});
+      await this.opts.store.updateTask(taskId, { devices: [] }).catch(() => {});
+      throw e;
+    }
+    this.managed.set(taskId, { tm, name: task.name, launch });
+    await this.opts.store.updateTask(taskId, { state: 'ready' });
+    log.info({ task: taskId, name: task.name, devices: devices.map((d) => d.globalRank) }, 'task ready');
+  }
+
+  /** State 'tearing down', drain and stop its executors (or stale routes), free its devices, delete it. */
+  private async teardown(taskId: string): Promise<void> {
+    await this.opts.store.updateTask(taskId, { state: 'tearing down' }).catch(() => {});
+    const m = this.managed.get(taskId);
+    this.managed.delete(taskId);
+    if (m) await m.tm.stop({ drain: true, graceMs: this.opts.drainGraceMs });
+    await this.removeStaleRoutes(taskId);
+    await this.changeInventory((inv) => freeOwner(inv, taskId).inventory);
+    await this.opts.store.deleteTask(taskId);
+    log.info({ task: taskId }, 'task torn down');
+  }
+
+  /** Usage - 1 for each (under its lock); teardown at 0. Returns the errors (release is best effort). */
+  private async releaseAll(taskIds: string[]): Promise<unknown[]> {
+    const errors: unknown[] = [];
+    await Promise.all(
+      taskIds.map((taskId) =>
+        this.taskLocks
+          .run(taskId, async () => {
+            const usage = await this.opts.store.releaseTask(taskId);
+            if (usage === undefined) log.warn({ task: taskId }, 'release of an unknown task ignored');
+            else if (usage === 0) await this.teardown(taskId);
+          })
+          .catch((e) => void errors.push(e)),
+      ),
+    );
+    return errors;
+  }
+
+  /** Routes of `taskId` no TaskManager here owns (left by a previous process): stop them and delete the routes. */
+  private async removeStaleRoutes(taskId: string): Promise<void> {
+    for (const route of await this.opts.store.listExecutors(taskId)) {
+      await this.opts.platform.stopExecutor(route.executorId).catch(() => {});
+      await this.opts.store.deleteExecutor(route.executorId);
+    }
+  }
+
+  // ---------- inventory ----------
+
+  /** Applies a pure inventory change under the inventory lock and persists it; the in-memory copy moves only on success. */
+  private changeInventory<T = Inventory>(change: (inv: Inventory) => { inventory: Inventory; result: T } | Inventory): Promise<T> {
+    return this.inventoryLock.run(async () => {
+      const out = change(this.inventory);
+      const { inventory, result } = Array.isArray(out) ? { inventory: out, result: out as T } : out;
+      await this.commitInventory(inventory);
+      return result;
+    });
+  }
+
+  private async commitInventory(inventory: Inventory): Promise<void> {
+    await this.opts.store.putInventory(inventory);
+    this.inventory = inventory;
+  }
+
+  private nameOf(record: UnitTaskRecord): string {
+    const m = this.managed.get(record.taskId);
+    if (m) return m.name;
+    try {
+      return (this.opts.taskFromRecord ?? defaultTaskFromRecord)(record).name;
+    } catch {
+      return record.taskId;
+    }
+  }
+
+  private assertOpen(): void {
+    if (this.closed) throw new Error('the resource manager is closed');
+  }
+}
+
+/** Consecutive groups of `size` (the last may be shorter). */
+const chunk = <T>(items: T[], size: number): T[][] =>
+  Array.from({ length: Math.ceil(items.length / size) }, (_, i) => items.slice(i * size, (i + 1) * size));
