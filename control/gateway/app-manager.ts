@@ -57,6 +57,8 @@ export interface AppEntry {
   state: AppState;
   /** From the registration check (absent for apps recovered after a restart). */
   requestExample?: unknown;
+  /** With the optional fields filled in too. */
+  requestExampleFull?: unknown;
   requestFields?: string;
 }
 
@@ -133,7 +135,7 @@ export class AppManager {
       throw e;
     }
     this.#remember(record);
-    Object.assign(this.#apps.get(appId)!, { requestExample: check.request_example, requestFields: check.request_fields });
+    Object.assign(this.#apps.get(appId)!, { requestExample: check.request_example, requestExampleFull: check.request_example_full, requestFields: check.request_fields });
     emit({ type: 'initial', app_id: appId, task_names: taskNames });
 
     let deployed = false;

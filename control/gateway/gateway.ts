@@ -5,6 +5,7 @@
  */
 import type { Agent } from 'node:http';
 import express, { type ErrorRequestHandler } from 'express';
+import type { Registry } from 'prom-client';
 import { errorHandler, notFound, toErrorBody } from '../../lib/http.js';
 import { logger, type Logger } from '../../lib/log.js';
 import { traceRequests } from '../../lib/telemetry.js';
@@ -26,6 +27,8 @@ export interface GatewayDeps {
   dispatcherUrl: string;
   adminToken: string;
   metrics: GatewayMetrics;
+  /** Further registries GET /metrics shows (e.g. an in-process dispatcher's). */
+  extraRegistries?: Registry[];
   /** Largest accepted JSON body. @default 32 MiB */
   bodyLimitBytes?: number;
   /** How long an invocation waits for a restarting app function. @default 30 s */
@@ -56,7 +59,7 @@ export function buildGateway(deps: GatewayDeps): express.Express {
   });
   app.use(appRoutes({ apps: deps.apps, functions: deps.functions, metrics, agent, admin, json, ...(deps.restartWaitMs ? { restartWaitMs: deps.restartWaitMs } : {}) }));
   app.use(taskRoutes({ resources: deps.resources, dispatcherUrl: deps.dispatcherUrl, metrics, agent, admin, json }));
-  app.use(healthRoutes(metrics));
+  app.use(healthRoutes(metrics, deps.extraRegistries));
   app.use((req, _res, next) => next(notFound(`route ${req.method} ${req.path}`)));
   const handle = errorHandler(log);
   const countErrors: ErrorRequestHandler = (err, req, res, next) => {

@@ -14,7 +14,7 @@ export default defineApp({
   name: 'echo',
   tasks: { echo, echoStream },
   request: z.object({ text: z.string(), chunks: z.number().int().positive().max(10_000).optional() }),
-  response: z.union([echoOutputSchema, echoChunkSchema]),
+  response: z.union([echoChunkSchema, echoOutputSchema]), // chunk first: zod objects drop unknown keys
   async serve(request) {
     if (request.chunks === undefined) return echo.call({ text: request.text });
     return echoStream.call({ text: request.text, chunks: request.chunks });

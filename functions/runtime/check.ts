@@ -21,7 +21,7 @@ export interface CheckedUnitTask {
 }
 
 export type CheckResult =
-  | { ok: true; name: string; unit_tasks: CheckedUnitTask[]; request_example?: unknown; request_fields?: string }
+  | { ok: true; name: string; unit_tasks: CheckedUnitTask[]; request_example?: unknown; request_example_full?: unknown; request_fields?: string }
   | { ok: false; problems: string[] };
 
 export async function checkAppFile(file: string): Promise<CheckResult> {
@@ -32,6 +32,7 @@ export async function checkAppFile(file: string): Promise<CheckResult> {
       name: app.name,
       unit_tasks: app.unitTasks().map((t) => ({ task_class: t.constructor.name, root_class: t.rootClass.name, name: t.name, task: t.toJSON() })),
       request_example: requestExample(app.request),
+      request_example_full: requestExample(app.request, true),
       request_fields: requestFields(app.request),
     };
   } catch (e) {

@@ -1,5 +1,5 @@
 /**
- * A sample request for an app, derived from its request schema (zod -> JSON Schema): required fields only,
+ * A sample request for an app, derived from its request schema (zod -> JSON Schema): required fields (or all),
  * strings "hello", numbers their minimum (or 1), the first enum value. `cornserve up` prints it in the
  * curl and CLI examples; undefined when the schema has no JSON Schema form.
  */
@@ -19,19 +19,19 @@ type JsonSchema = {
   exclusiveMinimum?: number;
 };
 
-function sample(s: JsonSchema, depth: number): unknown {
+function sample(s: JsonSchema, depth: number, all: boolean): unknown {
   if (depth > 8) return null;
   if (s.const !== undefined) return s.const;
   if (s.default !== undefined) return s.default;
   if (s.enum?.length) return s.enum[0];
   const alt = s.anyOf?.[0] ?? s.oneOf?.[0];
-  if (alt) return sample(alt, depth + 1);
+  if (alt) return sample(alt, depth + 1, all);
   const type = Array.isArray(s.type) ? s.type[0] : s.type;
   switch (type) {
     case 'object':
-      return Object.fromEntries((s.required ?? []).map((k) => [k, sample(s.properties?.[k] ?? {}, depth + 1)]));
+      return Object.fromEntries((all ? Object.keys(s.properties ?? {}) : (s.required ?? [])).map((k) => [k, sample(s.properties?.[k] ?? {}, depth + 1, all)]));
     case 'array':
-      return s.items ? [sample(s.items, depth + 1)] : [];
+      return s.items ? [sample(s.items, depth + 1, all)] : [];
     case 'string':
       return 'hello';
     case 'integer':
@@ -44,9 +44,10 @@ function sample(s: JsonSchema, depth: number): unknown {
   }
 }
 
-export function requestExample(schema: z.ZodType): unknown {
+/** `all`: optional fields too (a second example, e.g. echo's streaming request). */
+export function requestExample(schema: z.ZodType, all = false): unknown {
   try {
-    return sample(z.toJSONSchema(schema, { io: 'input' }) as JsonSchema, 0);
+    return sample(z.toJSONSchema(schema, { io: 'input' }) as JsonSchema, 0, all);
   } catch {
     return undefined;
   }

@@ -1,0 +1,83 @@
+/**
+ * The client-side commands (everything but `up`): each talks to the gateway through GatewayClient and
+ * prints for humans on `out` (stdout) and `err` (stderr). Failures throw CliError (main.ts prints them).
+ */
+import { readFile } from 'node:fs/promises';
+import { ndjsonLines } from '../../functions/sdk/index.js';
+import type { GatewayClient, RegistrationEvent } from './client.js';
+import { readRequestData } from './data.js';
+import { CliError } from './errors.js';
+import { table } from './table.js';
+
+export interface Io {
+  out: (line: string) => void;
+  err: (line: string) => void;
+}
+
+export async function registerCommand(client: GatewayClient, file: string, opts: { alias?: string; name?: string }, io: Io): Promise<string> {
+  let source: string;
+  try {
+    source = await readFile(file, 'utf8');
+  } catch (e) {
+    throw new CliError(`cannot read ${file}: ${(e as Error).message}`);
+  }
+  io.err(`registering ${file} ...`);
+  const onEvent = (e: RegistrationEvent) => {
+    if (e.type === 'initial') io.err(`  app ${String(e.app_id)}: deploying ${(e.task_names as string[]).join(', ') || 'no unit tasks'}`);
+    if (e.type === 'progress') io.err(`  ✓ ${String(e.task)} ${String(e.state)}`);
+  };
+  const last = await client.register(source, opts, onEvent);
+  if (last.type === 'error') throw new CliError(`registration failed: ${String(last.message)}`);
+  io.out(`${String(last.app_id)} registered: ${String(last.message)}`);
+  return String(last.app_id);
+}
+
+export async function unregisterCommand(client: GatewayClient, app: string, io: Io): Promise<void> {
+  const r = await client.unregister(app);
+  io.out(`unregistered ${r.name} (${r.app_id})`);
+}
+
+export async function listCommand(client: GatewayClient, io: Io): Promise<void> {
+  const apps = await client.listDetails();
+  if (apps.length === 0) return io.out('no apps registered');
+  io.out(table(['APP ID', 'NAME', 'ALIASES', 'STATE'], apps.map((a) => [a.app_id, a.name, a.aliases.join(',') || '-', a.state])));
+}
+
+export async function invokeCommand(client: GatewayClient, app: string, data: string, opts: { timeoutMs?: number }, io: Io): Promise<void> {
+  const requestData = await readRequestData(data);
+  const res = await client.invoke(app, requestData, opts);
+  if (!(res.headers.get('content-type') ?? '').includes('ndjson')) {
+    io.out(JSON.stringify(await res.json(), null, 2));
+    return;
+  }
+  for await (const line of ndjsonLines(res.body as unknown as AsyncIterable<Uint8Array>)) {
+    const chunk = JSON.parse(line) as { error?: { code: string; message: string } };
+    if (chunk.error && Object.keys(chunk).length === 1) throw new CliError(`the stream failed: ${chunk.error.code}: ${chunk.error.message}`);
+    io.out(line);
+  }
+}
+
+export async function tasksCommand(client: GatewayClient, io: Io): Promise<void> {
+  const tasks = await client.tasks();
+  if (tasks.length === 0) return io.out('no unit tasks deployed');
+  io.out(
+    table(
+      ['TASK ID', 'NAME', 'STATE', 'USAGE', 'DEVICES', 'EXECUTORS'],
+      tasks.map((t) => [
+        t.task_id,
+        t.name,
+        t.state,
+        String(t.usage),
+        t.devices.map((d) => `${d.node}:${d.globalRank}`).join(',') || '-',
+        `${t.executors.filter((e) => e.state === 'ready').length} ready / ${t.executors.length}`,
+      ]),
+    ),
+  );
+}
+
+export async function scaleCommand(client: GatewayClient, task: string, n: string, io: Io): Promise<void> {
+  const delta = Number(n);
+  if (!Number.isInteger(delta) || delta === 0) throw new CliError(`N must be a non-zero integer (+n adds devices, -n removes them), got ${n}`);
+  const t = await client.scale(task, delta);
+  io.out(`${t.task_id} (${t.name}) now has ${t.devices.length} device(s) and ${t.executors.length} executor(s)`);
+}
