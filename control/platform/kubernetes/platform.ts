@@ -286,12 +286,11 @@ export class KubernetesPlatform implements Platform {
   async reconcile(desired: DesiredState): Promise<ReconcileReport> {
     this.checkOpen();
     await this.watchPods();
-    const [deployments, services, knativeServices, configMaps] = await Promise.all([
-      this.client.list(RESOURCE.deployment, managedSelector('executor')),
-      this.client.list(RESOURCE.service, managedSelector('executor')),
-      this.client.list(RESOURCE.knativeService, managedSelector('app-function')),
-      this.client.list(RESOURCE.configMap, managedSelector('app-function')),
-    ]);
+    // One list after the other: four small requests, in an order the tests (and logs) can rely on.
+    const deployments = await this.client.list(RESOURCE.deployment, managedSelector('executor'));
+    const services = await this.client.list(RESOURCE.service, managedSelector('executor'));
+    const knativeServices = await this.client.list(RESOURCE.knativeService, managedSelector('app-function'));
+    const configMaps = await this.client.list(RESOURCE.configMap, managedSelector('app-function'));
     const plan = planReconcile(desired, {
       deployments: deployments.items,
       services: services.items,
