@@ -13,7 +13,7 @@ export interface PodExit {
 
 interface ContainerStatus {
   restartCount?: number;
-  state?: { terminated?: Terminated; waiting?: { reason?: string; message?: string } };
+  state?: { terminated?: Terminated; waiting?: { reason?: string; message?: string }; running?: unknown };
   lastState?: { terminated?: Terminated };
 }
 interface Terminated { exitCode?: number; signal?: number; reason?: string; message?: string }

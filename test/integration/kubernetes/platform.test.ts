@@ -257,7 +257,7 @@ test('deploying an app function applies its source ConfigMap and Knative Service
     CORNSERVE_DISPATCHER_URL: 'http://dispatcher.cornserve.svc.cluster.local:8000',
     CORNSERVE_STORE_URL: 'redis://redis.cornserve.svc.cluster.local:6379',
   });
-  t.is(r.api.get('v1', 'ConfigMap', NS, 'cs-app-echo-source')!.data['app.ts'], appSpec('app-1', 'echo').source);
+  t.is((r.api.get('v1', 'ConfigMap', NS, 'cs-app-echo-source')!.data as Record<string, string>)['app.ts'], appSpec('app-1', 'echo').source);
 });
 
 test('an app function Knative reports as failed is removed and the error names the reason', async (t) => {
