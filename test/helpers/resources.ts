@@ -14,14 +14,22 @@ import { exitAtOnceLaunch, quietPlatform, type QuietPlatform } from './local-pla
 
 /** Echo tasks with this service time get a descriptor whose executor exits at once. */
 export const BROKEN_SERVICE_TIME = 999;
+/** Echo tasks with this service time run one executor per 2 devices. */
+export const TWO_DEVICE_SERVICE_TIME = 222;
 
 export const echoTask = (serviceTimeMs = 0) => new EchoTask({ serviceTimeMs });
 
-const brokenDescriptor: TaskDescriptor = { ...(echoDescriptor as unknown as TaskDescriptor), launch: () => exitAtOnceLaunch() };
+const echoBase = echoDescriptor as unknown as TaskDescriptor;
+const brokenDescriptor: TaskDescriptor = { ...echoBase, launch: () => exitAtOnceLaunch() };
+const twoDeviceDescriptor: TaskDescriptor = { ...echoBase, launch: (task) => ({ ...echoBase.launch(task), devicesPerExecutor: 2 }) };
 
-/** descriptorFor, except echo tasks with BROKEN_SERVICE_TIME fail to start. */
-export const testDescriptors = (task: UnitTask): TaskDescriptor =>
-  task instanceof EchoTask && task.config.serviceTimeMs === BROKEN_SERVICE_TIME ? brokenDescriptor : descriptorFor(task);
+/** descriptorFor, except echo tasks with BROKEN_SERVICE_TIME fail to start and TWO_DEVICE_SERVICE_TIME ones use 2 devices. */
+export function testDescriptors(task: UnitTask): TaskDescriptor {
+  if (!(task instanceof EchoTask)) return descriptorFor(task);
+  if (task.config.serviceTimeMs === BROKEN_SERVICE_TIME) return brokenDescriptor;
+  if (task.config.serviceTimeMs === TWO_DEVICE_SERVICE_TIME) return twoDeviceDescriptor;
+  return descriptorFor(task);
+}
 
 export interface RmFixture {
   rm: ResourceManager;
