@@ -16,6 +16,7 @@ import { buildVision } from './builders/vision.js';
 import { buildAudio } from './builders/audio.js';
 import { buildImageGen } from './builders/image-gen.js';
 import { buildAudioGen } from './builders/audio-gen.js';
+import { LLM_SPECS, buildLlm } from './builders/llm.js';
 import { defaultModelsDir } from './catalog.js';
 
 const HERE = dirname(fileURLToPath(import.meta.url));
@@ -26,6 +27,8 @@ export const BUILDERS: Record<string, () => BuiltModel> = {
   'tiny-audio': buildAudio,
   'tiny-image-gen': buildImageGen,
   'tiny-audio-gen': buildAudioGen,
+  'tiny-lm-a': () => buildLlm(LLM_SPECS['tiny-lm-a']!),
+  'tiny-lm-b': () => buildLlm(LLM_SPECS['tiny-lm-b']!),
 };
 
 /** sha256 over the builder sources (onnx/, builders/, manifest.ts, build.ts), in a fixed order. */

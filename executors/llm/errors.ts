@@ -1,0 +1,96 @@
+/**
+ * Errors of the LLM executor. Each has a stable code and an HTTP status; the server answers them in OpenAI's
+ * error shape `{error: {message, type, param, code}}` (see `toOpenAIError`), which also carries our code.
+ */
+import { CornserveError, isCornserveError } from '../../functions/sdk/errors.js';
+
+export const LlmErrorCode = {
+  /** The request does not match the chat-completions schema or asks for something unsupported (n > 1, ...). */
+  BAD_REQUEST: 'LLM_BAD_REQUEST',
+  /** prompt + max tokens do not fit the model's context. */
+  CONTEXT_TOO_LONG: 'LLM_CONTEXT_TOO_LONG',
+  /** A multimodal part this executor cannot use: a plain URL (no encoder inside), or an unserved modality. */
+  MULTIMODAL_UNSUPPORTED: 'LLM_MULTIMODAL_UNSUPPORTED',
+  /** Embeddings received from the sidecar do not fit the model (wrong hidden size, not a float tensor). */
+  EMBEDDING_MISMATCH: 'LLM_EMBEDDING_MISMATCH',
+  /** `model` names a model this executor does not serve. */
+  MODEL_NOT_FOUND: 'LLM_MODEL_NOT_FOUND',
+  /** The waiting queue is full. */
+  OVERLOADED: 'LLM_OVERLOADED',
+  /** The request's deadline passed before it finished. */
+  DEADLINE_EXCEEDED: 'LLM_DEADLINE_EXCEEDED',
+  /** Receiving embeddings from / sending hidden states to the sidecar failed. */
+  SIDECAR_FAILED: 'LLM_SIDECAR_FAILED',
+  /** The model folder (manifest, graphs, tokenizer) is not a usable LLM. */
+  MODEL_INVALID: 'LLM_MODEL_INVALID',
+  /** The request was cancelled (client went away, server stopping). */
+  CANCELLED: 'LLM_CANCELLED',
+  /** onnxruntime failed while running a step. */
+  RUN_FAILED: 'LLM_RUN_FAILED',
+} as const;
+export type LlmErrorCode = (typeof LlmErrorCode)[keyof typeof LlmErrorCode];
+
+const STATUS: Record<LlmErrorCode, number> = {
+  LLM_BAD_REQUEST: 400,
+  LLM_CONTEXT_TOO_LONG: 400,
+  LLM_MULTIMODAL_UNSUPPORTED: 400,
+  LLM_EMBEDDING_MISMATCH: 400,
+  LLM_MODEL_NOT_FOUND: 404,
+  LLM_OVERLOADED: 503,
+  LLM_DEADLINE_EXCEEDED: 504,
+  LLM_SIDECAR_FAILED: 502,
+  LLM_MODEL_INVALID: 500,
+  LLM_CANCELLED: 503,
+  LLM_RUN_FAILED: 500,
+};
+
+export class LlmError extends CornserveError {
+  constructor(code: LlmErrorCode, message: string, readonly param: string | null = null, details?: unknown) {
+    super(code, message, STATUS[code], details);
+  }
+}
+
+export const llmErrors = {
+  badRequest: (msg: string, param: string | null = null) => new LlmError(LlmErrorCode.BAD_REQUEST, msg, param),
+  contextTooLong: (msg: string) => new LlmError(LlmErrorCode.CONTEXT_TOO_LONG, msg, 'messages'),
+  multimodalUnsupported: (msg: string, param: string) => new LlmError(LlmErrorCode.MULTIMODAL_UNSUPPORTED, msg, param),
+  embeddingMismatch: (msg: string, param: string) => new LlmError(LlmErrorCode.EMBEDDING_MISMATCH, msg, param),
+  modelNotFound: (msg: string) => new LlmError(LlmErrorCode.MODEL_NOT_FOUND, msg, 'model'),
+  overloaded: (msg: string) => new LlmError(LlmErrorCode.OVERLOADED, msg),
+  deadline: (msg: string) => new LlmError(LlmErrorCode.DEADLINE_EXCEEDED, msg),
+  sidecar: (msg: string, cause?: unknown) => new LlmError(LlmErrorCode.SIDECAR_FAILED, msg, null, cause instanceof Error ? { cause: cause.message } : undefined),
+  modelInvalid: (msg: string) => new LlmError(LlmErrorCode.MODEL_INVALID, msg),
+  cancelled: (msg: string) => new LlmError(LlmErrorCode.CANCELLED, msg),
+  runFailed: (msg: string) => new LlmError(LlmErrorCode.RUN_FAILED, msg),
+};
+
+/** OpenAI's error object. `type` follows OpenAI's vocabulary; `code` is our stable code. */
+export interface OpenAIErrorBody {
+  error: { message: string; type: string; param: string | null; code: string };
+}
+
+const TYPE_BY_STATUS: Record<number, string> = {
+  400: 'invalid_request_error', 404: 'not_found_error', 413: 'invalid_request_error', 422: 'invalid_request_error',
+  502: 'server_error', 503: 'server_error', 504: 'timeout_error',
+};
+
+/** Any thrown value → status + OpenAI error body. */
+export function toOpenAIError(err: unknown): { status: number; body: OpenAIErrorBody } {
+  const e = err as { type?: string; status?: number; message?: string; code?: unknown; name?: string };
+  let status = 500;
+  let code = 'LLM_INTERNAL';
+  let param: string | null = null;
+  if (isCornserveError(err)) {
+    status = err.status;
+    code = err.code;
+    param = (err as Partial<LlmError>).param ?? null;
+  } else if (e?.type === 'entity.parse.failed') {
+    status = 400;
+    code = LlmErrorCode.BAD_REQUEST;
+  } else if (e?.type === 'entity.too.large') {
+    status = 413;
+    code = 'LLM_PAYLOAD_TOO_LARGE';
+  }
+  const message = e?.message ?? String(err);
+  return { status, body: { error: { message, type: TYPE_BY_STATUS[status] ?? 'server_error', param, code } } };
+}

@@ -1,0 +1,84 @@
+/**
+ * The chat template and prompt assembly. A conversation renders as
+ *   <|bos|> (<|role|> content <|end|>)* <|assistant|>
+ * where text content is its UTF-8 bytes and each image / audio / video part becomes N placeholder tokens
+ * (N = rows of the embedding received for it). The prompt's input embeddings are the token embeddings with
+ * the received rows written over the placeholder positions.
+ */
+import type { ChatMessage } from '../../functions/tasks/openai.js';
+import { llmErrors } from './errors.js';
+import type { LlmModel } from './model.js';
+import type { Tokenizer } from './tokenizer.js';
+
+export type MediaModality = 'image' | 'video' | 'audio';
+
+/** A run of tokens, or one multimodal part (its embedding decides how many placeholder tokens it takes). */
+export type Segment = { ids: number[] } | { media: MediaModality; url: string; part: number };
+
+const PART_MODALITY: Record<string, MediaModality> = { image_url: 'image', video_url: 'video', audio_url: 'audio' };
+
+export function renderChat(tok: Tokenizer, messages: readonly ChatMessage[]): Segment[] {
+  const chat = tok.spec.chat;
+  const out: Segment[] = [];
+  let ids: number[] = [tok.bos];
+  let part = 0;
+  messages.forEach((m, i) => {
+    const marker = chat.roles[m.role];
+    if (!marker) throw llmErrors.badRequest(`messages.${i}.role: ${m.role} is not supported`, `messages.${i}.role`);
+    ids.push(tok.special(marker));
+    const parts = typeof m.content === 'string' ? [{ type: 'text' as const, text: m.content }] : m.content;
+    for (const p of parts) {
+      if (p.type === 'text') {
+        ids.push(...tok.encode(p.text));
+        continue;
+      }
+      out.push({ ids });
+      ids = [];
+      const url = p.type === 'image_url' ? p.image_url.url : p.type === 'video_url' ? p.video_url.url : p.audio_url.url;
+      out.push({ media: PART_MODALITY[p.type]!, url, part: part++ });
+    }
+    ids.push(tok.special(chat.end_of_turn));
+  });
+  ids.push(tok.special(chat.generation_prompt));
+  out.push({ ids });
+  return out;
+}
+
+/** A received multimodal embedding: rows × hidden, row-major. */
+export interface MediaEmbedding {
+  rows: number;
+  data: Float32Array;
+}
+
+export interface Prompt {
+  ids: number[];
+  n: number;
+  /** [n, hidden] */
+  embeds: Float32Array;
+  /** Where each multimodal part's rows went. */
+  media: { modality: MediaModality; part: number; start: number; rows: number }[];
+}
+
+/** Token ids + input embeddings for rendered segments, with `media[k]` at multimodal part k's placeholders. */
+export function buildPrompt(model: LlmModel, segments: readonly Segment[], media: readonly MediaEmbedding[] = []): Prompt {
+  const tok = model.tokenizer;
+  const h = model.config.hidden;
+  const ids: number[] = [];
+  const spans: Prompt['media'] = [];
+  for (const s of segments) {
+    if ('ids' in s) {
+      ids.push(...s.ids);
+      continue;
+    }
+    const e = media[s.part];
+    if (!e) throw llmErrors.badRequest(`multimodal part ${s.part} has no embedding`, 'messages');
+    const name = tok.spec.placeholders[s.media];
+    if (!name) throw llmErrors.multimodalUnsupported(`the model has no ${s.media} placeholder token`, 'messages');
+    spans.push({ modality: s.media, part: s.part, start: ids.length, rows: e.rows });
+    ids.push(...Array<number>(e.rows).fill(tok.special(name)));
+  }
+  const embeds = new Float32Array(ids.length * h);
+  ids.forEach((id, i) => model.embedToken(id, embeds, i * h));
+  for (const sp of spans) embeds.set(media[sp.part]!.data.subarray(0, sp.rows * h), sp.start * h);
+  return { ids, n: ids.length, embeds, media: spans };
+}
