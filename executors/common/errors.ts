@@ -1,0 +1,82 @@
+/**
+ * Errors of the executor scaffolding (router ↔ engine ↔ workers). One class, stable codes, an HTTP status
+ * each. Errors cross threads and processes as `WireError` ({code, message, status, details?}) and are
+ * rebuilt with `fromWire`, so a worker's MODEL_INPUT_CORRUPT reaches the HTTP client with its code and
+ * status intact. Built on CornserveError, so lib/http's errorHandler answers them as-is (realm-safe marker).
+ */
+import { CornserveError, isCornserveError } from '../../functions/sdk/errors.js';
+
+export const ExecutorErrorCode = {
+  /** The engine process exited (or never became ready); every pending request fails with this. */
+  ENGINE_DEAD: 'EXECUTOR_ENGINE_DEAD',
+  /** The engine did not report ready within the start timeout. */
+  ENGINE_START_TIMEOUT: 'EXECUTOR_ENGINE_START_TIMEOUT',
+  /** A request passed its deadline while queued or running. */
+  DEADLINE_EXCEEDED: 'EXECUTOR_DEADLINE_EXCEEDED',
+  /** The request was cancelled (client went away, router shut down). */
+  CANCELLED: 'EXECUTOR_CANCELLED',
+  /** A worker thread died or failed to start; the engine is fail-stop after this. */
+  WORKER_DIED: 'EXECUTOR_WORKER_DIED',
+  /** A preprocessing thread crashed while handling an item (the item fails, the thread is replaced). */
+  PREPROCESS_CRASHED: 'EXECUTOR_PREPROCESS_CRASHED',
+  /** Too many requests are queued; retry later. */
+  OVERLOADED: 'EXECUTOR_OVERLOADED',
+  /** A message on an internal link did not match the protocol (a bug, or mismatched versions). */
+  PROTOCOL: 'EXECUTOR_PROTOCOL',
+  /** A shared-memory ring or all-reduce was closed or aborted while in use. */
+  CHANNEL_CLOSED: 'EXECUTOR_CHANNEL_CLOSED',
+  /** Anything else thrown inside an engine or worker. */
+  INTERNAL: 'EXECUTOR_INTERNAL',
+} as const;
+export type ExecutorErrorCode = (typeof ExecutorErrorCode)[keyof typeof ExecutorErrorCode];
+
+const STATUS: Record<ExecutorErrorCode, number> = {
+  EXECUTOR_ENGINE_DEAD: 503,
+  EXECUTOR_ENGINE_START_TIMEOUT: 503,
+  EXECUTOR_DEADLINE_EXCEEDED: 504,
+  EXECUTOR_CANCELLED: 503,
+  EXECUTOR_WORKER_DIED: 503,
+  EXECUTOR_PREPROCESS_CRASHED: 500,
+  EXECUTOR_OVERLOADED: 503,
+  EXECUTOR_PROTOCOL: 500,
+  EXECUTOR_CHANNEL_CLOSED: 503,
+  EXECUTOR_INTERNAL: 500,
+};
+
+/** An error as it travels over ZeroMQ or a shared-memory ring. */
+export interface WireError {
+  code: string;
+  message: string;
+  status: number;
+  details?: unknown;
+}
+
+export class ExecutorError extends CornserveError {
+  constructor(code: ExecutorErrorCode | string, message: string, status?: number, details?: unknown) {
+    super(code, message, status ?? STATUS[code as ExecutorErrorCode] ?? 500, details);
+  }
+}
+
+export const executorError = (code: ExecutorErrorCode, message: string, details?: unknown) => new ExecutorError(code, message, undefined, details);
+
+/**
+ * Any thrown value → WireError. Errors with a string `code` and numeric `status` (CornserveError, the model
+ * layer's ModelError) keep both; SidecarErrors keep their code (status 502: a downstream failed); anything
+ * else is EXECUTOR_INTERNAL.
+ */
+export function toWire(err: unknown): WireError {
+  const e = err as { code?: unknown; status?: unknown; message?: unknown; details?: unknown; name?: unknown };
+  const message = typeof e?.message === 'string' ? e.message : String(err);
+  if (isCornserveError(err) || (typeof e?.code === 'string' && typeof e?.status === 'number')) {
+    const details = isCornserveError(err) ? err.details : e.details;
+    return { code: e.code as string, message, status: e.status as number, ...(details !== undefined ? { details } : {}) };
+  }
+  if (typeof e?.code === 'string' && e?.name === 'SidecarError') return { code: e.code, message, status: 502 };
+  if (e?.name === 'TimeoutError') return { code: ExecutorErrorCode.DEADLINE_EXCEEDED, message, status: 504 };
+  return { code: ExecutorErrorCode.INTERNAL, message, status: 500 };
+}
+
+/** WireError → ExecutorError (instanceof CornserveError, so HTTP handlers answer it with its status). */
+export function fromWire(w: WireError): ExecutorError {
+  return new ExecutorError(w.code, w.message, w.status, w.details);
+}

@@ -1,0 +1,97 @@
+/**
+ * Worker side of worker-pool.ts: call `serveWorker(init)` at the top of a worker module.
+ *
+ *   serveWorker<MyData>(async (ctx) => {
+ *     const session = await ort.InferenceSession.create(path, { intraOpNumThreads: 1 });
+ *     return { run: async (job) => job.items.map((it) => ({ id: it.id, ok: true })), close: () => session.release() };
+ *   });
+ *
+ * `init` loads the model (a throw is reported as `fatal` and the pool fails to start); then jobs are read from
+ * the ring one at a time and answered with `done` (per-item results) or `failed` (the whole job). With more
+ * than one rank, a failed job aborts the all-reduce so the other ranks stop waiting for this one.
+ */
+import { workerData } from 'node:worker_threads';
+import { ShmAllReduce } from './all-reduce.js';
+import { toWire } from './errors.js';
+import {
+  type Handlers, type Item, type ItemResult, type Tensors, WorkerInbound, dispatch, fromFrames, itemsFromWire, refTensors, resultsToWire,
+  toFrames,
+} from './protocol.js';
+import type { WorkerBootstrap } from './worker-pool.js';
+import { ShmRing } from './shm-ring.js';
+
+/** Longest stretch a worker blocks its thread waiting for a job. */
+const IDLE_MS = 20;
+
+export interface Job { jobId: number; meta: Record<string, unknown>; items: Item[] }
+
+export interface WorkerContext<D> {
+  /** This worker's tensor-parallel rank (0 = leader) and the degree. */
+  rank: number;
+  size: number;
+  /** The executor-specific settings given to WorkerPool.start. */
+  data: D;
+  /** Sum all-reduce with the other ranks (blocks until every rank contributed). */
+  reduce: ShmAllReduce;
+  /** Sends a partial output of an item of the current job to the engine (leader only is forwarded). */
+  stream(job: Job, itemId: string, seq: number, meta?: Record<string, unknown>, tensors?: Tensors): Promise<void>;
+}
+
+export interface WorkerHandler {
+  run(job: Job): Promise<ItemResult[]>;
+  close?(): Promise<void> | void;
+}
+
+export async function serveWorker<D>(init: (ctx: WorkerContext<D>) => Promise<WorkerHandler>): Promise<void> {
+  const boot = workerData as WorkerBootstrap;
+  const inbox = ShmRing.attach(boot.toWorker);
+  const outbox = ShmRing.attach(boot.fromWorker);
+  const reduce = ShmAllReduce.attach(boot.reduce, boot.rank);
+  const send = (header: unknown, blobs: Uint8Array[] = []) => outbox.write(toFrames({ header, blobs }));
+  const ctx: WorkerContext<D> = {
+    rank: boot.rank, size: boot.size, data: boot.data as D, reduce,
+    stream: (job, itemId, seq, meta, tensors) => {
+      const blobs: Uint8Array[] = [];
+      return send({ type: 'stream', jobId: job.jobId, itemId, seq, ...(meta ? { meta } : {}), tensors: refTensors(tensors, blobs) }, blobs);
+    },
+  };
+
+  let handler: WorkerHandler;
+  try {
+    handler = await init(ctx);
+  } catch (e) {
+    await send({ type: 'fatal', error: toWire(e) }).catch(() => undefined);
+    return;
+  }
+  await send({ type: 'ready', rank: boot.rank, info: {} });
+
+  const runJob = async (m: Extract<WorkerInbound, { type: 'job' }>, blobs: Uint8Array[]) => {
+    if (m.resetReduce) reduce.resetLocal();
+    try {
+      const results = await handler.run({ jobId: m.jobId, meta: m.meta, items: itemsFromWire(m.items, blobs) });
+      const out: Uint8Array[] = [];
+      await send({ type: 'done', jobId: m.jobId, items: resultsToWire(results, out) }, out);
+    } catch (e) {
+      if (boot.size > 1) reduce.abort();
+      await send({ type: 'failed', jobId: m.jobId, error: toWire(e) }).catch(() => undefined);
+    }
+  };
+  let stopping = false;
+  const handlers: Handlers<WorkerInbound> = {
+    job: runJob,
+    stop: () => { stopping = true; },
+  };
+  while (!stopping) {
+    let parts: Uint8Array[];
+    try {
+      // Idle in a blocking wait (fast wake-up), returning to the event loop every IDLE_MS for sidecar I/O.
+      if (!inbox.waitForData(IDLE_MS)) { await new Promise((r) => setImmediate(r)); continue; }
+      parts = await inbox.read();
+    } catch {
+      break; // the engine closed the ring
+    }
+    const { header, blobs } = fromFrames(parts, WorkerInbound, 'engine → worker');
+    await dispatch(handlers, header, blobs);
+  }
+  await handler.close?.();
+}
