@@ -130,14 +130,14 @@ const envSchema = z.object({
 });
 
 /**
- * Platform options from the environment (in a cluster: the ConfigMap via envFrom). OTEL_* variables are
- * passed through to executors and app functions. Throws a zod error naming each bad variable.
+ * Manifest options from the environment (in a cluster: the ConfigMap via envFrom; for `cornserve manifests`:
+ * the user's shell). OTEL_* variables are passed through to executors and app functions. Throws a zod error
+ * naming each bad variable.
  */
-export function kubernetesOptionsFromEnv(env: NodeJS.ProcessEnv, kubeConfig: KubeConfig): KubernetesPlatformOptions {
+export function manifestOptionsFromEnv(env: NodeJS.ProcessEnv): ManifestOptions {
   const e = envSchema.parse(Object.fromEntries(Object.entries(env).filter(([, v]) => v !== undefined && v !== '')));
   const passEnv = Object.fromEntries(Object.entries(env).filter((kv): kv is [string, string] => kv[0].startsWith('OTEL_') && !!kv[1]));
-  return withDefaults({
-    kubeConfig,
+  const picked: Partial<ManifestOptions> = {
     namespace: e.CORNSERVE_NAMESPACE,
     imagePrefix: e.CORNSERVE_IMAGE_PREFIX,
     imageTag: e.CORNSERVE_IMAGE_TAG,
@@ -147,11 +147,20 @@ export function kubernetesOptionsFromEnv(env: NodeJS.ProcessEnv, kubeConfig: Kub
     dispatcherUrl: e.CORNSERVE_DISPATCHER_URL,
     sidecarPort: e.CORNSERVE_SIDECAR_PORT,
     clusterDomain: e.CORNSERVE_CLUSTER_DOMAIN,
-    autoscaling: {
-      ...(e.CORNSERVE_APP_CONCURRENCY_TARGET !== undefined ? { target: e.CORNSERVE_APP_CONCURRENCY_TARGET } : {}),
-      ...(e.CORNSERVE_APP_MIN_SCALE !== undefined ? { minScale: e.CORNSERVE_APP_MIN_SCALE } : {}),
-      ...(e.CORNSERVE_APP_MAX_SCALE !== undefined ? { maxScale: e.CORNSERVE_APP_MAX_SCALE } : {}),
-    },
     passEnv,
-  });
+  };
+  return {
+    ...MANIFEST_DEFAULTS,
+    ...Object.fromEntries(Object.entries(picked).filter(([, v]) => v !== undefined)),
+    autoscaling: {
+      target: e.CORNSERVE_APP_CONCURRENCY_TARGET ?? MANIFEST_DEFAULTS.autoscaling.target,
+      minScale: e.CORNSERVE_APP_MIN_SCALE ?? MANIFEST_DEFAULTS.autoscaling.minScale,
+      maxScale: e.CORNSERVE_APP_MAX_SCALE ?? MANIFEST_DEFAULTS.autoscaling.maxScale,
+    },
+  };
+}
+
+/** Platform options from the environment (see manifestOptionsFromEnv) plus the cluster to talk to. */
+export function kubernetesOptionsFromEnv(env: NodeJS.ProcessEnv, kubeConfig: KubeConfig): KubernetesPlatformOptions {
+  return withDefaults({ ...manifestOptionsFromEnv(env), kubeConfig });
 }

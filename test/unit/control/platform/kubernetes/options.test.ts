@@ -1,6 +1,7 @@
 import test from 'ava';
 import { KubeConfig } from '@kubernetes/client-node';
-import { kubernetesOptionsFromEnv } from '../../../../../control/platform/kubernetes/options.js';
+import { kubernetesOptionsFromEnv, manifestOptionsFromEnv } from '../../../../../control/platform/kubernetes/options.js';
+import { renderAppManifests } from '../../../../../control/platform/kubernetes/manifests.js';
 
 const kc = new KubeConfig();
 
@@ -38,4 +39,10 @@ test('a bad value is refused naming the variable', (t) => {
 
 test('an empty environment gives the documented defaults', (t) => {
   t.like(kubernetesOptionsFromEnv({}, kc), { namespace: 'cornserve', imagePrefix: 'docker.io', imageTag: 'latest', onShutdown: 'detach' });
+});
+
+test('manifests rendered with options from the environment use its registry, tag and dispatcher', (t) => {
+  const yaml = renderAppManifests('echo', 'x', manifestOptionsFromEnv({ CORNSERVE_IMAGE_PREFIX: 'localhost:5000', CORNSERVE_IMAGE_TAG: 'dev', CORNSERVE_DISPATCHER_URL: 'http://d:8000' }));
+  t.regex(yaml, /image: localhost:5000\/cornserve\/app-runtime:dev\n/);
+  t.regex(yaml, /name: CORNSERVE_DISPATCHER_URL\n\s+value: http:\/\/d:8000\n/);
 });
