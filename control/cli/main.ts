@@ -1,0 +1,82 @@
+/**
+ * `cornserve`: the command line. `up` runs the whole platform in the foreground; every other command
+ * talks to a running gateway (CORNSERVE_GATEWAY_URL, default http://127.0.0.1:8000) and sends
+ * CORNSERVE_ADMIN_TOKEN on the admin routes.
+ */
+import { Command, Option } from 'commander';
+import { GatewayClient } from './client.js';
+import { invokeCommand, listCommand, registerCommand, scaleCommand, tasksCommand, unregisterCommand, type Io } from './commands.js';
+import { CliError } from './errors.js';
+
+const io: Io = { out: (l) => console.log(l), err: (l) => console.error(l) };
+
+const program = new Command('cornserve')
+  .description('Cornserve: serve multimodal apps built from shared model tasks')
+  .version('0.1.0')
+  .addOption(new Option('--gateway <url>', 'gateway URL').env('CORNSERVE_GATEWAY_URL').default('http://127.0.0.1:8000'))
+  .addOption(new Option('--token <token>', 'admin token for register, unregister and scale').env('CORNSERVE_ADMIN_TOKEN'))
+  .showHelpAfterError();
+
+const client = () => {
+  const { gateway, token } = program.opts<{ gateway: string; token?: string }>();
+  return new GatewayClient(gateway, token);
+};
+
+program
+  .command('up')
+  .description('run the platform in the foreground: store, local platform, resource manager, dispatcher, gateway (Ctrl-C stops everything)')
+  .option('--port <port>', 'gateway port', '8000')
+  .option('--host <host>', 'gateway address', '127.0.0.1')
+  .option('--devices <n>', 'virtual devices on the local node', '4')
+  .option('--redis <url>', 'keep all control-plane state in Redis (restarting `up` on the same Redis brings apps and tasks back)')
+  .option('--apps <dir>', 'register every app file (*.ts) in this folder at start')
+  .addOption(new Option('--admin-token <token>', 'admin token (default: $CORNSERVE_ADMIN_TOKEN, else a generated one, printed once)').env('CORNSERVE_ADMIN_TOKEN'))
+  .option('--body-limit <bytes>', 'largest accepted request body', String(32 * 1024 * 1024))
+  .action(async (opts: { port: string; host: string; devices: string; redis?: string; apps?: string; adminToken?: string; bodyLimit: string }) => {
+    const { upCommand } = await import('./up.js');
+    await upCommand(opts, io);
+  });
+
+program
+  .command('register <file>')
+  .description('register an app (a TypeScript file) and deploy its tasks; shows progress')
+  .option('--alias <alias>', 'another name to call the app by')
+  .option('--name <name>', "register under this name instead of the app's own")
+  .action(async (file: string, opts: { alias?: string; name?: string }) => {
+    await registerCommand(client(), file, opts, io);
+  });
+
+program
+  .command('unregister <app>')
+  .description('unregister an app (id, name or alias); its tasks are torn down when no other app uses them')
+  .action((app: string) => unregisterCommand(client(), app, io));
+
+program
+  .command('list')
+  .description('list registered apps and their state')
+  .action(() => listCommand(client(), io));
+
+program
+  .command('invoke <app> <data>')
+  .description('invoke an app; DATA is a JSON literal, a JSON or YAML file, or - for stdin; streams print line by line')
+  .option('--timeout-ms <ms>', 'request deadline in milliseconds (default 5 minutes)')
+  .action((app: string, data: string, opts: { timeoutMs?: string }) =>
+    invokeCommand(client(), app, data, opts.timeoutMs ? { timeoutMs: Number(opts.timeoutMs) } : {}, io),
+  );
+
+program
+  .command('tasks')
+  .description('list deployed unit tasks, their devices and executors')
+  .action(() => tasksCommand(client(), io));
+
+program
+  .command('scale <task> <n>')
+  .description('add (+N) or remove (-N) devices of a unit task; removed executors are drained first')
+  .action((task: string, n: string) => scaleCommand(client(), task, n, io));
+
+try {
+  await program.parseAsync();
+} catch (e) {
+  io.err(`error: ${e instanceof CliError || e instanceof Error ? e.message : String(e)}`);
+  process.exitCode = 1;
+}

@@ -1,0 +1,206 @@
+/**
+ * `cornserve up`: the whole platform in one foreground process.
+ *
+ *   store (memory, or Redis with --redis) -> LocalPlatform (child processes) -> ResourceManager (+ recover()
+ *   on Redis) -> dispatcher (in-process, own free port) -> gateway (AppFunctions + AppManager, + recover()
+ *   on Redis) -> register every app in --apps DIR.
+ *
+ * Ctrl-C / SIGTERM stops the gateway, every app function and executor (platform.shutdown) and the
+ * dispatcher, closes the store and exits 0. startCornserve() is the same composition for tests
+ * (test/helpers/platform.ts) and benchmarks.
+ */
+import { randomBytes } from 'node:crypto';
+import { readdir, readFile } from 'node:fs/promises';
+import { join, resolve } from 'node:path';
+import { Registry } from 'prom-client';
+import { startDispatcher, type RunningDispatcher } from '../dispatcher/server.js';
+import { AppFunctions } from '../gateway/app-functions.js';
+import { AppManager, type RegistrationEvent } from '../gateway/app-manager.js';
+import { buildGateway } from '../gateway/gateway.js';
+import { GatewayMetrics } from '../gateway/metrics.js';
+import { REPO_ROOT } from '../gateway/paths.js';
+import { listen, type ListeningServer } from '../gateway/server.js';
+import { LocalPlatform } from '../platform/local.js';
+import type { LogSink } from '../platform/child.js';
+import { ResourceManager } from '../resources/manager.js';
+import { createStore, type Store } from '../store/index.js';
+import { logger } from '../../lib/log.js';
+import { startTelemetry } from '../../lib/telemetry.js';
+import type { Io } from './commands.js';
+import { printAppUsage, printBanner } from './up-output.js';
+
+export interface CornserveOptions {
+  /** Gateway port; 0 = any free port. @default 8000 */
+  port?: number;
+  /** @default '127.0.0.1' */
+  host?: string;
+  /** Virtual devices on the local node. @default 4 */
+  devices?: number;
+  /** Keep all state in Redis (restart recovers apps and tasks). */
+  redisUrl?: string;
+  /** Redis key prefix. @default 'cornserve:' */
+  redisPrefix?: string;
+  /** Admin token; generated when absent (see `generatedToken`). */
+  adminToken?: string;
+  /** Register every *.ts app in this folder at start. */
+  appsDir?: string;
+  /** @default 32 MiB */
+  bodyLimitBytes?: number;
+  /** Where child-process output lines go. @default prefixed on stderr */
+  logSink?: LogSink;
+  /** Extra environment for every child process (executors and app functions). */
+  childEnv?: Record<string, string>;
+  /** Told about every registration event of the --apps registrations. */
+  onRegistration?: (file: string, e: RegistrationEvent) => void;
+}
+
+export interface Cornserve {
+  gatewayUrl: string;
+  dispatcherUrl: string;
+  adminToken: string;
+  /** True when the token was generated (print it once). */
+  generatedToken: boolean;
+  store: Store;
+  platform: LocalPlatform;
+  resources: ResourceManager;
+  apps: AppManager;
+  functions: AppFunctions;
+  metrics: Registry;
+  /** The --apps registrations: file -> the final or error event. */
+  registrations: Array<{ file: string; result: RegistrationEvent }>;
+  /** Stops everything (idempotent). With Redis the state stays for the next `up`. */
+  stop(): Promise<void>;
+}
+
+export async function startCornserve(opts: CornserveOptions = {}): Promise<Cornserve> {
+  const log = logger('up');
+  const adminToken = opts.adminToken || randomBytes(24).toString('base64url');
+  await startTelemetry('cornserve');
+  const store = createStore(opts.redisUrl ? { redisUrl: opts.redisUrl, ...(opts.redisPrefix ? { prefix: opts.redisPrefix } : {}) } : {});
+  const closers: Array<() => Promise<unknown>> = [() => store.close()];
+  const stopAll = async () => {
+    for (const close of closers.splice(0).reverse()) await close().catch((err) => log.error({ err }, 'stop step failed'));
+  };
+  try {
+    await store.ready();
+    const platform = new LocalPlatform({
+      repoRoot: REPO_ROOT,
+      devices: opts.devices ?? 4,
+      ...(opts.redisUrl ? { storeUrl: opts.redisUrl } : {}),
+      ...(opts.logSink ? { logSink: opts.logSink } : {}),
+      ...(opts.childEnv ? { env: opts.childEnv } : {}),
+    });
+    closers.push(() => platform.shutdown());
+    const resources = new ResourceManager({ store, platform });
+    closers.push(() => resources.close());
+    if (opts.redisUrl) await resources.recover();
+
+    const dispatcherRegistry = new Registry();
+    const dispatcher: RunningDispatcher = await startDispatcher({ store, registry: dispatcherRegistry });
+    closers.push(() => dispatcher.close());
+
+    const gatewayRegistry = new Registry();
+    let apps: AppManager | undefined;
+    const functions = new AppFunctions({
+      platform,
+      dispatcherUrl: dispatcher.url,
+      log: logger('app-functions'),
+      env: { ...opts.childEnv, ...(opts.bodyLimitBytes ? { CORNSERVE_BODY_LIMIT_BYTES: String(opts.bodyLimitBytes) } : {}) },
+      onStateChange: (appId, state) => apps?.onFunctionState(appId, state),
+    });
+    closers.push(() => functions.close());
+    apps = new AppManager({ store, resources, functions, log: logger('gateway') });
+    const metrics = new GatewayMetrics(gatewayRegistry, store);
+    const merged = Registry.merge([gatewayRegistry, dispatcherRegistry]);
+    const gateway = buildGateway({
+      apps,
+      functions,
+      resources,
+      dispatcherUrl: dispatcher.url,
+      adminToken,
+      metrics,
+      extraRegistries: [dispatcherRegistry],
+      ...(opts.bodyLimitBytes ? { bodyLimitBytes: opts.bodyLimitBytes } : {}),
+    });
+    if (opts.redisUrl) await apps.recover();
+    const server: ListeningServer = await listen(gateway, opts.port ?? 8000, opts.host ?? '127.0.0.1');
+    closers.push(() => server.close());
+
+    const registrations: Cornserve['registrations'] = [];
+    if (opts.appsDir) {
+      for (const file of await appFiles(opts.appsDir)) {
+        const source = await readFile(file, 'utf8');
+        let result: RegistrationEvent = { type: 'error', message: 'no final event' };
+        await apps.register({ source }, (e) => {
+          opts.onRegistration?.(file, e);
+          if (e.type === 'final' || e.type === 'error') result = e;
+        });
+        registrations.push({ file, result });
+      }
+    }
+    let stopping: Promise<void> | undefined;
+    return {
+      gatewayUrl: server.url,
+      dispatcherUrl: dispatcher.url,
+      adminToken,
+      generatedToken: !opts.adminToken,
+      store,
+      platform,
+      resources,
+      apps,
+      functions,
+      metrics: merged,
+      registrations,
+      stop: () => (stopping ??= stopAll()),
+    };
+  } catch (e) {
+    await stopAll();
+    throw e;
+  }
+}
+
+async function appFiles(dir: string): Promise<string[]> {
+  const names = (await readdir(dir)).filter((f) => f.endsWith('.ts') && !f.endsWith('.d.ts')).sort();
+  return names.map((f) => resolve(join(dir, f)));
+}
+
+/** The `up` command: start, print how to use it, wait for Ctrl-C / SIGTERM, stop, exit 0. */
+export async function upCommand(
+  opts: { port: string; host: string; devices: string; redis?: string; apps?: string; adminToken?: string; bodyLimit: string },
+  io: Io,
+): Promise<void> {
+  const skipped = new Set<string>();
+  const cs = await startCornserve({
+    port: Number(opts.port),
+    host: opts.host,
+    devices: Number(opts.devices),
+    ...(opts.redis ? { redisUrl: opts.redis } : {}),
+    ...(opts.adminToken ? { adminToken: opts.adminToken } : {}),
+    ...(opts.apps ? { appsDir: opts.apps } : {}),
+    bodyLimitBytes: Number(opts.bodyLimit),
+    onRegistration: (file, e) => {
+      if (e.type === 'error' && /already used by/.test(String(e.message))) skipped.add(file);
+      else if (e.type === 'error') io.err(`registering ${file} failed: ${e.message}`);
+      else if (e.type === 'progress') io.err(`  ${file}: ${e.task} ${e.state}`);
+    },
+  });
+  printBanner(cs, io);
+  for (const entry of cs.apps.entries()) printAppUsage(cs.gatewayUrl, entry, io);
+  if (skipped.size) io.err(`(already registered, kept as recovered: ${[...skipped].join(', ')})`);
+
+  await new Promise<void>((resolveStop) => {
+    let signals = 0;
+    const onSignal = (signal: string) => {
+      if (++signals > 1) {
+        io.err('forced exit');
+        process.exit(1);
+      }
+      io.err(`\n${signal}: stopping every process ...`);
+      void cs.stop().then(resolveStop);
+    };
+    process.on('SIGINT', () => onSignal('SIGINT'));
+    process.on('SIGTERM', () => onSignal('SIGTERM'));
+  });
+  io.err('cornserve stopped');
+  process.exit(0);
+}

@@ -1,0 +1,74 @@
+/**
+ * A whole platform in-process on free ports, for cross-component tests: the same composition as
+ * `cornserve up` (store, LocalPlatform, resource manager, dispatcher, gateway), child output collected
+ * instead of printed, a fixed admin token. Always `await p.stop()` (test.after.always).
+ *
+ *   const p = await startPlatform();
+ *   await p.register(ECHO_APP);                          // the final SSE event, or throws on an error event
+ *   const res = await p.invoke('echo', { text: 'hi' }); // a fetch Response
+ */
+import { readFile } from 'node:fs/promises';
+import { startCornserve, type Cornserve, type CornserveOptions } from '../../control/cli/up.js';
+import type { RegistrationEvent } from '../../control/gateway/app-manager.js';
+import { repoRoot } from './repo.js';
+
+export const TEST_ADMIN_TOKEN = 'test-admin-token';
+export const ECHO_APP = `${repoRoot}/functions/apps/echo.ts`;
+
+export interface TestPlatform extends Cornserve {
+  /** Every child output line so far, as [prefix, line]. */
+  readonly lines: Array<[string, string]>;
+  /** Registers source text (or a file path ending in .ts); resolves with all SSE events. */
+  registerEvents(sourceOrFile: string, opts?: { name?: string; alias?: string; token?: string }): Promise<RegistrationEvent[]>;
+  /** Registers and returns the app id; throws with the error event's message on failure. */
+  register(sourceOrFile: string, opts?: { name?: string; alias?: string }): Promise<string>;
+  invoke(app: string, requestData: unknown, opts?: { timeoutMs?: number; headers?: Record<string, string> }): Promise<Response>;
+  /** An authorized POST (admin routes). */
+  admin(path: string, body?: unknown): Promise<Response>;
+}
+
+export async function startPlatform(options: CornserveOptions = {}): Promise<TestPlatform> {
+  const lines: Array<[string, string]> = [];
+  const cs = await startCornserve({
+    port: 0,
+    adminToken: TEST_ADMIN_TOKEN,
+    logSink: (prefix, line) => void lines.push([prefix, line]),
+    ...options,
+  });
+  const url = (path: string) => new URL(path, cs.gatewayUrl);
+  const auth = (token = TEST_ADMIN_TOKEN) => ({ authorization: `Bearer ${token}`, 'content-type': 'application/json' });
+
+  const registerEvents: TestPlatform['registerEvents'] = async (sourceOrFile, opts = {}) => {
+    const source = /\.ts$/.test(sourceOrFile) && !sourceOrFile.includes('\n') ? await readFile(sourceOrFile, 'utf8') : sourceOrFile;
+    const { token, ...rest } = opts;
+    const res = await fetch(url('/app/register'), { method: 'POST', headers: auth(token), body: JSON.stringify({ source, ...rest }) });
+    if (!res.ok) throw new Error(`register: HTTP ${res.status} ${await res.text()}`);
+    const text = await res.text();
+    return text
+      .split('\n')
+      .filter((l) => l.startsWith('data: '))
+      .map((l) => (JSON.parse(l.slice(6)) as { event: RegistrationEvent }).event);
+  };
+
+  return Object.assign(cs, {
+    lines,
+    registerEvents,
+    async register(sourceOrFile: string, opts: { name?: string; alias?: string } = {}) {
+      const events = await registerEvents(sourceOrFile, opts);
+      const last = events.at(-1);
+      if (last?.type !== 'final') throw new Error(`registration failed: ${last?.type === 'error' ? last.message : 'no final event'}`);
+      return last.app_id;
+    },
+    invoke(app: string, requestData: unknown, opts: { timeoutMs?: number; headers?: Record<string, string> } = {}) {
+      const q = opts.timeoutMs ? `?timeout_ms=${opts.timeoutMs}` : '';
+      return fetch(url(`/app/invoke/${app}${q}`), {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', ...opts.headers },
+        body: JSON.stringify({ request_data: requestData }),
+      });
+    },
+    admin(path: string, body?: unknown) {
+      return fetch(url(path), { method: 'POST', headers: auth(), ...(body === undefined ? {} : { body: JSON.stringify(body) }) });
+    },
+  });
+}

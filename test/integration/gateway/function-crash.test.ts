@@ -1,0 +1,43 @@
+import test from 'ava';
+import { waitUntil } from '../../../lib/wait.js';
+import { startPlatform, type TestPlatform } from '../../helpers/platform.js';
+
+const SLOW_APP = `
+import { z } from 'zod';
+import { defineApp } from 'cornserve/sdk';
+import { EchoTask } from 'cornserve/tasks';
+const echo = new EchoTask({ serviceTimeMs: 3000 });
+export default defineApp({
+  name: 'crashy', tasks: { echo },
+  request: z.object({ text: z.string() }), response: z.object({ echo: z.string() }),
+  async serve(req) { return echo.call({ text: req.text }); },
+});`;
+
+let p: TestPlatform;
+test.before(async () => {
+  p = await startPlatform({ devices: 1 });
+  await p.register(SLOW_APP);
+});
+test.after.always(async () => {
+  await p?.stop();
+});
+
+test('a crashed app function fails its in-flight request with a 502, is restarted, and serves the next request', async (t) => {
+  const appId = p.apps.resolve('crashy').appId;
+  const before = p.platform.processes().find((x) => x.kind === 'app-function' && x.id === appId)!;
+  const inFlight = p.invoke('crashy', { text: 'doomed' });
+  await new Promise((r) => setTimeout(r, 500)); // the request is now waiting on the executor
+  process.kill(before.pid, 'SIGKILL');
+  const res = await inFlight;
+  t.is(res.status, 502);
+  const body = (await res.json()) as { error: { code: string; message: string } };
+  t.is(body.error.code, 'APP_FUNCTION_CRASHED');
+  t.regex(body.error.message, /crashed while handling this request.*restarted/);
+
+  await waitUntil('the app function restarted', () => p.functions.state(appId) === 'ready', { timeoutMs: 30_000 });
+  const after = p.platform.processes().find((x) => x.kind === 'app-function' && x.id === appId)!;
+  t.not(after.pid, before.pid);
+  const next = await p.invoke('crashy', { text: 'alive' });
+  t.is(next.status, 200);
+  t.deepEqual(await next.json(), { echo: 'alive' });
+});

@@ -1,0 +1,119 @@
+import test from 'ava';
+import { DEADLINE_HEADER } from '../../../functions/sdk/index.js';
+import { ECHO_APP, startPlatform, type TestPlatform } from '../../helpers/platform.js';
+
+let p: TestPlatform;
+test.before(async () => {
+  p = await startPlatform({ devices: 2, bodyLimitBytes: 64 * 1024 });
+  await p.register(ECHO_APP);
+  await p.register(SLOW_APP);
+});
+test.after.always(async () => {
+  await p?.stop();
+});
+
+const SLOW_APP = `
+import { z } from 'zod';
+import { defineApp } from 'cornserve/sdk';
+import { EchoTask } from 'cornserve/tasks';
+const echo = new EchoTask({ serviceTimeMs: 1500 });
+export default defineApp({
+  name: 'slow', tasks: { echo },
+  request: z.object({ text: z.string() }), response: z.object({ echo: z.string() }),
+  async serve(req) { return echo.call({ text: req.text }); },
+});`;
+
+type ErrorBody = { error: { code: string; message: string; details?: Array<{ path: string; message: string }> } };
+
+test('a JSON invocation returns the response', async (t) => {
+  const res = await p.invoke('echo', { text: 'hello' });
+  t.is(res.status, 200);
+  t.deepEqual(await res.json(), { echo: 'hello' });
+});
+
+test('a streaming invocation returns one NDJSON line per chunk', async (t) => {
+  const res = await p.invoke('echo', { text: 'hi', chunks: 4 });
+  t.is(res.status, 200);
+  t.is(res.headers.get('content-type'), 'application/x-ndjson');
+  const lines = (await res.text()).trim().split('\n').map((l) => JSON.parse(l) as unknown);
+  t.deepEqual(lines, [0, 1, 2, 3].map((index) => ({ echo: 'hi', index })));
+});
+
+test('the app can be invoked by its id as well as its name', async (t) => {
+  const id = p.apps.resolve('echo').appId;
+  const res = await p.invoke(id, { text: 'by id' });
+  t.deepEqual(await res.json(), { echo: 'by id' });
+});
+
+test('an invalid request is a 422 with the zod issues', async (t) => {
+  const res = await p.invoke('echo', { text: 42, chunks: -1 });
+  t.is(res.status, 422);
+  const body = (await res.json()) as ErrorBody;
+  t.is(body.error.code, 'INVALID_INPUT');
+  t.deepEqual(body.error.details!.map((d) => d.path).sort(), ['chunks', 'text']);
+});
+
+test('an unknown app is a 404', async (t) => {
+  const res = await p.invoke('no-such-app', { text: 'x' });
+  t.is(res.status, 404);
+  t.is(((await res.json()) as ErrorBody).error.code, 'APP_NOT_FOUND');
+});
+
+test('an oversized body is a 413', async (t) => {
+  const res = await p.invoke('echo', { text: 'x'.repeat(128 * 1024) });
+  t.is(res.status, 413);
+  t.is(((await res.json()) as ErrorBody).error.code, 'PAYLOAD_TOO_LARGE');
+});
+
+test('a request past its deadline (?timeout_ms) is a 504', async (t) => {
+  const res = await p.invoke('slow', { text: 'x' }, { timeoutMs: 300 });
+  t.is(res.status, 504);
+  t.is(((await res.json()) as ErrorBody).error.code, 'DEADLINE_EXCEEDED');
+});
+
+test('a deadline given in the header is honoured', async (t) => {
+  const res = await p.invoke('slow', { text: 'x' }, { headers: { [DEADLINE_HEADER]: String(Date.now() + 300) } });
+  t.is(res.status, 504);
+});
+
+test('a malformed deadline header is a 400', async (t) => {
+  const res = await p.invoke('echo', { text: 'x' }, { headers: { [DEADLINE_HEADER]: 'tomorrow' } });
+  t.is(res.status, 400);
+});
+
+test('POST /tasks/invoke runs a task graph through the dispatcher', async (t) => {
+  const [task] = await p.store.listTasks();
+  const graph = {
+    invocations: [{ task_class: 'EchoTask', task: { id: 't1', descriptor: null, config: (task!.task as { config: unknown }).config }, input: { text: 'graph' }, output: { echo: '' } }],
+    is_streaming: false,
+  };
+  const res = await fetch(`${p.gatewayUrl}/tasks/invoke`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(graph) });
+  t.is(res.status, 200);
+  t.deepEqual(await res.json(), [{ echo: 'graph' }]);
+});
+
+test('GET /tasks/list shows the deployed tasks with their executors', async (t) => {
+  const tasks = (await (await fetch(`${p.gatewayUrl}/tasks/list`)).json()) as Array<{ name: string; state: string; executors: unknown[] }>;
+  t.deepEqual(tasks.map((x) => x.name).sort(), ['echo-0ms', 'echo-1500ms']);
+  t.true(tasks.every((x) => x.state === 'ready' && x.executors.length === 1));
+});
+
+test('a scale of 0 devices is a 400', async (t) => {
+  const res = await p.admin('/task/scale', { task_id: 'whatever', num_devices: 0 });
+  t.is(res.status, 400);
+});
+
+test('GET /metrics counts invocations per app and errors by code', async (t) => {
+  await p.invoke('echo', { text: 'count me' });
+  await p.invoke('echo', { text: 1 });
+  const text = await (await fetch(`${p.gatewayUrl}/metrics`)).text();
+  t.regex(text, /cornserve_gateway_requests_total\{app="echo",status="200"\} [1-9]/);
+  t.regex(text, /cornserve_gateway_request_duration_seconds_bucket\{le="[^"]+",app="echo"\}/);
+  t.regex(text, /cornserve_gateway_errors_total\{code="INVALID_INPUT"\} [1-9]/);
+  t.regex(text, /cornserve_task_executors\{task_id="echobasetask-[0-9a-f]+",state="ready"\} 1/);
+  t.regex(text, /cornserve_gateway_in_flight_requests\{app="echo"\} 0/);
+});
+
+test('GET /health answers', async (t) => {
+  t.is((await fetch(`${p.gatewayUrl}/health`)).status, 200);
+});

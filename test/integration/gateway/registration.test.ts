@@ -1,0 +1,125 @@
+import test from 'ava';
+import { ECHO_APP, startPlatform, type TestPlatform } from '../../helpers/platform.js';
+
+let p: TestPlatform;
+test.before(async () => {
+  p = await startPlatform({ devices: 4 });
+});
+test.after.always(async () => {
+  await p?.stop();
+});
+
+/** Nothing of a failed registration remains: no app, no unit task, no process. */
+async function nothingDeployed(t: import('ava').ExecutionContext, before: { apps: number; tasks: number; processes: number }) {
+  t.is((await p.store.listApps()).length, before.apps);
+  t.is((await p.store.listTasks()).length, before.tasks);
+  t.is(p.platform.processes().length, before.processes);
+}
+const snapshot = async () => ({ apps: (await p.store.listApps()).length, tasks: (await p.store.listTasks()).length, processes: p.platform.processes().length });
+
+const app = (name: string, serviceTimeMs = 0) => `
+import { z } from 'zod';
+import { defineApp } from 'cornserve/sdk';
+import { EchoTask } from 'cornserve/tasks';
+const echo = new EchoTask({ serviceTimeMs: ${serviceTimeMs} });
+export default defineApp({
+  name: '${name}', tasks: { echo },
+  request: z.object({ text: z.string() }), response: z.object({ echo: z.string() }),
+  async serve(req) { return echo.call({ text: req.text }); },
+});`;
+
+test.serial('a syntax error is an error event naming the line, and nothing is deployed', async (t) => {
+  const before = await snapshot();
+  const events = await p.registerEvents('export default defineApp({\n  name: "x",,\n});\n');
+  t.is(events.length, 1);
+  t.is(events[0]!.type, 'error');
+  t.regex((events[0] as { message: string }).message, /syntax error at app\.ts:2:\d+/);
+  await nothingDeployed(t, before);
+});
+
+test.serial('an app without serve is an error event saying so, and nothing is deployed', async (t) => {
+  const before = await snapshot();
+  const src = `import { z } from 'zod'; import { defineApp } from 'cornserve/sdk';
+export default defineApp({ name: 'noserve', tasks: {}, request: z.object({}), response: z.object({}) } as any);`;
+  const [event] = await p.registerEvents(src);
+  t.is(event!.type, 'error');
+  t.regex((event as { message: string }).message, /serve must be a function/);
+  await nothingDeployed(t, before);
+});
+
+test.serial('a request that is not a schema is an error event saying so, and nothing is deployed', async (t) => {
+  const before = await snapshot();
+  const src = app('norequest').replace("request: z.object({ text: z.string() })", "request: { text: 'string' } as any");
+  const [event] = await p.registerEvents(src);
+  t.is(event!.type, 'error');
+  t.regex((event as { message: string }).message, /request must be a zod schema/);
+  await nothingDeployed(t, before);
+});
+
+test.serial('registration streams initial, one progress per unit task, then final; the app is listed ready', async (t) => {
+  const events = await p.registerEvents(ECHO_APP);
+  t.deepEqual(events.map((e) => e.type), ['initial', 'progress', 'final']);
+  const initial = events[0] as { app_id: string; task_names: string[] };
+  t.regex(initial.app_id, /^app-[0-9a-f]{32}$/);
+  t.deepEqual(initial.task_names, ['echo-0ms']);
+  t.like(events[1], { type: 'progress', task: 'echo-0ms' });
+  t.like(events[2], { type: 'final', message: 'Successfully deployed 1 unit task' });
+  const list = (await (await fetch(`${p.gatewayUrl}/app/list`)).json()) as Record<string, string>;
+  t.is(list[initial.app_id], 'ready');
+});
+
+test.serial('a second app with a taken name is refused by name and nothing more is deployed', async (t) => {
+  const before = await snapshot();
+  const [event] = await p.registerEvents(ECHO_APP);
+  t.is(event!.type, 'error');
+  t.regex((event as { message: string }).message, /"echo" is already used/);
+  await nothingDeployed(t, before);
+});
+
+test.serial('two apps sharing a task: unregistering one leaves the other working', async (t) => {
+  const a = await p.register(app('share-a', 7));
+  const b = await p.register(app('share-b', 7));
+  const tasks = (await p.store.listTasks()).filter((x) => (x.task as { config: { serviceTimeMs: number } }).config.serviceTimeMs === 7);
+  t.is(tasks.length, 1, 'equivalent tasks are deployed once');
+  t.is(tasks[0]!.usage, 2);
+  const un = await p.admin(`/app/unregister/${a}`);
+  t.is(un.status, 200);
+  const res = await p.invoke(b, { text: 'still here' });
+  t.is(res.status, 200);
+  t.deepEqual(await res.json(), { echo: 'still here' });
+  t.is((await p.store.getTask(tasks[0]!.taskId))?.usage, 1);
+  t.is((await p.invoke(a, { text: 'gone' })).status, 404);
+});
+
+test.serial('unregistering the last user of a task tears it down', async (t) => {
+  const id = await p.register(app('alone', 11));
+  const taskId = (await p.store.getApp(id))!.taskIds[0]!;
+  t.is((await p.admin(`/app/unregister/alone`)).status, 200);
+  t.is(await p.store.getTask(taskId), undefined);
+  t.deepEqual(await p.store.listExecutors(taskId), []);
+});
+
+test('unregistering an unknown app is a 404', async (t) => {
+  const res = await p.admin('/app/unregister/app-nope');
+  t.is(res.status, 404);
+  t.is(((await res.json()) as { error: { code: string } }).error.code, 'APP_NOT_FOUND');
+});
+
+for (const [what, headers] of [
+  ['a missing', {}],
+  ['a wrong', { authorization: 'Bearer not-the-token' }],
+] as const) {
+  test(`${what} admin token is a 401 on register, unregister and scale`, async (t) => {
+    const send = (path: string, body: unknown) =>
+      fetch(`${p.gatewayUrl}${path}`, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body: JSON.stringify(body) });
+    for (const [path, body] of [
+      ['/app/register', { source: 'x' }],
+      ['/app/unregister/echo', {}],
+      ['/task/scale', { task_id: 'x', num_devices: 1 }],
+    ] as const) {
+      const res = await send(path, body);
+      t.is(res.status, 401, path);
+      t.is(((await res.json()) as { error: { code: string } }).error.code, 'UNAUTHORIZED');
+    }
+  });
+}

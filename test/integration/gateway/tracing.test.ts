@@ -1,0 +1,80 @@
+import test from 'ava';
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { InMemorySpanExporter, SimpleSpanProcessor } from '@opentelemetry/sdk-trace';
+import { startTelemetry, stopTelemetry } from '../../../lib/telemetry.js';
+import { waitUntil } from '../../../lib/wait.js';
+import { ECHO_APP, startPlatform, type TestPlatform } from '../../helpers/platform.js';
+
+/** A span as both exporters give it: ids in hex. */
+interface SeenSpan {
+  name: string;
+  traceId: string;
+  spanId: string;
+  parentSpanId?: string;
+  where: 'in-process' | 'child';
+}
+
+// This process (gateway + dispatcher) exports to memory; the app function (a child process) exports over
+// OTLP/HTTP to a collector run by this test.
+const exporter = new InMemorySpanExporter();
+const childSpans: SeenSpan[] = [];
+let collector: Server;
+let p: TestPlatform;
+
+test.before(async () => {
+  await startTelemetry('cornserve-test', [new SimpleSpanProcessor({ exporter })]);
+  collector = createServer((req, res) => {
+    let body = '';
+    req.on('data', (d: Buffer) => (body += d.toString()));
+    req.on('end', () => {
+      type Otlp = { resourceSpans?: Array<{ scopeSpans?: Array<{ spans?: Array<{ name: string; traceId: string; spanId: string; parentSpanId?: string }> }> }> };
+      for (const rs of (JSON.parse(body) as Otlp).resourceSpans ?? [])
+        for (const ss of rs.scopeSpans ?? [])
+          for (const s of ss.spans ?? []) childSpans.push({ name: s.name, traceId: s.traceId, spanId: s.spanId, ...(s.parentSpanId ? { parentSpanId: s.parentSpanId } : {}), where: 'child' });
+      res.writeHead(200, { 'content-type': 'application/json' }).end('{}');
+    });
+  });
+  await new Promise<void>((r) => collector.listen(0, '127.0.0.1', r));
+  const endpoint = `http://127.0.0.1:${(collector.address() as AddressInfo).port}`;
+  p = await startPlatform({ devices: 1, childEnv: { OTEL_EXPORTER_OTLP_ENDPOINT: endpoint, OTEL_BSP_SCHEDULE_DELAY: '50' } });
+  await p.register(ECHO_APP);
+});
+test.after.always(async () => {
+  await p?.stop();
+  collector?.close();
+  await stopTelemetry();
+});
+
+const TRACE_ID = '4bf92f3577b34da6a3ce929d0e0e4736';
+const ROOT_SPAN = '00f067aa0ba902b7';
+
+test('one trace runs gateway -> app function -> dispatcher -> executor call, each span the child of the previous hop', async (t) => {
+  const res = await p.invoke('echo', { text: 'traced' }, { headers: { traceparent: `00-${TRACE_ID}-${ROOT_SPAN}-01` } });
+  t.is(res.status, 200);
+  await res.text();
+
+  const local = (): SeenSpan[] =>
+    exporter.getFinishedSpans().map((s) => ({
+      name: s.name,
+      traceId: s.spanContext().traceId,
+      spanId: s.spanContext().spanId,
+      ...(s.parentSpanContext?.spanId ? { parentSpanId: s.parentSpanContext.spanId } : {}),
+      where: 'in-process',
+    }));
+  const all = () => [...local(), ...childSpans].filter((s) => s.traceId === TRACE_ID);
+  const find = (re: RegExp) => all().find((s) => re.test(s.name));
+  await waitUntil('every hop exported its span', () => find(/^gateway POST/) && find(/^function POST \/invoke/) && find(/^function\.dispatch/) && find(/^dispatcher\.invoke/), { timeoutMs: 15_000 });
+
+  const gateway = find(/^gateway POST/)!;
+  const fn = find(/^function POST \/invoke/)!;
+  const dispatch = find(/^function\.dispatch/)!;
+  const dispatcher = find(/^dispatcher\.invoke/)!;
+  t.is(gateway.parentSpanId, ROOT_SPAN, 'the gateway continues the caller\'s trace');
+  t.is(fn.where, 'child');
+  t.is(fn.parentSpanId, gateway.spanId, 'the app function is a child of the gateway');
+  t.is(dispatch.parentSpanId, fn.spanId, 'the CloudEvent is sent inside the function span');
+  t.is(dispatcher.parentSpanId, dispatch.spanId, 'the dispatcher continues the traceparent carried by the CloudEvent');
+  const executorCall = all().find((s) => s.parentSpanId === dispatcher.spanId);
+  t.truthy(executorCall, 'the dispatcher opens a span for the executor call under its own');
+});
