@@ -55,6 +55,13 @@ export class ScaleBelowMinimumError extends CornserveError {
   }
 }
 
+/** close() was called; this resource manager deploys and scales nothing any more. 503. */
+export class ResourceManagerClosedError extends CornserveError {
+  constructor() {
+    super('RESOURCES_CLOSED', 'the resource manager is shut down', 503);
+  }
+}
+
 /**
  * A deploy failed and was rolled back. Keeps the cause's code and status when it has them (e.g. 409
  * INSUFFICIENT_DEVICES), else DEPLOY_FAILED / 500.

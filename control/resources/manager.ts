@@ -24,7 +24,14 @@ import {
   freeOwner,
   type Inventory,
 } from './allocation.js';
-import { DeployError, InvalidScaleError, ScaleBelowMinimumError, TaskNotFoundError, TaskNotReadyError } from './errors.js';
+import {
+  DeployError,
+  InvalidScaleError,
+  ResourceManagerClosedError,
+  ScaleBelowMinimumError,
+  TaskNotFoundError,
+  TaskNotReadyError,
+} from './errors.js';
 import { KeyedMutex, Mutex } from './mutex.js';
 import { newTaskRecord, taskFromRecord as defaultTaskFromRecord, taskIdOfTask } from './task-records.js';
 import type { DeployProgress, ResourceManagerApi, TaskStatus } from './types.js';
@@ -354,7 +361,7 @@ export class ResourceManager implements ResourceManagerApi {
   }
 
   private assertOpen(): void {
-    if (this.closed) throw new Error('the resource manager is closed');
+    if (this.closed) throw new ResourceManagerClosedError();
   }
 }
 

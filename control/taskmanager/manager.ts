@@ -9,6 +9,7 @@
  * Concurrency: the resource manager serialises add/remove/stop calls per task; restarts run on their own and
  * step aside (abort) when their executor is removed.
  */
+import { isCornserveError as isError } from '../../functions/sdk/errors.js';
 import type { LaunchSpec } from '../descriptors/types.js';
 import type { Platform, PlatformEvent } from '../platform/types.js';
 import type { DeviceRef, ExecutorRoute, ExecutorState, Store } from '../store/types.js';
@@ -259,7 +260,7 @@ export class TaskManager {
     try {
       await this.launch(slot);
     } catch (e) {
-      if (slot.phase !== 'restarting') return;
+      if (slot.phase !== 'restarting' || isError(e) && e.code === 'PLATFORM_SHUT_DOWN') return;
       this.log.warn({ executor: slot.executorId, err: (e as Error).message }, 'restart failed; trying again');
       this.scheduleRestart(slot);
       return;

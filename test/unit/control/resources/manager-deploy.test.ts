@@ -116,3 +116,13 @@ test.serial('listTasks reports each task with its name, usage and executors', as
   t.like(status, { taskId: id, name: 'echo-7ms', usage: 1, state: 'ready', taskClass: 'EchoBaseTask' });
   t.deepEqual(status!.executors.map((e) => e.state), ['ready']);
 });
+
+test.serial('close stops every executor and deletes the routes but keeps the tasks for a later recover()', async (t) => {
+  const { rm, store, platform } = startResourceManager(t);
+  const [id] = await rm.deploy([echoTask(0)]);
+  await rm.close();
+  t.like(await store.getTask(id!), { usage: 1, state: 'ready' });
+  t.deepEqual(await store.listExecutors(), []);
+  t.deepEqual(platform.processes(), []);
+  t.like(await t.throwsAsync(rm.deploy([echoTask(0)])), { code: 'RESOURCES_CLOSED', status: 503 });
+});
