@@ -37,6 +37,18 @@ export class EchoEach extends CompositeTask<{ texts: string[] }, string[]> {
   }
 }
 
+/** A composite whose invoke() is `invoke` (tasks it uses live in the closure): for record/replay behaviour tests. */
+export function composite<I, O>(invoke: (input: I) => O, name = 'test-composite'): CompositeTask<I, O> {
+  return new (class extends CompositeTask<I, O> {
+    get name() {
+      return name;
+    }
+    invoke(input: I): O {
+      return invoke(input);
+    }
+  })();
+}
+
 /** A composite made of other tasks, for discovery tests. */
 export class Wrapper extends CompositeTask<EchoInput, unknown> {
   constructor(readonly inner: Task[]) {

@@ -1,6 +1,5 @@
 import test from 'ava';
 import {
-  CompositeTask,
   DEFAULT_DEADLINE_MS,
   DeterminismViolationError,
   DispatchError,
@@ -13,23 +12,20 @@ import {
 } from '../../../../functions/sdk/index.js';
 import { EchoTask, EncoderTask, type EchoInput } from '../../../../functions/tasks/index.js';
 import { FakeDispatcher } from '../../../helpers/fake-dispatcher.js';
-import { EchoEach, MODEL } from '../fixtures.js';
+import { EchoEach, MODEL, composite } from '../fixtures.js';
 
 /** Answers each echo invocation with its input text upper-cased: real outputs differ from placeholders. */
 const upper = () => new FakeDispatcher({ output: (inv) => ({ echo: (inv.input as EchoInput).text.toUpperCase() }) });
 
 /** A composite whose control flow depends on state, not on the input: it makes one more call each time it runs. */
-class GrowingComposite extends CompositeTask<EchoInput, string[]> {
-  readonly echo = new EchoTask({});
-  #runs = 0;
-  get name() {
-    return 'growing';
-  }
-  invoke(input: EchoInput): string[] {
-    this.#runs++;
-    return Array.from({ length: this.#runs }, () => this.echo.invoke(input).echo);
-  }
-}
+const growing = () => {
+  const echo = new EchoTask({});
+  let runs = 0;
+  return composite((input: EchoInput) => {
+    runs++;
+    return Array.from({ length: runs }, () => echo.invoke(input).echo);
+  });
+};
 
 // ---------- record -> dispatch -> replay ----------
 
@@ -54,20 +50,15 @@ test('a composite that calls no unit task returns without dispatching', async (t
 });
 
 test('the recorded input is a copy: mutating it after invoke() does not change the graph', async (t) => {
-  class Mutating extends CompositeTask<EchoInput, string> {
-    readonly echo = new EchoTask({});
-    get name() {
-      return 'mutating';
-    }
-    invoke(input: EchoInput): string {
-      const req = { text: input.text };
-      const out = this.echo.invoke(req).echo;
-      req.text = 'changed';
-      return out;
-    }
-  }
+  const echo = new EchoTask({});
+  const mutating = composite((input: EchoInput) => {
+    const req = { text: input.text };
+    const out = echo.invoke(req).echo;
+    req.text = 'changed';
+    return out;
+  });
   const fake = upper();
-  await new Mutating().call({ text: 'orig' }, { dispatcher: fake });
+  await mutating.call({ text: 'orig' }, { dispatcher: fake });
   t.deepEqual(fake.graphs[0]!.invocations[0]!.input, { text: 'orig' });
 });
 
@@ -142,44 +133,31 @@ test('a context refuses a second set of outputs', (t) => {
 });
 
 test('replay with no outputs left is a DeterminismViolationError', async (t) => {
-  await t.throwsAsync(new GrowingComposite().call({ text: 'a' }, { dispatcher: upper() }), {
+  await t.throwsAsync(growing().call({ text: 'a' }, { dispatcher: upper() }), {
     instanceOf: DeterminismViolationError,
     message: /has no more outputs to replay: record made 1 calls/,
   });
 });
 
 test('replay making fewer calls than record is a DeterminismViolationError', async (t) => {
-  class Shrinking extends CompositeTask<EchoInput, string[]> {
-    readonly echo = new EchoTask({});
-    #left = 2;
-    get name() {
-      return 'shrinking';
-    }
-    invoke(input: EchoInput): string[] {
-      return Array.from({ length: this.#left-- }, () => this.echo.invoke(input).echo);
-    }
-  }
-  await t.throwsAsync(new Shrinking().call({ text: 'a' }, { dispatcher: upper() }), {
+  const echo = new EchoTask({});
+  let calls = 2;
+  const shrinking = composite((input: EchoInput) => Array.from({ length: calls-- }, () => echo.invoke(input).echo));
+  await t.throwsAsync(shrinking.call({ text: 'a' }, { dispatcher: upper() }), {
     instanceOf: DeterminismViolationError,
     message: /replay made 1 unit-task calls but record made 2/,
   });
 });
 
 test('replay calling a different task than record did is a DeterminismViolationError', async (t) => {
-  class Swapping extends CompositeTask<EchoInput, string> {
-    readonly a = new EchoTask({ serviceTimeMs: 1 });
-    readonly b = new EchoTask({ serviceTimeMs: 2 });
-    #first = true;
-    get name() {
-      return 'swapping';
-    }
-    invoke(input: EchoInput): string {
-      const task = this.#first ? this.a : this.b;
-      this.#first = false;
-      return task.invoke(input).echo;
-    }
-  }
-  await t.throwsAsync(new Swapping().call({ text: 'a' }, { dispatcher: upper() }), {
+  const [a, b] = [new EchoTask({ serviceTimeMs: 1 }), new EchoTask({ serviceTimeMs: 2 })];
+  let first = true;
+  const swapping = composite((input: EchoInput) => {
+    const task = first ? a : b;
+    first = false;
+    return task.invoke(input).echo;
+  });
+  await t.throwsAsync(swapping.call({ text: 'a' }, { dispatcher: upper() }), {
     instanceOf: DeterminismViolationError,
     message: /replay call #0 is echo-2ms .* but record call #0 was echo-1ms/,
   });
@@ -190,18 +168,13 @@ test('invoke() of a unit task outside call() is refused', (t) => {
 });
 
 test('call() inside invoke() fails the outer call and dispatches nothing', async (t) => {
-  class CallsInside extends CompositeTask<EchoInput, unknown> {
-    readonly echo = new EchoTask({});
-    get name() {
-      return 'calls-inside';
-    }
-    invoke(input: EchoInput): unknown {
-      void this.echo.call(input);
-      return this.echo.invoke(input);
-    }
-  }
+  const echo = new EchoTask({});
+  const callsInside = composite((input: EchoInput) => {
+    void echo.call(input);
+    return echo.invoke(input);
+  });
   const fake = upper();
-  await t.throwsAsync(new CallsInside().call({ text: 'a' }, { dispatcher: fake }), {
+  await t.throwsAsync(callsInside.call({ text: 'a' }, { dispatcher: fake }), {
     instanceOf: RecordReplayError,
     message: /call\(\) inside invoke\(\)/,
   });
@@ -209,21 +182,16 @@ test('call() inside invoke() fails the outer call and dispatches nothing', async
 });
 
 test('an async invoke() is refused, and its abandoned body does not leak an unhandled rejection', async (t) => {
-  class AsyncComposite extends CompositeTask<EchoInput, any> {
-    readonly echo = new EchoTask({});
-    get name() {
-      return 'async';
-    }
-    async invoke(input: EchoInput): Promise<unknown> {
-      await Promise.resolve();
-      return this.echo.invoke(input); // runs after record gave up: throws inside the abandoned promise
-    }
-  }
+  const echo = new EchoTask({});
+  const asyncComposite = composite(async (input: EchoInput) => {
+    await Promise.resolve();
+    return echo.invoke(input); // runs after record gave up: throws inside the abandoned promise
+  });
   let unhandled: unknown;
   const onUnhandled = (e: unknown) => (unhandled = e);
   process.on('unhandledRejection', onUnhandled);
   try {
-    await t.throwsAsync(new AsyncComposite().call({ text: 'a' }, { dispatcher: upper() }), {
+    await t.throwsAsync(asyncComposite.call({ text: 'a' }, { dispatcher: upper() }), {
       instanceOf: RecordReplayError,
       message: /must be synchronous/,
     });
