@@ -60,6 +60,8 @@ export class KubernetesPlatform implements Platform {
   private readonly podListeners = new Set<(pod: KubeObject) => void>();
   private podInformer: Informer | undefined;
   private closed = false;
+  /** Aborted by shutdown(): ends every wait still in progress. */
+  private readonly closing = new AbortController();
   private shutdownPromise: Promise<void> | undefined;
 
   constructor(init: KubernetesPlatformInit) {
@@ -110,7 +112,11 @@ export class KubernetesPlatform implements Platform {
     try {
       await this.watchPods();
       const current = await this.client.get(RESOURCE.deployment, name);
-      await waitFor(this.client, RESOURCE.deployment, name, current, deploymentReady, { timeoutMs, what, signal: stuck.signal });
+      await waitFor(this.client, RESOURCE.deployment, name, current, deploymentReady, {
+        timeoutMs,
+        what,
+        signal: AbortSignal.any([stuck.signal, this.closing.signal]),
+      });
     } finally {
       this.podListeners.delete(onPod);
     }
@@ -161,6 +167,7 @@ export class KubernetesPlatform implements Platform {
       const ready = await waitFor(this.client, RESOURCE.knativeService, appObjectName(spec.name), applied, knativeReady, {
         timeoutMs: this.options.readyTimeoutMs,
         what,
+        signal: this.closing.signal,
       });
       const url = (ready.status?.url as string | undefined) ?? this.appUrl(spec.name);
       this.apps.set(spec.appId, { appId: spec.appId, name: spec.name, url, deleting: false });
@@ -344,6 +351,7 @@ export class KubernetesPlatform implements Platform {
   shutdown(): Promise<void> {
     this.shutdownPromise ??= (async () => {
       this.closed = true;
+      this.closing.abort(new KubeShutDownError());
       if (this.options.onShutdown === 'delete') {
         await Promise.all([...this.apps.keys()].map((id) => this.deleteAppFunction(id)));
         await Promise.all([...this.executors.keys()].map((id) => this.stopExecutor(id)));

@@ -7,6 +7,7 @@ import test from 'ava';
 import { KubeConfig } from '@kubernetes/client-node';
 import { waitUntil } from '../../../lib/wait.js';
 import { KubernetesPlatform } from '../../../control/platform/kubernetes/platform.js';
+import { executorDeployment, executorService, appKnativeService } from '../../../control/platform/kubernetes/manifests.js';
 import {
   APPLY, APPS, KSVC, MANAGED, NS, V1, appSpec, deployReady, executorSpec, knativeReady, lines, rig, runPod, setPodStatus, watchQuery, whenWatched,
 } from './fixtures.js';
@@ -90,6 +91,9 @@ test('deploying an executor applies its Service and Deployment with server-side 
   t.deepEqual(c.args, ['--service-time-ms', '0']);
   t.is(c.env.find((e: { name: string }) => e.name === 'CORNSERVE_SIDECAR_RANKS').value, '0');
   t.deepEqual(patches[0]!.body.spec.selector, { 'cornserve.ai/executor-id': 'e1' });
+  // Nothing the builders produce is lost on the way through the client's serializer.
+  t.deepEqual(dep, executorDeployment(executorSpec('e1'), r.platform.options));
+  t.deepEqual(patches[0]!.body, executorService(executorSpec('e1'), r.platform.options));
 });
 
 test('applying the same executor twice sends the same patch and changes nothing', async (t) => {
@@ -249,6 +253,7 @@ test('deploying an app function applies its source ConfigMap and Knative Service
     `PATCH ${KSVC}/cs-app-echo?${APPLY}`,
     `GET ${KSVC}?${watchQuery({ fieldSelector: 'metadata.name=cs-app-echo' }, ksvcRv)}`,
   ]);
+  t.deepEqual(applied.body, appKnativeService(appSpec('app-1', 'echo'), r.platform.options));
   const tmpl = applied.body.spec.template;
   t.like(tmpl.metadata.annotations, { 'autoscaling.knative.dev/target': '8', 'autoscaling.knative.dev/min-scale': '0', 'autoscaling.knative.dev/max-scale': '10' });
   const env = Object.fromEntries(tmpl.spec.containers[0].env.map((e: { name: string; value: string }) => [e.name, e.value]));
@@ -310,6 +315,13 @@ test('a crashing app-function container is reported, a pod removed by scale-to-z
 });
 
 // ---------- teardown ----------
+
+test('shutdown ends a deployment still waiting for Knative', async (t) => {
+  const r = await rig(t);
+  const deploying = r.platform.deployAppFunction(appSpec('app-1', 'echo'));
+  await whenWatched(r.api, KSVC, 'cs-app-echo', () => void r.platform.shutdown());
+  await t.throwsAsync(deploying, { message: /shut down/ });
+});
 
 test('shutdown leaves executors and app functions running by default', async (t) => {
   const r = await rig(t);
