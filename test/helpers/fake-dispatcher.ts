@@ -66,6 +66,7 @@ export class FakeDispatcher implements GraphDispatcher {
     const graph = toJsonValue<TaskGraphJSON>(graphJson);
     this.dispatched.push({ graph, options: { ...options } });
     if (options.deadline <= Date.now()) throw deadlineExceeded();
+    if (options.signal?.aborted) throw cancelled();
     try {
       TaskGraph.fromJSON(graph);
     } catch (e) {
@@ -97,6 +98,10 @@ export class FakeDispatcher implements GraphDispatcher {
   }
 }
 
+function cancelled(): DispatchError {
+  return new DispatchError('the caller went away', 499, undefined, 'DISPATCH_CANCELLED');
+}
+
 function deadlineExceeded(): DispatchError {
   return new DispatchError('the task graph did not finish before its deadline', 504, undefined, 'DEADLINE_EXCEEDED');
 }
@@ -106,7 +111,7 @@ async function work(ms: number, options: DispatchOptions): Promise<void> {
   try {
     await sleep(ms, signal);
   } catch (e) {
-    if (options.signal?.aborted) throw new DispatchError('the caller went away', 499, undefined, 'DISPATCH_CANCELLED');
+    if (options.signal?.aborted) throw cancelled();
     if (Date.now() >= options.deadline || (e as Error).name === 'TimeoutError') throw deadlineExceeded();
     throw e;
   }
