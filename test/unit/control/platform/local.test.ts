@@ -98,6 +98,20 @@ test('stopExecutor kills a process that ignores SIGTERM once the grace period pa
   t.like(await exited, { signal: 'SIGKILL', expected: true });
 });
 
+test('an executor asking for its previous port gets it again, and a free one when it is taken', async (t) => {
+  const p = quietPlatform();
+  t.teardown(() => p.shutdown());
+  const first = await p.startExecutor({ executorId: 'ex-port', taskId: 't', node: 'local', devices: [dev(0)], launch: launch() });
+  await healthy(first.url);
+  const port = Number(new URL(first.url).port);
+  await p.stopExecutor('ex-port');
+  const again = await p.startExecutor({ executorId: 'ex-port', taskId: 't', node: 'local', devices: [dev(0)], launch: launch(), port });
+  t.is(again.url, first.url);
+  await healthy(again.url);
+  const other = await p.startExecutor({ executorId: 'ex-other', taskId: 't', node: 'local', devices: [dev(1)], launch: launch(), port });
+  t.not(other.url, first.url);
+});
+
 test('stopExecutor of an unknown id is a no-op', async (t) => {
   await t.notThrowsAsync(quietPlatform().stopExecutor('nope'));
 });
