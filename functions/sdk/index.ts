@@ -4,19 +4,17 @@
  * @example
  * ```ts
  * import { z } from 'zod';
- * import { defineApp } from 'cornserve/functions/sdk';
- * import { EncoderTask } from 'cornserve/functions/tasks';
+ * import { defineApp } from '../sdk/index.js';
+ * import { MLLMTask, chatRequestSchema, chatChunkSchema } from '../tasks/index.js';
  *
- * const encoder = new EncoderTask({ modality: 'image', modelIds: ['cornserve/tiny-vlm-a'] });
+ * // One image encoder + one LLM; the encoder's embeddings travel to the LLM through the sidecars.
+ * const mllm = new MLLMTask({ modelId: 'cornserve/tiny-vlm-a', modalities: ['image'] });
  * export default defineApp({
- *   name: 'embed',
- *   tasks: { encoder },
- *   request: z.object({ url: z.string() }),
- *   response: z.object({ id: z.string() }),
- *   async serve(req) {
- *     const out = await encoder.call({ model_id: 'cornserve/tiny-vlm-a', data_urls: [req.url] });
- *     return { id: out.embeddings[0]!.id };
- *   },
+ *   name: 'mllm',
+ *   tasks: { mllm },
+ *   request: chatRequestSchema,
+ *   response: chatChunkSchema, // serve streams: each chunk is validated
+ *   serve: (req) => mllm.call(req),
  * });
  * ```
  *
