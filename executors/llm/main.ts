@@ -1,0 +1,85 @@
+/**
+ * Entry point of the LLM executor process.
+ *
+ *   node --import tsx executors/llm/main.ts --model-id cornserve/tiny-vlm-a [--port 8000] [--sidecar-socket PATH]
+ *
+ * The platform passes PORT, CORNSERVE_EXECUTOR_ID, CORNSERVE_SIDECAR_RANKS and CORNSERVE_SIDECAR_URL (a unix
+ * socket path, `unix:` URL) in the environment; flags win over the environment.
+ */
+import { Command } from 'commander';
+import { EXECUTOR_ENV } from '../../control/descriptors/types.js';
+import { logger } from '../../lib/log.js';
+import { SidecarClient } from '../../sidecar/client/client.js';
+import { findModel } from '../models/catalog.js';
+import { LlmModel } from './model.js';
+import { buildLlmServer } from './server.js';
+
+const int = (v: string) => {
+  const n = Number(v);
+  if (!Number.isInteger(n) || n < 0) throw new Error(`not a non-negative integer: ${v}`);
+  return n;
+};
+
+/** `unix:///p`, `unix:/p` or `/p` → `/p`; anything else (e.g. an http URL) is not a socket. */
+export function socketPathOf(url: string | undefined): string | undefined {
+  if (!url) return undefined;
+  if (url.startsWith('unix://')) return url.slice('unix://'.length);
+  if (url.startsWith('unix:')) return url.slice('unix:'.length);
+  return url.startsWith('/') ? url : undefined;
+}
+
+const program = new Command('llm-executor')
+  .description('LLM executor: OpenAI-compatible chat completions over an ONNX decoder with continuous batching')
+  .option('--model-id <id>', 'model id to serve (its folder is found in the models dir)', 'cornserve/tiny-vlm-a')
+  .option('--model-dir <dir>', 'serve this model folder instead of looking the model id up')
+  .option('--models-dir <dir>', 'where model folders live (default: $CORNSERVE_MODELS_DIR or <repo>/.models)')
+  .option('--port <port>', 'HTTP port (default: $PORT or 8000)', int)
+  .option('--host <host>', 'address to bind', '127.0.0.1')
+  .option('--max-batch <n>', 'sequences decoded together at most', int, 32)
+  .option('--max-waiting <n>', 'requests waiting at most before 503', int, 1024)
+  .option('--max-prefill-tokens <n>', 'padded prompt tokens per prefill call', int, 4096)
+  .option('--threads <n>', 'onnxruntime intra-op threads (0 = one per core)', int, 0)
+  .option('--sidecar-socket <path>', 'the node sidecar\'s unix socket (default: from $CORNSERVE_SIDECAR_URL)')
+  .option('--sidecar-ranks <ranks>', 'this executor\'s sidecar ranks, comma-separated (default: $CORNSERVE_SIDECAR_RANKS)')
+  .option('--no-receive-embeddings', 'refuse multimodal parts (do not receive embeddings from the sidecar)')
+  .option('--timeout-ms <ms>', 'deadline of requests without an x-cornserve-deadline header', int, 300_000)
+  .parse();
+
+const o = program.opts<{
+  modelId: string; modelDir?: string; modelsDir?: string; port?: number; host: string; maxBatch: number; maxWaiting: number;
+  maxPrefillTokens: number; threads: number; sidecarSocket?: string; sidecarRanks?: string; receiveEmbeddings: boolean; timeoutMs: number;
+}>();
+const executorId = process.env[EXECUTOR_ENV.executorId];
+const log = logger('llm', { executor: executorId });
+
+const dir = o.modelDir ?? (await findModel(o.modelId, 'text', o.modelsDir)).dir;
+const model = await LlmModel.load(dir, o.threads ? { threads: o.threads } : {});
+const socket = o.sidecarSocket ?? socketPathOf(process.env[EXECUTOR_ENV.sidecar]);
+const ranks = (o.sidecarRanks ?? process.env[EXECUTOR_ENV.ranks] ?? '').split(',').filter(Boolean).map(int);
+let sidecar: SidecarClient | undefined;
+if (socket) {
+  if (!ranks.length) throw new Error('a sidecar socket needs the executor\'s sidecar ranks (--sidecar-ranks or $CORNSERVE_SIDECAR_RANKS)');
+  sidecar = await SidecarClient.connect({ rank: ranks[0]!, group: ranks, socketPath: socket, recvDtype: 'f32', memoryHint: model.config.hidden * 4 });
+}
+const server = buildLlmServer({
+  model, ...(sidecar ? { sidecar } : {}), receiveEmbeddings: o.receiveEmbeddings, ...(executorId ? { executorId } : {}),
+  engine: { maxBatch: o.maxBatch, maxWaiting: o.maxWaiting, maxPrefillTokens: o.maxPrefillTokens }, defaultTimeoutMs: o.timeoutMs, log,
+});
+const port = o.port ?? Number(process.env[EXECUTOR_ENV.port] ?? 8000);
+const http = server.app.listen(port, o.host, () => {
+  log.info({ port, model: model.manifest.name, modelIds: model.modelIds, sidecar: socket ?? null }, 'llm executor listening');
+});
+http.keepAliveTimeout = 65_000;
+let stopping = false;
+const stop = () => {
+  if (stopping) return;
+  stopping = true;
+  http.close();
+  http.closeAllConnections();
+  void server.close().then(() => model.close()).finally(() => {
+    sidecar?.close();
+    process.exit(0);
+  });
+};
+process.on('SIGTERM', stop);
+process.on('SIGINT', stop);

@@ -1,0 +1,84 @@
+/**
+ * The OpenAI chat-completions wire format as this executor speaks it: the request (the SDK's chat request
+ * schema plus the executor-only `vllm_xargs` for hidden-state forwarding, as the reference's vLLM fork takes
+ * them) and the response objects (chunks for SSE, one completion otherwise).
+ */
+import { randomBytes } from 'node:crypto';
+import { z } from 'zod';
+import { chatRequestSchema } from '../../functions/tasks/openai.js';
+import { llmErrors } from './errors.js';
+import type { FinishReason } from './sequence.js';
+
+/** Keys of `vllm_xargs` for LLMEmbeddingTask (names as in the reference). */
+export const HIDDEN_STATES_ID = 'cornserve_hidden_states_forward_id';
+export const HIDDEN_STATES_RANKS = 'cornserve_hidden_states_forward_ranks';
+
+const rankGroups = z.array(z.array(z.number().int().nonnegative()).min(1)).min(1);
+
+export const executorRequestSchema = chatRequestSchema.extend({
+  n: z.number().int().positive().optional(),
+  vllm_xargs: z.record(z.string(), z.unknown()).optional(),
+});
+export type ExecutorRequest = z.infer<typeof executorRequestSchema>;
+
+/** The hidden-state forward a request asks for, if any. Ranks may be a JSON string (the reference sends str(list)). */
+export function hiddenStatesForward(req: ExecutorRequest): { id: string; dstGroups: number[][] } | undefined {
+  const x = req.vllm_xargs ?? {};
+  const id = x[HIDDEN_STATES_ID];
+  if (id === undefined) return undefined;
+  if (typeof id !== 'string' || !/^[0-9a-f]{1,64}$/.test(id)) throw llmErrors.badRequest(`vllm_xargs.${HIDDEN_STATES_ID} must be a lowercase hex id`, `vllm_xargs.${HIDDEN_STATES_ID}`);
+  let ranks = x[HIDDEN_STATES_RANKS];
+  if (typeof ranks === 'string') {
+    try {
+      ranks = JSON.parse(ranks);
+    } catch {
+      ranks = undefined;
+    }
+  }
+  const r = rankGroups.safeParse(ranks);
+  if (!r.success) throw llmErrors.badRequest(`vllm_xargs.${HIDDEN_STATES_RANKS} must be a list of rank groups, e.g. [[2]]`, `vllm_xargs.${HIDDEN_STATES_RANKS}`);
+  return { id, dstGroups: r.data };
+}
+
+export interface Usage { prompt_tokens: number; completion_tokens: number; total_tokens: number }
+
+export const usage = (prompt: number, completion: number): Usage => ({ prompt_tokens: prompt, completion_tokens: completion, total_tokens: prompt + completion });
+
+export const completionId = () => `chatcmpl-${randomBytes(12).toString('hex')}`;
+
+/** Builds the chunks of one streamed completion (same id / created / model on each). */
+export class ChunkWriter {
+  readonly created = Math.floor(Date.now() / 1000);
+  constructor(readonly id: string, readonly model: string, private readonly includeUsage: boolean) {}
+
+  private chunk(choices: unknown[], extra: Record<string, unknown> = {}): Record<string, unknown> {
+    return {
+      id: this.id, object: 'chat.completion.chunk', created: this.created, model: this.model, choices,
+      ...(this.includeUsage ? { usage: null } : {}), ...extra,
+    };
+  }
+
+  role(): Record<string, unknown> {
+    return this.chunk([{ index: 0, delta: { role: 'assistant', content: '' }, logprobs: null, finish_reason: null }]);
+  }
+
+  content(text: string): Record<string, unknown> {
+    return this.chunk([{ index: 0, delta: { content: text }, logprobs: null, finish_reason: null }]);
+  }
+
+  finish(reason: FinishReason): Record<string, unknown> {
+    return this.chunk([{ index: 0, delta: {}, logprobs: null, finish_reason: reason }]);
+  }
+
+  usage(u: Usage): Record<string, unknown> {
+    return this.chunk([], { usage: u });
+  }
+}
+
+export function completion(id: string, model: string, text: string, reason: FinishReason, u: Usage, extra: Record<string, unknown> = {}): Record<string, unknown> {
+  return {
+    id, object: 'chat.completion', created: Math.floor(Date.now() / 1000), model,
+    choices: [{ index: 0, message: { role: 'assistant', content: text }, logprobs: null, finish_reason: reason }],
+    usage: u, ...extra,
+  };
+}

@@ -1,0 +1,214 @@
+/**
+ * The LLM executor's HTTP server: an OpenAI-compatible chat-completions endpoint over the in-process engine.
+ *   POST /v1/chat/completions   streaming (SSE `data: {chunk}` … `data: [DONE]`) or one JSON completion
+ *   GET  /v1/models  /health  /info  /metrics
+ * Multimodal parts arrive as data-id URLs whose embeddings come from the sidecar; `vllm_xargs` with a
+ * hidden-state forward id makes the request prefill-only and sends the prompt's hidden states to the sidecar.
+ * Errors use OpenAI's error shape. A client that disconnects cancels its request: its batch slot is freed at
+ * the next step boundary.
+ */
+import express, { type Request, type Response } from 'express';
+import { DEADLINE_HEADER } from '../../functions/sdk/dispatch.js';
+import { logger, type Logger } from '../../lib/log.js';
+import { traceRequests } from '../../lib/telemetry.js';
+import type { SidecarClient } from '../../sidecar/client/client.js';
+import { tensor } from '../../sidecar/tensor.js';
+import { Engine, type EngineOptions, type EngineRequest } from './engine.js';
+import { llmErrors, toOpenAIError } from './errors.js';
+import { createLlmMetrics } from './metrics.js';
+import type { LlmModel } from './model.js';
+import { mediaRefs, receiveEmbeddings } from './multimodal.js';
+import { ChunkWriter, completion, completionId, executorRequestSchema, hiddenStatesForward, usage, type ExecutorRequest } from './openai.js';
+import { buildPrompt, renderChat, type Prompt } from './prompt.js';
+
+export interface LlmServerOptions {
+  model: LlmModel;
+  engine?: EngineOptions;
+  /** The node's sidecar: multimodal embeddings are received and hidden states sent through it. */
+  sidecar?: SidecarClient;
+  /** Accept multimodal parts (their embeddings come from the sidecar). @default true when a sidecar is given */
+  receiveEmbeddings?: boolean;
+  executorId?: string;
+  /** Deadline of a request without an x-cornserve-deadline header. @default 300000 */
+  defaultTimeoutMs?: number;
+  log?: Logger;
+}
+
+export interface LlmServer {
+  app: express.Express;
+  engine: Engine;
+  close(): Promise<void>;
+}
+
+function parseRequest(body: unknown): ExecutorRequest {
+  const r = executorRequestSchema.safeParse(body);
+  if (r.success) return r.data;
+  const issue = r.error.issues[0]!;
+  const param = issue.path.map(String).join('.') || null;
+  throw llmErrors.badRequest(r.error.issues.map((i) => `${i.path.map(String).join('.') || '(body)'}: ${i.message}`).join('; '), param);
+}
+
+function deadlineOf(req: Request, defaultMs: number): number {
+  const h = req.get(DEADLINE_HEADER);
+  if (h === undefined) return Date.now() + defaultMs;
+  const d = Number(h);
+  if (!Number.isFinite(d) || d <= 0) throw llmErrors.badRequest(`the ${DEADLINE_HEADER} header must be epoch milliseconds`, DEADLINE_HEADER);
+  return d;
+}
+
+/** Max completion tokens for a prompt; the prompt plus them must fit the model's context. */
+function maxTokensFor(model: LlmModel, body: ExecutorRequest, prompt: Prompt): number {
+  const ctx = model.config.maxPositions;
+  if (prompt.n >= ctx) throw llmErrors.contextTooLong(`the prompt has ${prompt.n} tokens; this model's context is ${ctx}`);
+  const asked = body.max_completion_tokens ?? body.max_tokens;
+  if (asked === undefined) return ctx - prompt.n;
+  if (prompt.n + asked > ctx) {
+    throw llmErrors.contextTooLong(`prompt (${prompt.n} tokens) + max tokens (${asked}) exceed this model's context of ${ctx} tokens`);
+  }
+  return asked;
+}
+
+const sse = (res: Response, data: unknown) => res.write(`data: ${typeof data === 'string' ? data : JSON.stringify(data)}\n\n`);
+
+export function buildLlmServer(opts: LlmServerOptions): LlmServer {
+  const { model, sidecar } = opts;
+  const receive = !!sidecar && (opts.receiveEmbeddings ?? true);
+  const log = opts.log ?? logger('llm', { executor: opts.executorId });
+  const metrics = createLlmMetrics(() => engine.stats());
+  const engine = new Engine(model, {
+    ...opts.engine,
+    log,
+    onStep: (kind, batch, ms) => {
+      metrics.batchSize.observe({ kind }, batch);
+      metrics.stepSeconds.observe({ kind }, ms / 1000);
+      opts.engine?.onStep?.(kind, batch, ms);
+    },
+  });
+  let served = 0;
+  const app = express();
+  app.use(traceRequests('llm'));
+  app.use(express.json({ limit: '16mb' }));
+
+  app.get('/health', (_req, res) => {
+    res.json({ status: 'ok' });
+  });
+  app.get('/info', (_req, res) => {
+    res.json({
+      kind: 'llm', executorId: opts.executorId ?? null, model: model.manifest.name, modelIds: model.modelIds,
+      modalities: model.modalities, receiveEmbeddings: receive, served, ...engine.stats(),
+    });
+  });
+  app.get('/v1/models', (_req, res) => {
+    const created = Math.floor(Date.now() / 1000);
+    res.json({ object: 'list', data: model.modelIds.map((id) => ({ id, object: 'model', created, owned_by: 'cornserve', max_model_len: model.config.maxPositions })) });
+  });
+  app.get('/metrics', async (_req, res) => {
+    res.type(metrics.registry.contentType).send(await metrics.registry.metrics());
+  });
+
+  app.post('/v1/chat/completions', async (req, res) => {
+    const t0 = performance.now();
+    const cancel = new AbortController();
+    res.on('close', () => {
+      if (!res.writableFinished) cancel.abort();
+    });
+    let outcome = 'ok';
+    try {
+      const body = parseRequest(req.body);
+      if (!model.modelIds.includes(body.model)) throw llmErrors.modelNotFound(`model ${body.model} is not served here (serves: ${model.modelIds.join(', ')})`);
+      if ((body.n ?? 1) !== 1) throw llmErrors.badRequest('only n = 1 is supported', 'n');
+      const forward = hiddenStatesForward(body);
+      if (forward && !sidecar) throw llmErrors.badRequest('hidden-state forwarding needs a sidecar; this executor has none', 'vllm_xargs');
+      const deadline = deadlineOf(req, opts.defaultTimeoutMs ?? 300_000);
+      const segments = renderChat(model.tokenizer, body.messages);
+      const refs = mediaRefs(segments, model.modalities, receive);
+      const media = refs.length ? await receiveEmbeddings(sidecar!, refs, model.config.hidden, deadline) : [];
+      if (cancel.signal.aborted) return;
+      const prompt = buildPrompt(model, segments, media);
+      const stop = body.stop === undefined ? [] : typeof body.stop === 'string' ? [body.stop] : body.stop;
+      const base: EngineRequest = {
+        prompt, deadline, signal: cancel.signal,
+        gen: {
+          maxTokens: forward ? 1 : maxTokensFor(model, body, prompt), temperature: body.temperature ?? 1, topP: body.top_p ?? 1,
+          ...(body.seed !== undefined ? { seed: body.seed } : {}), stop: stop.filter((s) => s.length > 0), ignoreEos: body.ignore_eos ?? false,
+        },
+      };
+      metrics.promptTokens.inc(prompt.n);
+      const id = completionId();
+      if (forward) {
+        const r = await engine.submit({ ...base, hiddenStates: true });
+        metrics.ttft.observe((performance.now() - t0) / 1000);
+        const shape = [prompt.n, model.config.hidden];
+        try {
+          await sidecar!.send(tensor('f32', shape, r.hidden!), forward.id, forward.dstGroups, { deadline });
+        } catch (e) {
+          throw llmErrors.sidecar(`sending hidden states ${forward.id} failed: ${(e as Error).message}`, e);
+        }
+        res.json(completion(id, body.model, '', 'stop', usage(prompt.n, 0), { cornserve_hidden_states: { id: forward.id, shape } }));
+        return;
+      }
+      if (body.stream) {
+        const w = new ChunkWriter(id, body.model, body.stream_options?.include_usage ?? false);
+        let first = true;
+        const pending = engine.submit({
+          ...base,
+          onToken: (_token, text) => {
+            if (first) metrics.ttft.observe((performance.now() - t0) / 1000);
+            first = false;
+            metrics.generationTokens.inc();
+            if (text) sse(res, w.content(text));
+          },
+        });
+        res.status(200).set({ 'content-type': 'text/event-stream', 'cache-control': 'no-cache', connection: 'keep-alive' });
+        res.flushHeaders();
+        sse(res, w.role());
+        try {
+          const r = await pending;
+          sse(res, w.finish(r.finishReason));
+          if (body.stream_options?.include_usage) sse(res, w.usage(usage(r.promptTokens, r.tokens.length)));
+        } catch (e) {
+          if (cancel.signal.aborted) return;
+          outcome = toOpenAIError(e).body.error.code;
+          sse(res, toOpenAIError(e).body);
+        }
+        sse(res, '[DONE]');
+        res.end();
+        return;
+      }
+      let first = true;
+      const r = await engine.submit({
+        ...base,
+        onToken: () => {
+          if (first) metrics.ttft.observe((performance.now() - t0) / 1000);
+          first = false;
+          metrics.generationTokens.inc();
+        },
+      });
+      res.json(completion(id, body.model, r.text, r.finishReason, usage(r.promptTokens, r.tokens.length)));
+    } catch (e) {
+      if (cancel.signal.aborted) {
+        outcome = 'cancelled';
+        return;
+      }
+      const { status, body } = toOpenAIError(e);
+      outcome = body.error.code;
+      if (status >= 500) log.error({ err: e }, body.error.message);
+      if (!res.headersSent) res.status(status).json(body);
+      else res.end();
+    } finally {
+      if (cancel.signal.aborted) outcome = 'cancelled';
+      served++;
+      metrics.requests.inc({ outcome });
+      metrics.duration.observe((performance.now() - t0) / 1000);
+    }
+  });
+
+  app.use(((err, _req, res, _next) => {
+    const { status, body } = toOpenAIError(err);
+    if (status >= 500) log.error({ err }, body.error.message);
+    if (res.headersSent) return void res.end();
+    res.status(status).json(body);
+  }) as express.ErrorRequestHandler);
+
+  return { app, engine, close: () => engine.close() };
+}
