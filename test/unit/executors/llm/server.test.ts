@@ -1,6 +1,6 @@
 import test from 'ava';
 import OpenAI from 'openai';
-import { generate } from '../../../../executors/llm/direct.js';
+import { generate, type Generation } from '../../../../executors/llm/direct.js';
 import type { LlmModel } from '../../../../executors/llm/model.js';
 import {
   llm, postChat, samplePrompts, startLlmServer, streamChat, streamText, userPrompt, type RunningLlmServer,
@@ -38,7 +38,7 @@ test('greedy decoding through the server (non-streaming) equals the direct decod
 
 test('with 8 concurrent requests each output equals its output alone', async (t) => {
   const prompts = samplePrompts(8);
-  const alone = [];
+  const alone: Generation[] = [];
   for (const p of prompts) alone.push(await generate(model, userPrompt(model, p), { maxTokens: 32, temperature: 0 }));
   maxDecodeBatch = 0;
   const served = await Promise.all(prompts.map((p) => streamChat(srv.url, chat(p, { max_tokens: 32, temperature: 0 }))));
@@ -101,7 +101,7 @@ test('the official openai client completes a streaming and a non-streaming chat'
   for await (const c of await client.chat.completions.create({ model: MODEL, messages: [{ role: 'user', content: 'hi' }], max_tokens: 6, temperature: 0, stream: true })) {
     streamed += c.choices[0]?.delta?.content ?? '';
   }
-  t.is(streamed, one.choices[0]!.message.content);
+  t.is(streamed, one.choices[0]!.message.content ?? '');
 });
 
 test('GET /v1/models lists the served model id', async (t) => {
