@@ -19,7 +19,7 @@ import { createLlmMetrics } from './metrics.js';
 import type { LlmModel } from './model.js';
 import { mediaRefs, receiveEmbeddings } from './multimodal.js';
 import { ChunkWriter, completion, completionId, executorRequestSchema, hiddenStatesForward, usage, type ExecutorRequest } from './openai.js';
-import { buildPrompt, renderChat, type Prompt } from './prompt.js';
+import { buildPrompt, renderChat, type MediaEmbedding, type Prompt } from './prompt.js';
 
 export interface LlmServerOptions {
   model: LlmModel;
@@ -85,6 +85,7 @@ export function buildLlmServer(opts: LlmServerOptions): LlmServer {
     },
   });
   let served = 0;
+  let receiving = 0;
   const app = express();
   app.use(traceRequests('llm'));
   app.use(express.json({ limit: '16mb' }));
@@ -95,7 +96,7 @@ export function buildLlmServer(opts: LlmServerOptions): LlmServer {
   app.get('/info', (_req, res) => {
     res.json({
       kind: 'llm', executorId: opts.executorId ?? null, model: model.manifest.name, modelIds: model.modelIds,
-      modalities: model.modalities, receiveEmbeddings: receive, served, ...engine.stats(),
+      modalities: model.modalities, receiveEmbeddings: receive, served, receiving, ...engine.stats(),
     });
   });
   app.get('/v1/models', (_req, res) => {
@@ -122,7 +123,15 @@ export function buildLlmServer(opts: LlmServerOptions): LlmServer {
       const deadline = deadlineOf(req, opts.defaultTimeoutMs ?? 300_000);
       const segments = renderChat(model.tokenizer, body.messages);
       const refs = mediaRefs(segments, model.modalities, receive);
-      const media = refs.length ? await receiveEmbeddings(sidecar!, refs, model.config.hidden, deadline) : [];
+      let media: MediaEmbedding[] = [];
+      if (refs.length) {
+        receiving++;
+        try {
+          media = await receiveEmbeddings(sidecar!, refs, model.config.hidden, deadline);
+        } finally {
+          receiving--;
+        }
+      }
       if (cancel.signal.aborted) return;
       const prompt = buildPrompt(model, segments, media);
       const stop = body.stop === undefined ? [] : typeof body.stop === 'string' ? [body.stop] : body.stop;

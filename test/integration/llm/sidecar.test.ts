@@ -1,0 +1,125 @@
+import test from 'ava';
+import { generate } from '../../../executors/llm/direct.js';
+import { mediaUrl } from '../../../executors/llm/multimodal.js';
+import { prefill } from '../../../executors/llm/steps.js';
+import type { SidecarClient } from '../../../sidecar/client/client.js';
+import { tensor, type Tensor } from '../../../sidecar/tensor.js';
+import { waitUntil } from '../../../lib/wait.js';
+import { randomHex } from '../../../functions/sdk/index.js';
+import { startSidecars, type SidecarCluster } from '../../helpers/sidecar.js';
+import { llm, postChat, startLlmServer, streamChat, userPrompt, type RunningLlmServer } from '../../helpers/llm.js';
+import type { LlmModel } from '../../../executors/llm/model.js';
+
+// One node: rank 0 plays the encoder, rank 1 is the LLM, rank 2 consumes hidden states.
+let cluster: SidecarCluster;
+let encoder: SidecarClient;
+let consumer: SidecarClient;
+let model: LlmModel;
+let srv: RunningLlmServer;
+const MODEL = 'cornserve/tiny-vlm-a';
+
+test.before(async () => {
+  cluster = await startSidecars({ nodes: [[0, 1, 2]] });
+  model = await llm('tiny-lm-a');
+  encoder = await cluster.client(0);
+  consumer = await cluster.client(2);
+  const sidecar = await cluster.client(1, { recvDtype: 'f32', memoryHint: model.config.hidden * 4 });
+  srv = await startLlmServer(model, { sidecar });
+});
+test.after.always(async () => {
+  await srv?.close();
+  await cluster?.stop();
+});
+
+const shmEmpty = () => waitUntil('sidecar memory freed', async () => ((await cluster.nodes[0]!.health()).bytesInUse === 0 ? true : undefined), { timeoutMs: 15_000 });
+
+function embedding(rows: number, phase: number): Tensor {
+  return tensor('f32', [rows, model.config.hidden], Float32Array.from({ length: rows * model.config.hidden }, (_, i) => Math.sin(i * 0.37 + phase)));
+}
+
+test.serial('embeddings received from the sidecar are placed at the placeholder positions (two images)', async (t) => {
+  const [a, b] = [embedding(5, 1), embedding(9, 2)];
+  const [ida, idb] = [randomHex(), randomHex()];
+  await encoder.send(a, ida, [[1]]);
+  await encoder.send(b, idb, [[1]]);
+  const parts = (u1: string, u2: string) => [
+    { type: 'text' as const, text: 'compare' }, { type: 'image_url' as const, image_url: { url: u1 } },
+    { type: 'text' as const, text: 'with' }, { type: 'image_url' as const, image_url: { url: u2 } },
+  ];
+  const r = await postChat(srv.url, {
+    model: MODEL, messages: [{ role: 'user', content: parts(mediaUrl('image', ida, 'http://x/1.png'), mediaUrl('image', idb, 'http://x/2.png')) }],
+    max_tokens: 16, temperature: 0,
+  });
+  t.is(r.status, 200, JSON.stringify(r.body));
+  const prompt = userPrompt(model, parts('u1', 'u2'), [{ rows: 5, data: a.data as Float32Array }, { rows: 9, data: b.data as Float32Array }]);
+  const direct = await generate(model, prompt, { maxTokens: 16, temperature: 0 });
+  t.is(r.body.choices[0].message.content, direct.text);
+  t.is(r.body.usage.prompt_tokens, prompt.n);
+  await shmEmpty();
+  t.pass();
+});
+
+test.serial('a client that disconnects while its embedding is awaited still frees the sidecar memory', async (t) => {
+  const id = randomHex();
+  const ac = new AbortController();
+  const req = fetch(`${srv.url}/v1/chat/completions`, {
+    method: 'POST', headers: { 'content-type': 'application/json' }, signal: ac.signal,
+    body: JSON.stringify({ model: MODEL, messages: [{ role: 'user', content: [{ type: 'audio_url', audio_url: { url: mediaUrl('audio', id, 'a.wav') } }] }], stream: true }),
+  }).catch(() => undefined);
+  await waitUntil('the server waits for the embedding', async () => ((await srv.info()).receiving === 1 ? true : undefined));
+  ac.abort();
+  await req;
+  await encoder.send(embedding(7, 3), id, [[1]]);
+  await shmEmpty();
+  const info = await srv.info();
+  t.is(info.running + info.waiting + info.receiving, 0);
+});
+
+test.serial('a client disconnecting mid-stream leaves no sidecar memory and no batch slot behind', async (t) => {
+  const id = randomHex();
+  await encoder.send(embedding(6, 4), id, [[1]]);
+  const s = await streamChat(srv.url, {
+    model: MODEL, messages: [{ role: 'user', content: [{ type: 'image_url', image_url: { url: mediaUrl('image', id, 'i.png') } }] }],
+    max_tokens: 1000, temperature: 0, ignore_eos: true,
+  }, { stopAfter: 3 });
+  t.false(s.done);
+  await shmEmpty();
+  await waitUntil('the slot is freed', async () => ((await srv.info()).running === 0 ? true : undefined));
+  t.pass();
+});
+
+test.serial('LLMEmbedding sends the prompt hidden states [tokens, hidden] to the destination ranks', async (t) => {
+  const id = randomHex();
+  const r = await postChat(srv.url, {
+    model: MODEL, messages: [{ role: 'user', content: 'speak this' }],
+    vllm_xargs: { cornserve_hidden_states_forward_id: id, cornserve_hidden_states_forward_ranks: '[[2]]' },
+  });
+  t.is(r.status, 200, JSON.stringify(r.body));
+  const prompt = userPrompt(model, 'speak this');
+  t.deepEqual(r.body.cornserve_hidden_states, { id, shape: [prompt.n, model.config.hidden] });
+  const got = (await consumer.recv(id, 0)) as Tensor;
+  t.deepEqual(got.shape, [prompt.n, model.config.hidden]);
+  const direct = await prefill(model, undefined, [prompt], true);
+  t.deepEqual(Float32Array.from(got.data as Float32Array), direct.hidden![0]);
+  await consumer.markDone(id, 0);
+  await shmEmpty();
+});
+
+test.serial('an embedding whose hidden size does not fit the model is a 400 and is freed', async (t) => {
+  const id = randomHex();
+  await encoder.send(tensor('f32', [4, 100], new Float32Array(400)), id, [[1]]);
+  const r = await postChat(srv.url, { model: MODEL, messages: [{ role: 'user', content: [{ type: 'image_url', image_url: { url: mediaUrl('image', id, 'i.png') } }] }] });
+  t.is(r.status, 400);
+  t.is(r.body.error.code, 'LLM_EMBEDDING_MISMATCH');
+  await shmEmpty();
+});
+
+test.serial('an encoder that fails its embedding fails the request with 502', async (t) => {
+  const id = randomHex();
+  const pending = postChat(srv.url, { model: MODEL, messages: [{ role: 'user', content: [{ type: 'video_url', video_url: { url: mediaUrl('video', id, 'v.mp4') } }] }] });
+  await waitUntil('the server waits for the embedding', async () => ((await srv.info()).receiving === 1 ? true : undefined));
+  await encoder.fail(id, 'encoder crashed', [[1]]);
+  const r = await pending;
+  t.is(r.status, 502);
+  t.is(r.body.error.code, 'LLM_SIDECAR_FAILED');
+});
