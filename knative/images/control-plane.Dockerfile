@@ -1,6 +1,8 @@
 # syntax=docker/dockerfile:1.7
-# Control plane: one image, one entrypoint (the `cornserve` CLI), one subcommand per Deployment:
-#   gateway | resource-manager | dispatcher | sidecar   (see knative/base/*.yaml for the exact args)
+# Control plane: one image for the gateway, resource manager, dispatcher and sidecar. The entrypoint is
+# `node --import tsx`; each Deployment names the module to run (knative/base/*.yaml):
+#   control/cli/main.ts gateway | control/cli/main.ts resource-manager | control/dispatcher/main.ts |
+#   control/platform/kubernetes/sidecar-main.ts
 # Build from the repository root:
 #   docker build -f knative/images/control-plane.Dockerfile -t docker.io/cornserve/control-plane:latest .
 ARG NODE_IMAGE=node:20-bookworm-slim
@@ -32,5 +34,5 @@ COPY --from=native /app/sidecar/native/build sidecar/native/build
 # Executor descriptors are imported by the control plane (launch specs); the executors themselves are separate images.
 COPY executors executors
 USER node
-ENTRYPOINT ["node", "--import", "tsx", "control/cli/main.ts"]
-CMD ["--help"]
+ENTRYPOINT ["node", "--import", "tsx"]
+CMD ["control/cli/main.ts", "--help"]

@@ -5,7 +5,7 @@
  *  - an executor = a Deployment (replicas 1, strategy Recreate) + a ClusterIP Service, pinned to its node
  *    with a required node affinity on the node's name, `nvidia.com/gpu` limits = its devices, the
  *    EXECUTOR_ENV variables, a readiness probe on the launch spec's health path, host IPC and /dev/shm
- *    (shared memory with the node's sidecar);
+ *    (shared memory with the node's sidecar, and its unix socket);
  *  - an app function = a ConfigMap holding the app's source + a Knative Service (serving.knative.dev/v1)
  *    that mounts it (CORNSERVE_APP_SOURCE = the file path), autoscales on concurrency and scales to zero.
  *
@@ -31,8 +31,8 @@ export const APP_SOURCE_DIR = '/etc/cornserve/app';
 export const APP_SOURCE_FILE = 'app.ts';
 /** Environment of app functions (beyond CORNSERVE_DISPATCHER_URL and CORNSERVE_STORE_URL). */
 export const APP_ENV = { source: 'CORNSERVE_APP_SOURCE', appId: 'CORNSERVE_APP_ID', appName: 'CORNSERVE_APP_NAME', dispatcher: 'CORNSERVE_DISPATCHER_URL' } as const;
-/** Node IP from the downward API; the sidecar URL is built from it. */
-const HOST_IP_ENV = 'CORNSERVE_HOST_IP';
+/** The runtime's bind address variable (functions/runtime/main.ts). */
+const APP_HOST_ENV = 'CORNSERVE_HOST';
 
 /** The app-runtime launch spec used when rendering manifests for the CLI. */
 export const DEFAULT_APP_LAUNCH: LaunchSpec = {
@@ -113,8 +113,7 @@ export function executorDeployment(spec: ExecutorSpec, o: ManifestOptions = MANI
       { name: 'HOST', value: '0.0.0.0' },
       { name: EXECUTOR_ENV.ranks, value: spec.devices.map((d) => d.globalRank).join(',') },
       { name: EXECUTOR_ENV.node, value: spec.node },
-      { name: HOST_IP_ENV, valueFrom: { fieldRef: { fieldPath: 'status.hostIP' } } },
-      { name: EXECUTOR_ENV.sidecar, value: `http://$(${HOST_IP_ENV}):${o.sidecarPort}` },
+      { name: EXECUTOR_ENV.sidecar, value: `unix:${o.sidecarSocket}` },
       ...(o.storeUrl ? [{ name: EXECUTOR_ENV.store, value: o.storeUrl }] : []),
     ],
     o.passEnv,
@@ -152,7 +151,7 @@ export function executorDeployment(spec: ExecutorSpec, o: ManifestOptions = MANI
               name: 'executor',
               image: imageRef(spec.launch.image, o),
               imagePullPolicy: o.imagePullPolicy,
-              args: [...spec.launch.args],
+              args: [...spec.launch.args, ...o.executorBindArgs],
               env,
               ports: [{ name: 'http', containerPort: o.executorPort, protocol: 'TCP' }],
               ...(devices > 0 ? { resources: { limits: { [o.deviceResource]: String(devices) } } } : {}),
@@ -161,6 +160,8 @@ export function executorDeployment(spec: ExecutorSpec, o: ManifestOptions = MANI
                 periodSeconds: 2,
                 failureThreshold: 3,
               },
+              // The node's /dev/shm: the sidecar's shared memory and its unix socket (a world-writable tmpfs,
+              // so the non-root sidecar can create the socket there).
               volumeMounts: [{ name: 'dshm', mountPath: '/dev/shm' }],
             },
           ],
@@ -231,6 +232,7 @@ export function appKnativeService(app: AppManifestInput, o: ManifestOptions = MA
     [
       { name: APP_ENV.source, value: `${APP_SOURCE_DIR}/${APP_SOURCE_FILE}` },
       { name: APP_ENV.appName, value: app.name },
+      { name: APP_HOST_ENV, value: '0.0.0.0' },
       ...(app.appId ? [{ name: APP_ENV.appId, value: app.appId }] : []),
       ...(o.dispatcherUrl ? [{ name: APP_ENV.dispatcher, value: o.dispatcherUrl }] : []),
       ...(o.storeUrl ? [{ name: EXECUTOR_ENV.store, value: o.storeUrl }] : []),

@@ -29,8 +29,12 @@ export interface ManifestOptions {
   deviceResource: string;
   /** Port executors listen on (env PORT). @default 8000 */
   executorPort: number;
-  /** Port of the node's sidecar (a hostNetwork DaemonSet, so executors reach it at the node IP). @default 10000 */
+  /** HTTP port (/health, /info) of each node's sidecar, a hostNetwork DaemonSet; peers use the next port. @default 10000 */
   sidecarPort: number;
+  /** Unix socket of the node's sidecar, in the host's /dev/shm shared with executors (CORNSERVE_SIDECAR_URL = unix:<path>). @default '/dev/shm/cornserve-sidecar.sock' */
+  sidecarSocket: string;
+  /** Appended to every executor's args so it listens on the pod IP, not loopback. @default ['--host', '0.0.0.0'] */
+  executorBindArgs: string[];
   /** Redis URL handed to executors and app functions (CORNSERVE_STORE_URL). */
   storeUrl?: string | undefined;
   /** Dispatcher URL handed to app functions (CORNSERVE_DISPATCHER_URL). */
@@ -78,6 +82,8 @@ export const MANIFEST_DEFAULTS: ManifestOptions = {
   deviceResource: 'nvidia.com/gpu',
   executorPort: 8000,
   sidecarPort: 10000,
+  sidecarSocket: '/dev/shm/cornserve-sidecar.sock',
+  executorBindArgs: ['--host', '0.0.0.0'],
   clusterDomain: 'cluster.local',
   executorServiceAccount: 'cornserve-executor',
   appServiceAccount: 'cornserve-app-function',

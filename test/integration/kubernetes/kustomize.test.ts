@@ -116,6 +116,7 @@ test('a sidecar runs on every GPU node with host IPC, host networking and /dev/s
   ]);
   t.true(spec.tolerations.some((x: any) => x.key === 'nvidia.com/gpu'));
   t.deepEqual(spec.volumes, [{ name: 'dshm', hostPath: { path: '/dev/shm', type: 'Directory' } }]);
+  t.deepEqual(spec.containers[0].args, ['control/platform/kubernetes/sidecar-main.ts']);
 });
 
 /** Rules bound to a service account, by binding kind. */
@@ -147,9 +148,13 @@ test('the gateway may only read Knative Services', async (t) => {
   t.deepEqual(rules, [{ scope: 'namespace', rules: [{ apiGroups: ['serving.knative.dev'], resources: ['services'], verbs: ['get', 'list', 'watch'] }] }]);
 });
 
-test('the dispatcher, sidecars, executors and app functions get no API access and no token', async (t) => {
+test('sidecars may only read nodes (to learn their ranks and peers)', async (t) => {
+  t.deepEqual(rulesOf(await render('prod'), 'cornserve-sidecar'), [{ scope: 'cluster', rules: [{ apiGroups: [''], resources: ['nodes'], verbs: ['get', 'list'] }] }]);
+});
+
+test('the dispatcher, executors and app functions get no API access and no token', async (t) => {
   const objs = await render('prod');
-  for (const account of ['cornserve-dispatcher', 'cornserve-sidecar', 'cornserve-executor', 'cornserve-app-function']) {
+  for (const account of ['cornserve-dispatcher', 'cornserve-executor', 'cornserve-app-function']) {
     t.deepEqual(rulesOf(objs, account), [], account);
     t.is(find(objs, 'ServiceAccount', account).automountServiceAccountToken, false, account);
   }

@@ -88,7 +88,7 @@ test('deploying an executor applies its Service and Deployment with server-side 
   t.deepEqual(dep.spec.template.spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms[0].matchFields[0].values, ['gpu-a']);
   t.like(dep.metadata.labels, { 'app.kubernetes.io/managed-by': 'cornserve', 'cornserve.ai/executor-id': 'e1', 'cornserve.ai/task-id': 'echobasetask-0123456789ab' });
   t.is(c.image, 'docker.io/cornserve/echo:latest');
-  t.deepEqual(c.args, ['--service-time-ms', '0']);
+  t.deepEqual(c.args, ['--service-time-ms', '0', '--host', '0.0.0.0']);
   t.is(c.env.find((e: { name: string }) => e.name === 'CORNSERVE_SIDECAR_RANKS').value, '0');
   t.deepEqual(patches[0]!.body.spec.selector, { 'cornserve.ai/executor-id': 'e1' });
   // Nothing the builders produce is lost on the way through the client's serializer.

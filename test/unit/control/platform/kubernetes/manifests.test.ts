@@ -62,26 +62,27 @@ test('an executor gets every EXECUTOR_ENV variable', (t) => {
     [EXECUTOR_ENV.port]: '8000',
     [EXECUTOR_ENV.ranks]: '4,5',
     [EXECUTOR_ENV.node]: 'gpu-b',
-    [EXECUTOR_ENV.sidecar]: 'http://$(CORNSERVE_HOST_IP):10000',
+    [EXECUTOR_ENV.sidecar]: 'unix:/dev/shm/cornserve-sidecar.sock',
     [EXECUTOR_ENV.store]: opts.storeUrl,
     OTEL_EXPORTER_OTLP_ENDPOINT: 'http://otel:4317',
     EXTRA: '1',
   });
 });
 
-test('the node IP is defined before the sidecar URL that refers to it', (t) => {
-  const names = (container().env ?? []).map((e) => e.name);
-  t.true(names.indexOf('CORNSERVE_HOST_IP') >= 0 && names.indexOf('CORNSERVE_HOST_IP') < names.indexOf(EXECUTOR_ENV.sidecar));
+test('an executor listens on the pod address, after its own args', (t) => {
+  t.deepEqual(container().args, ['--model', 'tiny-vision', '--host', '0.0.0.0']);
+  t.is(envOf(container()).HOST, '0.0.0.0');
 });
 
 test("the readiness probe polls the launch spec's health path", (t) => {
   t.deepEqual(container().readinessProbe!.httpGet, { path: '/healthz', port: 'http' });
 });
 
-test('an executor shares host IPC and /dev/shm with the node sidecar', (t) => {
+test("an executor shares host IPC and the host's /dev/shm (shared memory and socket) with the node sidecar", (t) => {
   const pod = executorDeployment(executor, opts).spec!.template.spec!;
   t.true(pod.hostIPC);
   t.deepEqual(pod.volumes, [{ name: 'dshm', hostPath: { path: '/dev/shm', type: 'Directory' } }]);
+  t.deepEqual(container().volumeMounts, [{ name: 'dshm', mountPath: '/dev/shm' }]);
 });
 
 test('executor objects carry the managed-by, task-id and executor-id labels', (t) => {
@@ -150,6 +151,7 @@ test('an app function gets the dispatcher and Store URLs and its id', (t) => {
     CORNSERVE_APP_ID: app.appId,
     CORNSERVE_APP_NAME: 'mllm',
     CORNSERVE_ADMIN_HINT: 'x',
+    CORNSERVE_HOST: '0.0.0.0',
   });
 });
 
