@@ -1,0 +1,15 @@
+/**
+ * Where an executor's SidecarClient connects: CORNSERVE_SIDECAR_URL may be the node sidecar's unix socket
+ * path (`/run/cs.sock` or `unix:/run/cs.sock`) or its HTTP URL (`http://host:port`), whose GET /info names
+ * the socket (`socketPath`).
+ */
+export async function resolveSidecarSocket(address: string, timeoutMs = 10_000): Promise<string> {
+  if (address.startsWith('unix:')) return address.slice('unix:'.length).replace(/^\/\/(?=\/)/, '');
+  if (address.startsWith('/')) return address;
+  if (!/^https?:\/\//.test(address)) throw new Error(`sidecar address must be a socket path, unix:<path> or http(s)://host:port, got ${address}`);
+  const res = await fetch(new URL('/info', address), { signal: AbortSignal.timeout(timeoutMs) });
+  if (!res.ok) throw new Error(`sidecar ${address}/info answered ${res.status}`);
+  const info = (await res.json()) as { socketPath?: unknown };
+  if (typeof info.socketPath !== 'string') throw new Error(`sidecar ${address}/info names no socketPath`);
+  return info.socketPath;
+}

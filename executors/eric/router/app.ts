@@ -1,0 +1,69 @@
+/**
+ * Eric's HTTP API (express): POST /embeddings, GET /health (503 once the engine is gone), GET /info,
+ * GET /modalities, GET /metrics. Only I/O and message passing run on this event loop: preprocessing runs in
+ * the pool's threads and inference in the engine's workers, so /health answers while the model runs.
+ */
+import express from 'express';
+import { DEADLINE_HEADER } from '../../../functions/sdk/index.js';
+import { errorHandler } from '../../../lib/http.js';
+import type { Logger } from '../../../lib/log.js';
+import { currentTraceparent, traceRequests } from '../../../lib/telemetry.js';
+import type { EricMetrics } from '../metrics.js';
+import { type EmbeddingDeps, embed } from './embeddings.js';
+
+export interface AppDeps extends EmbeddingDeps {
+  log: Logger;
+  metrics: EricMetrics;
+  engineAlive: () => boolean;
+  info: () => Record<string, unknown>;
+  modalities: readonly string[];
+  /** Counts requests in flight (for the metrics gauge). */
+  inflight: { n: number };
+}
+
+/** The request's deadline: x-cornserve-deadline (epoch ms) when valid, else now + requestTimeoutMs. */
+function deadlineOf(req: express.Request, defaultMs: number): number {
+  const h = Number(req.get(DEADLINE_HEADER));
+  return Number.isFinite(h) && h > 0 ? h : Date.now() + defaultMs;
+}
+
+export function buildEricApp(deps: AppDeps): express.Express {
+  const app = express();
+  app.disable('x-powered-by');
+  app.use(traceRequests('eric'));
+  app.use(express.json({ limit: deps.options.maxBodyBytes }));
+
+  app.get('/health', (_req, res) => {
+    if (deps.engineAlive()) res.json({ status: 'ok' });
+    else res.status(503).json({ status: 'unavailable', error: { code: 'EXECUTOR_ENGINE_DEAD', message: 'the engine process is not running' } });
+  });
+  app.get('/info', (_req, res) => { res.json(deps.info()); });
+  app.get('/modalities', (_req, res) => { res.json(deps.modalities); });
+  app.get('/metrics', async (_req, res) => {
+    res.set('content-type', deps.metrics.registry.contentType).send(await deps.metrics.registry.metrics());
+  });
+
+  app.post('/embeddings', async (req, res) => {
+    const end = deps.metrics.latency.startTimer();
+    const gone = new AbortController();
+    res.on('close', () => { if (!res.writableFinished) gone.abort(); });
+    deps.inflight.n++;
+    try {
+      const traceparent = currentTraceparent();
+      const answer = await embed(req.body, {
+        deadline: deadlineOf(req, deps.options.requestTimeoutMs), signal: gone.signal, ...(traceparent ? { traceparent } : {}),
+      }, deps);
+      deps.metrics.requests.inc({ status: String(answer.status) });
+      res.status(answer.status).json(answer.body);
+    } catch (e) {
+      deps.metrics.requests.inc({ status: String((e as { status?: number }).status ?? 500) });
+      throw e;
+    } finally {
+      deps.inflight.n--;
+      end();
+    }
+  });
+
+  app.use(errorHandler(deps.log));
+  return app;
+}

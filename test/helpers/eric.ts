@@ -1,0 +1,104 @@
+/**
+ * Eric fixture: a REAL Eric process (`node --import tsx executors/eric/main.ts ...`) on a free port, with its
+ * engine child process and worker threads, optionally connected to a sidecar from test/helpers/sidecar.ts.
+ *
+ *   const eric = await startEric({ modality: 'image', ranks: [0], sidecarSocket: sc.nodeOf(0).socketPath });
+ *   const res = await eric.embed([{ id, modality: 'image', model_id: Eric.A, url, receiver_sidecar_ranks: [[1]] }]);
+ *   await eric.stop();
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { EXECUTOR_ENV } from '../../control/descriptors/types.js';
+import { freePort } from '../../lib/net.js';
+import { waitUntil } from '../../lib/wait.js';
+import { modelsDir } from './models.js';
+import { repoRoot } from './repo.js';
+
+export const TINY_A = 'cornserve/tiny-vlm-a';
+export const TINY_B = 'cornserve/tiny-vlm-b';
+
+export interface EricFixtureOptions {
+  modality: 'image' | 'video' | 'audio';
+  modelId?: string;
+  adapterModelIds?: string[];
+  /** Sidecar ranks (CORNSERVE_SIDECAR_RANKS); their count is the TP degree. @default [0] */
+  ranks?: number[];
+  sidecarSocket?: string;
+  maxBatchSize?: number;
+  args?: string[];
+  /** @default 60000 */
+  startTimeoutMs?: number;
+}
+
+export interface EmbeddingItem { id: string; modality: string; model_id: string; url: string; receiver_sidecar_ranks?: number[][] | null }
+
+export interface EricFixture {
+  readonly url: string;
+  readonly process: ChildProcess;
+  embed(data: EmbeddingItem[], headers?: Record<string, string>): Promise<{ status: number; body: any }>;
+  info(): Promise<any>;
+  health(): Promise<number>;
+  /** SIGTERM and wait (engine and workers go with it); idempotent. */
+  stop(): Promise<void>;
+}
+
+export async function startEric(o: EricFixtureOptions): Promise<EricFixture> {
+  const port = await freePort();
+  const url = `http://127.0.0.1:${port}`;
+  const args = [
+    '--import', 'tsx', 'executors/eric/main.ts', '--model-id', o.modelId ?? TINY_A, '--modality', o.modality, '--models-dir', await modelsDir(),
+    '--preprocess-threads', '1',
+    ...(o.adapterModelIds?.length ? ['--adapter-model-ids', o.adapterModelIds.join(',')] : []),
+    ...(o.maxBatchSize ? ['--max-batch-size', String(o.maxBatchSize)] : []),
+    ...(o.args ?? []),
+  ];
+  const child = spawn(process.execPath, args, {
+    cwd: repoRoot,
+    env: {
+      ...process.env, [EXECUTOR_ENV.port]: String(port), [EXECUTOR_ENV.ranks]: (o.ranks ?? [0]).join(','),
+      ...(o.sidecarSocket ? { [EXECUTOR_ENV.sidecar]: o.sidecarSocket } : {}),
+    },
+    stdio: ['ignore', 'ignore', 'pipe'],
+  });
+  let stderr = '';
+  child.stderr!.on('data', (d: Buffer) => { stderr = (stderr + d.toString()).slice(-4000); });
+  const exited = new Promise<void>((r) => child.once('exit', () => r()));
+  const onExit = () => child.kill('SIGKILL');
+  process.once('exit', onExit);
+  const stop = async () => {
+    if (child.exitCode === null && child.signalCode === null) child.kill('SIGTERM');
+    const t = setTimeout(() => child.kill('SIGKILL'), 10_000);
+    await exited;
+    clearTimeout(t);
+    process.removeListener('exit', onExit);
+  };
+  const health = async () => {
+    try {
+      return (await fetch(`${url}/health`, { signal: AbortSignal.timeout(2000) })).status;
+    } catch {
+      return 0;
+    }
+  };
+  try {
+    await waitUntil(`eric on port ${port}`, async () => {
+      if (child.exitCode !== null) throw new Error(`eric exited with ${child.exitCode}: ${stderr}`);
+      return (await health()) === 200;
+    }, { timeoutMs: o.startTimeoutMs ?? 60_000, intervalMs: 100 });
+  } catch (e) {
+    await stop();
+    throw new Error(`${(e as Error).message}\n${stderr}`);
+  }
+  return {
+    url,
+    process: child,
+    async embed(data, headers = {}) {
+      const res = await fetch(`${url}/embeddings`, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body: JSON.stringify({ data }) });
+      return { status: res.status, body: await res.json() };
+    },
+    info: async () => (await fetch(`${url}/info`)).json(),
+    health,
+    stop,
+  };
+}
+
+/** A data: URL of `bytes` with media type `mime`. */
+export const dataUrl = (mime: string, bytes: Uint8Array) => `data:${mime};base64,${Buffer.from(bytes).toString('base64')}`;
