@@ -6,6 +6,7 @@ import type { UnitTask } from '../../functions/sdk/index.js';
 import { CornserveError } from '../../functions/sdk/errors.js';
 import type { TaskDescriptor } from './types.js';
 import { echoDescriptor } from './echo.js';
+import { llmDescriptors } from './llm.js';
 
 const REGISTRY = new Map<string, Map<string, TaskDescriptor<any>>>();
 
@@ -27,3 +28,4 @@ export function descriptorFor<T extends UnitTask>(task: T): TaskDescriptor<T> {
 }
 
 registerDescriptor(echoDescriptor);
+for (const d of llmDescriptors) registerDescriptor(d);

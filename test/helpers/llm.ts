@@ -122,3 +122,44 @@ export async function startLlmServer(model: LlmModel, opts: Omit<LlmServerOption
     },
   };
 }
+
+export interface LaunchedProcess {
+  url: string;
+  child: import('node:child_process').ChildProcess;
+  stop(): Promise<void>;
+}
+
+/**
+ * Starts a descriptor's LaunchSpec as a real child process, the way the local platform does (PORT and the
+ * spec's env), and waits until its health path answers 200 (or `expectHealthy: false`: until it listens).
+ */
+export async function launchExecutor(spec: import('../../control/descriptors/types.js').LaunchSpec, env: Record<string, string> = {}, expectHealthy = true): Promise<LaunchedProcess> {
+  const { spawn } = await import('node:child_process');
+  const { freePort } = await import('../../lib/net.js');
+  const { waitUntil } = await import('../../lib/wait.js');
+  const { repoRoot } = await import('./repo.js');
+  const port = await freePort();
+  const child = spawn(process.execPath, ['--import', 'tsx', spec.entry, ...spec.args], {
+    cwd: repoRoot, env: { ...process.env, ...spec.env, ...env, PORT: String(port) }, stdio: ['ignore', 'ignore', 'inherit'],
+  });
+  const exited = new Promise<void>((r) => child.once('exit', () => r()));
+  const kill = () => child.kill('SIGKILL');
+  process.once('exit', kill);
+  const url = `http://127.0.0.1:${port}`;
+  const stop = async () => {
+    if (child.exitCode === null && child.signalCode === null) child.kill('SIGTERM');
+    await exited;
+    process.off('exit', kill);
+  };
+  try {
+    await waitUntil(`${spec.entry} on ${port}`, async () => {
+      if (child.exitCode !== null) throw new Error(`${spec.entry} exited with ${child.exitCode}`);
+      const r = await fetch(`${url}${spec.healthPath ?? '/health'}`).catch(() => undefined);
+      return r && (!expectHealthy || r.ok) ? true : undefined;
+    }, { timeoutMs: 30_000, intervalMs: 100 });
+  } catch (e) {
+    await stop();
+    throw e;
+  }
+  return { url, child, stop };
+}

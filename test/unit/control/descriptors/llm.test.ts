@@ -1,0 +1,99 @@
+import test from 'ava';
+import { DataForward } from '../../../../functions/sdk/index.js';
+import { LLMEmbeddingTask, LLMTask } from '../../../../functions/tasks/llm.js';
+import { chatRequestSchema, type ChatRequest } from '../../../../functions/tasks/openai.js';
+import { externalLlmDescriptor, externalLlmUrl, llmDescriptor, sseData } from '../../../../control/descriptors/llm.js';
+import { descriptorFor } from '../../../../control/descriptors/registry.js';
+import { startFakeOpenAI } from '../../../helpers/fake-openai.js';
+
+const MODEL = 'cornserve/tiny-vlm-a';
+
+function request(parts: number): { req: ChatRequest; forwards: DataForward[] } {
+  const forwards = Array.from({ length: parts }, () => DataForward.tensor());
+  const content = [
+    { type: 'text' as const, text: 'look' },
+    ...forwards.map((_, i) => (i % 2 ? { type: 'audio_url' as const, audio_url: { url: `https://x/${i}.wav` } } : { type: 'image_url' as const, image_url: { url: `https://x/${i}.png` } })),
+  ];
+  const req = chatRequestSchema.parse({ model: MODEL, messages: [{ role: 'user', content }], max_tokens: 8, cornserve_embeddings: forwards });
+  return { req, forwards };
+}
+
+test('LLMTask and LLMEmbeddingTask resolve to the llm descriptor; descriptor "external" to the external one', (t) => {
+  t.is(descriptorFor(new LLMTask({ modelId: MODEL })), llmDescriptor);
+  t.is(descriptorFor(new LLMEmbeddingTask({ modelId: MODEL })), llmDescriptor);
+  t.is(descriptorFor(new LLMTask({ modelId: MODEL }, { descriptor: 'external' })), externalLlmDescriptor);
+});
+
+test('multimodal URLs are rewritten with their forward ids and cornserve fields are removed', (t) => {
+  const { req, forwards } = request(2);
+  const r = llmDescriptor.request(new LLMTask({ modelId: MODEL }), req, {});
+  const body = r.body as any;
+  t.is(r.path, '/v1/chat/completions');
+  t.false('cornserve_embeddings' in body);
+  t.is(body.messages[0].content[1].image_url.url, `data:image/uuid;data_id=${forwards[0]!.id};url=https://x/0.png,`);
+  t.is(body.messages[0].content[2].audio_url.url, `data:audio/uuid;data_id=${forwards[1]!.id};url=https://x/1.wav,`);
+  t.is(body.messages[0].content[0].text, 'look');
+});
+
+test('LLMTask asks for a stream', (t) => {
+  const { req } = request(0);
+  t.true((llmDescriptor.request(new LLMTask({ modelId: MODEL }), req, {}).body as any).stream);
+});
+
+test('LLMEmbeddingTask asks for the hidden states to go to the forward\'s destination ranks, not streamed', (t) => {
+  const { req } = request(0);
+  const out = { embeddings: DataForward.tensor() };
+  out.embeddings.dstSidecarRanks = [[3, 4]];
+  const body = llmDescriptor.request(new LLMEmbeddingTask({ modelId: MODEL }), req, out).body as any;
+  t.false(body.stream);
+  t.deepEqual(body.vllm_xargs, { cornserve_hidden_states_forward_id: out.embeddings.id, cornserve_hidden_states_forward_ranks: '[[3,4]]' });
+});
+
+test('more multimodal parts than embeddings is refused', (t) => {
+  const { req } = request(2);
+  const e = t.throws(() => llmDescriptor.request(new LLMTask({ modelId: MODEL }), { ...req, cornserve_embeddings: req.cornserve_embeddings.slice(1) }, {}));
+  t.regex(e!.message, /2 multimodal parts but 1 embeddings/);
+});
+
+test('without receiveEmbeddings the URLs stay as they are and the executor is told so', (t) => {
+  const task = new LLMTask({ modelId: MODEL, receiveEmbeddings: false });
+  const { req } = request(1);
+  t.is((llmDescriptor.request(task, { ...req, cornserve_embeddings: [] }, {}).body as any).messages[0].content[1].image_url.url, 'https://x/0.png');
+  t.true(llmDescriptor.launch(task).args.includes('--no-receive-embeddings'));
+});
+
+test('the SSE reply becomes chunk lines: comments and event lines skipped, nothing after [DONE]', async (t) => {
+  const fake = await startFakeOpenAI({ words: ['a', 'b'] });
+  t.teardown(() => fake.close());
+  const res = await fetch(`${fake.url}/v1/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ stream: true }) });
+  const r = await llmDescriptor.response(new LLMTask({ modelId: MODEL }), {}, res);
+  const lines: any[] = [];
+  for await (const l of r.stream!) lines.push(JSON.parse(l));
+  t.deepEqual(lines.map((c) => c.choices[0].delta.content ?? null), ['', 'a', 'b', null]);
+  t.is(lines.at(-1).choices[0].finish_reason, 'stop');
+});
+
+test('an error event in the SSE stream fails the stream', async (t) => {
+  async function* body() {
+    yield new TextEncoder().encode('data: {"choices":[]}\n\ndata: {"error":{"message":"boom"}}\n\n');
+  }
+  const it = sseData(body());
+  t.is((await it.next()).value, '{"choices":[]}');
+  await t.throwsAsync(it.next(), { message: /boom/ });
+});
+
+test('the external URL comes from the per-model map, else the single URL', (t) => {
+  const env = { CORNSERVE_EXTERNAL_LLM_URLS: JSON.stringify({ [MODEL]: 'http://a:1' }), CORNSERVE_EXTERNAL_LLM_URL: 'http://b:2' };
+  t.is(externalLlmUrl(MODEL, env), 'http://a:1');
+  t.is(externalLlmUrl('other/model', env), 'http://b:2');
+  t.throws(() => externalLlmUrl(MODEL, {}), { message: /CORNSERVE_EXTERNAL_LLM_URL/ });
+});
+
+test('the external descriptor serves LLMTask only and refuses embeddings from encoders', (t) => {
+  const { req } = request(1);
+  t.throws(() => externalLlmDescriptor.request(new LLMEmbeddingTask({ modelId: MODEL }), req, { embeddings: DataForward.tensor() }), { message: /LLMTask only/ });
+  t.throws(() => externalLlmDescriptor.request(new LLMTask({ modelId: MODEL }), req, {}), { message: /encoderFission: false/ });
+  const plain = externalLlmDescriptor.request(new LLMTask({ modelId: MODEL }), { ...req, cornserve_embeddings: [] }, {}).body as any;
+  t.is(plain.messages[0].content[1].image_url.url, 'https://x/0.png');
+  t.true(plain.stream);
+});
