@@ -7,21 +7,15 @@
  * sidecars (`kubectl -n cornserve rollout restart deploy/resource-manager ds/sidecar`).
  */
 import type { KubeNodeDevices } from './discovery.js';
+import type { PeerAddress } from '../../../sidecar/server/peers.js';
 import { InvalidSpecError } from './errors.js';
-
-export interface SidecarPeer {
-  node: string;
-  host: string;
-  port: number;
-  ranks: number[];
-}
 
 export interface SidecarTopology {
   node: string;
   /** The node's address other sidecars dial. */
   host: string;
   ranks: number[];
-  peers: SidecarPeer[];
+  peers: PeerAddress[];
 }
 
 export function sidecarTopology(nodes: KubeNodeDevices[], me: string, peerPort: number): SidecarTopology {
