@@ -1,0 +1,129 @@
+/**
+ * Geri's engine loop (the reference's engine core): enqueued requests go to the scheduler; when the worker is
+ * idle, the next batch (consecutive requests with identical generation parameters) runs on it. One batch at a
+ * time: requests arriving meanwhile wait and form the next batch, as in the reference's schedule → execute →
+ * respond loop. The worker answers per item, so a bad item fails alone; a batch that fails as a whole fails
+ * each of its requests with that error. Audio chunks are forwarded to the router as they come (`stream`),
+ * always before the request's `response`.
+ *
+ * Requests whose deadline passes while queued are answered EXECUTOR_DEADLINE_EXCEEDED; cancelled ones are
+ * dropped (a running one's output is discarded). The worker's death is fatal (main.ts exits).
+ */
+import type { Logger } from '../../../lib/log.js';
+import { ExecutorErrorCode, executorError, toWire, type WireError } from '../../common/errors.js';
+import { type EngineInbound, type Handlers, type Item, type ItemResult, type Tensors, itemsFromWire } from '../../common/protocol.js';
+import type { StreamEvent } from '../../common/worker-pool.js';
+import { GenParams, type Modality } from '../protocol.js';
+import { type ScheduledRequest, type SchedulerBatch, Scheduler } from './scheduler.js';
+
+/** How often requests whose deadline passed are dropped from the queue. */
+const EXPIRY_SWEEP_MS = 250;
+
+/** Where answers go (EngineServer in the engine process). */
+export interface EngineLink {
+  respond(requestId: string, items: readonly ItemResult[], error?: WireError): Promise<void>;
+  stream(requestId: string, itemId: string, seq: number, meta?: Record<string, unknown>, tensors?: Tensors): Promise<void>;
+}
+
+/** What runs batches (the WorkerPool). */
+export interface BatchRunner {
+  readonly alive: boolean;
+  run(meta: Record<string, unknown>, items: readonly Item[], onStream?: (e: StreamEvent) => void): Promise<ItemResult[]>;
+}
+
+export interface GeriEngineOptions {
+  modality: Modality;
+  /** Requests per batch; undefined = unlimited. */
+  maxBatchSize?: number;
+  log: Logger;
+}
+
+export class GeriEngine {
+  private readonly scheduler: Scheduler;
+  /** Requests of the batch on the worker, by request id (a cancelled one is removed). */
+  private readonly running = new Map<string, ScheduledRequest>();
+  private busy = false;
+  private readonly sweeper: NodeJS.Timeout;
+
+  constructor(private readonly runner: BatchRunner, private readonly link: EngineLink, private readonly o: GeriEngineOptions) {
+    this.scheduler = new Scheduler(o.maxBatchSize);
+    this.sweeper = setInterval(() => this.expire(), EXPIRY_SWEEP_MS).unref();
+  }
+
+  close(): void {
+    clearInterval(this.sweeper);
+  }
+
+  /** The router link's handlers. */
+  handlers(): Handlers<EngineInbound> {
+    return {
+      enqueue: (m, blobs) => this.submit(m.requestId, m.deadline, itemsFromWire(m.items, blobs)),
+      cancel: (m) => {
+        if (this.scheduler.drop(m.requestId) || this.running.delete(m.requestId)) this.o.log.debug({ requestId: m.requestId, reason: m.reason }, 'request cancelled');
+      },
+    };
+  }
+
+  /** One request = one item whose meta holds its generation parameters. */
+  submit(requestId: string, deadline: number, items: Item[]): void {
+    const item = items[0];
+    const params = GenParams.safeParse(item?.meta);
+    let problem: string | undefined;
+    if (items.length !== 1) problem = `a Geri request holds exactly one item, got ${items.length}`;
+    else if (!params.success) problem = `item meta: ${params.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ')}`;
+    else if (params.data.kind !== this.o.modality) problem = `this engine generates ${this.o.modality}, not ${params.data.kind}`;
+    if (problem || !item || !params.success) {
+      void this.link.respond(requestId, [], toWire(executorError(ExecutorErrorCode.PROTOCOL, problem ?? 'bad request')));
+      return;
+    }
+    const embeddingDataId = typeof item.meta.embeddingDataId === 'string' ? item.meta.embeddingDataId : item.id;
+    this.scheduler.enqueue({ requestId, embeddingDataId, deadline, params: params.data, item });
+    this.pump();
+  }
+
+  private expire(): void {
+    for (const r of this.scheduler.expire(Date.now())) {
+      void this.link.respond(r.requestId, [], toWire(executorError(ExecutorErrorCode.DEADLINE_EXCEEDED, 'the request passed its deadline while queued in the engine')));
+    }
+  }
+
+  private pump(): void {
+    if (this.busy) return;
+    this.expire();
+    const batch = this.scheduler.schedule();
+    if (!batch) return;
+    this.busy = true;
+    void this.runBatch(batch).finally(() => {
+      this.busy = false;
+      this.pump();
+    });
+  }
+
+  private async runBatch(batch: SchedulerBatch): Promise<void> {
+    const byItem = new Map<string, ScheduledRequest>();
+    for (const r of batch.requests) {
+      this.running.set(r.requestId, r);
+      byItem.set(r.item!.id, r);
+    }
+    const onStream = (e: StreamEvent) => {
+      const r = byItem.get(e.itemId);
+      if (r && this.running.has(r.requestId)) void this.link.stream(r.requestId, e.itemId, e.seq, e.meta, e.tensors);
+    };
+    let results: ItemResult[] = [];
+    let failure: WireError | undefined;
+    try {
+      results = await this.runner.run({ kind: batch.params.kind, batchSize: batch.length }, batch.requests.map((r) => r.item!), onStream);
+    } catch (e) {
+      if (!this.runner.alive) return; // fatal: main.ts exits and the router fails every request
+      failure = toWire(e);
+      this.o.log.warn({ err: failure.message, requests: batch.length }, 'batch failed');
+    }
+    for (const r of batch.requests) {
+      if (!this.running.delete(r.requestId)) continue; // cancelled meanwhile
+      const id = r.item!.id;
+      const res = results.find((x) => x.id === id)
+        ?? { id, ok: false, error: failure ?? toWire(executorError(ExecutorErrorCode.PROTOCOL, 'the worker returned no result for this item')) };
+      void this.link.respond(r.requestId, [{ ...res, meta: { ...res.meta, batchSize: batch.length } }]);
+    }
+  }
+}

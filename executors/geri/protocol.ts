@@ -1,0 +1,53 @@
+/**
+ * What Geri's router, engine and worker put in the common protocol's items (executors/common/PROTOCOL.md):
+ *   item   {id, meta: GenParams, tensors: {embeddings: float32 [rows, hidden]}}   one HTTP request = one item
+ *   image  result tensors {png: uint8 [bytes]}
+ *   audio  stream events {pcm16: uint8 [bytes]} per chunk (in order), then a result with meta {chunks}
+ * Every result's meta carries `batchSize` (how many requests ran together).
+ */
+import { z } from 'zod';
+
+export const ImageParams = z.object({
+  kind: z.literal('image'),
+  height: z.number().int().positive(),
+  width: z.number().int().positive(),
+  numInferenceSteps: z.number().int().positive(),
+  skipTokens: z.number().int().nonnegative(),
+});
+export type ImageParams = z.infer<typeof ImageParams>;
+
+export const AudioParams = z.object({
+  kind: z.literal('audio'),
+  /** Absent = the model's default (absent ≠ an explicit default when batching, as in the reference). */
+  chunkSize: z.number().int().positive().optional(),
+  leftContextSize: z.number().int().nonnegative().optional(),
+});
+export type AudioParams = z.infer<typeof AudioParams>;
+
+export const GenParams = z.discriminatedUnion('kind', [ImageParams, AudioParams]);
+export type GenParams = z.infer<typeof GenParams>;
+
+export type Modality = GenParams['kind'];
+export const MODALITIES = ['image', 'audio'] as const satisfies readonly Modality[];
+
+/** Tensor names on the links. */
+export const EMBEDDINGS = 'embeddings';
+export const PNG = 'png';
+export const PCM16 = 'pcm16';
+
+/**
+ * Whether two requests may run in one batch (the reference's `requests_compatible`): image requests with the
+ * same height, width and steps (skip_tokens may differ); audio requests with the same chunk and context sizes.
+ */
+export function compatible(a: GenParams, b: GenParams): boolean {
+  if (a.kind === 'image' && b.kind === 'image') return a.height === b.height && a.width === b.width && a.numInferenceSteps === b.numInferenceSteps;
+  if (a.kind === 'audio' && b.kind === 'audio') return a.chunkSize === b.chunkSize && a.leftContextSize === b.leftContextSize;
+  return false;
+}
+
+/** Float samples in [-1, 1] → 16-bit signed little-endian PCM (clamped, scaled by 32767, rounded). */
+export function toPcm16(samples: Float32Array): Uint8Array {
+  const out = new Int16Array(samples.length);
+  for (let i = 0; i < samples.length; i++) out[i] = Math.round(Math.min(1, Math.max(-1, samples[i]!)) * 32767);
+  return new Uint8Array(out.buffer);
+}

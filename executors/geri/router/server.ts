@@ -1,0 +1,197 @@
+/**
+ * Geri's router: the HTTP side (the reference's router.py + engine client).
+ *   POST /image/generate {embedding_data_id, height, width, num_inference_steps?, skip_tokens?} → {status: 0, generated}
+ *   POST /audio/generate {embedding_data_id, chunk_size?, left_context_size?} → SSE of base64 PCM16 chunks
+ *   GET /health (503 once the engine is gone), /info, /metrics
+ * Flow per request: validate (limits from the manifest) → receive all embedding chunks from the sidecar
+ * (bounded by the request deadline, x-cornserve-deadline) and free them → enqueue one item to the engine,
+ * which batches it with compatible requests → answer. A request rejected before it read its embeddings still
+ * frees them (received in the background). A client that goes away cancels its request in the engine.
+ */
+import { randomUUID } from 'node:crypto';
+import express, { type Request, type Response } from 'express';
+import { DEADLINE_HEADER } from '../../../functions/sdk/dispatch.js';
+import { errorHandler, parseOr422 } from '../../../lib/http.js';
+import { type Logger, logger } from '../../../lib/log.js';
+import { currentTraceparent, traceRequests } from '../../../lib/telemetry.js';
+import type { SidecarClient } from '../../../sidecar/client/client.js';
+import type { EngineResponse, EnqueueOptions } from '../../common/engine-client.js';
+import { ExecutorErrorCode, executorError, fromWire } from '../../common/errors.js';
+import { type Item, type ItemResult, tensor } from '../../common/protocol.js';
+import { discardTensor } from '../../common/receive-tensor.js';
+import type { Manifest } from '../../models/manifest.js';
+import { GeriErrorCode, geriError } from '../errors.js';
+import { EMBEDDINGS, type GenParams, type Modality, PCM16, PNG } from '../protocol.js';
+import { receiveEmbeddings } from './embeddings.js';
+import { createGeriMetrics, type GeriMetrics } from './metrics.js';
+import { AudioEventStream, sendError, sendImage } from './replies.js';
+import { audioRequestSchema, dataIdOf, imageRequestSchema } from './requests.js';
+
+/** The engine as the router sees it (EngineProcess + its EngineClient in main.ts). */
+export interface GeriEngineHandle {
+  readonly alive: boolean;
+  enqueue(items: readonly Item[], o: EnqueueOptions): Promise<EngineResponse>;
+}
+
+export interface GeriServerOptions {
+  engine: GeriEngineHandle;
+  /** The generator model's manifest (hidden size, size limits, defaults). */
+  manifest: Manifest;
+  modelId: string;
+  modality: Modality;
+  /** The node's sidecar; without one every generation request fails with GERI_NO_SIDECAR. */
+  sidecar?: SidecarClient;
+  maxBatchSize?: number;
+  executorId?: string;
+  /** Deadline of a request without an x-cornserve-deadline header. @default 300000 */
+  defaultTimeoutMs?: number;
+  log?: Logger;
+}
+
+export interface GeriServer {
+  app: express.Express;
+  metrics: GeriMetrics;
+}
+
+/** The item's result, or the error that failed it (the item's own, else the request's). */
+function resultOf(r: EngineResponse): ItemResult {
+  const it = r.items[0];
+  if (it?.ok) return it;
+  throw it?.error ? fromWire(it.error) : (r.error ?? executorError(ExecutorErrorCode.INTERNAL, 'the engine returned no result'));
+}
+
+export function buildGeriServer(o: GeriServerOptions): GeriServer {
+  const log = o.log ?? logger('geri', { executor: o.executorId });
+  const defaultTimeoutMs = o.defaultTimeoutMs ?? 300_000;
+  const hidden = o.manifest.model_ids[o.modelId]?.hidden_size;
+  if (hidden === undefined) throw new Error(`model '${o.manifest.name}' does not serve model id '${o.modelId}'`);
+  const imageGen = o.manifest.generation.image;
+  const imageSchema = o.modality === 'image' && imageGen ? imageRequestSchema(imageGen) : undefined;
+  if (o.modality === 'image' && !imageSchema) throw new Error(`model '${o.manifest.name}' is not an image generator`);
+  if (o.modality === 'audio' && !o.manifest.generation.audio) throw new Error(`model '${o.manifest.name}' is not an audio generator`);
+
+  let inflight = 0;
+  let receiving = 0;
+  const served: Record<string, number> = {};
+  const metrics = createGeriMetrics({ inflight: () => inflight, receiving: () => receiving }, o.executorId ? { executor: o.executorId } : {});
+
+  const deadlineOf = (req: Request): number => {
+    const h = req.get(DEADLINE_HEADER);
+    if (h === undefined) return Date.now() + defaultTimeoutMs;
+    const d = Number(h);
+    if (!Number.isSafeInteger(d) || d <= 0) throw geriError(GeriErrorCode.BAD_DEADLINE, `the ${DEADLINE_HEADER} header must be epoch milliseconds, got '${h.slice(0, 40)}'`);
+    return d;
+  };
+
+  /** Validates the body into the engine's generation parameters. */
+  const paramsOf = (route: Modality, body: unknown): { dataId: string; params: GenParams } => {
+    if (route !== o.modality) throw geriError(GeriErrorCode.WRONG_MODALITY, `this Geri generates ${o.modality}; POST /${o.modality}/generate`);
+    if (route === 'image') {
+      const b = parseOr422(imageSchema!, body, 'image generation request');
+      return {
+        dataId: b.embedding_data_id,
+        params: { kind: 'image', height: b.height, width: b.width, numInferenceSteps: b.num_inference_steps, skipTokens: b.skip_tokens },
+      };
+    }
+    const b = parseOr422(audioRequestSchema, body, 'audio generation request');
+    return {
+      dataId: b.embedding_data_id,
+      params: { kind: 'audio', ...(b.chunk_size !== undefined ? { chunkSize: b.chunk_size } : {}), ...(b.left_context_size !== undefined ? { leftContextSize: b.left_context_size } : {}) },
+    };
+  };
+
+  const generate = (route: Modality) => async (req: Request, res: Response) => {
+    const t0 = performance.now();
+    const gone = new AbortController();
+    res.on('close', () => {
+      if (!res.writableFinished) gone.abort();
+    });
+    inflight++;
+    let outcome = 'ok';
+    let stream: AudioEventStream | undefined;
+    try {
+      let deadline = Date.now() + defaultTimeoutMs;
+      let request: { dataId: string; params: GenParams };
+      try {
+        deadline = deadlineOf(req);
+        request = paramsOf(route, req.body);
+      } catch (e) {
+        const id = dataIdOf(req.body);
+        if (id && o.sidecar) discardTensor(o.sidecar, id, deadline); // free what the producer sends for this request
+        throw e;
+      }
+      const { dataId, params } = request;
+      const tr = performance.now();
+      receiving++;
+      const emb = await receiveEmbeddings(o.sidecar, dataId, hidden, deadline).finally(() => { receiving--; });
+      metrics.receive.observe((performance.now() - tr) / 1000);
+      metrics.embeddingBytes.inc(emb.data.byteLength);
+      if (params.kind === 'image' && params.skipTokens >= emb.rows) {
+        throw geriError(GeriErrorCode.EMBEDDINGS_INVALID, `skip_tokens ${params.skipTokens} leaves no rows of the ${emb.rows} embedding rows`, { rows: emb.rows });
+      }
+      if (gone.signal.aborted) {
+        outcome = 'cancelled';
+        return;
+      }
+      const item: Item = {
+        id: randomUUID(),
+        meta: { ...params, embeddingDataId: dataId },
+        tensors: { [EMBEDDINGS]: tensor('float32', [emb.rows, emb.cols], emb.data) },
+      };
+      const traceparent = currentTraceparent();
+      const enqueue: EnqueueOptions = { deadline, signal: gone.signal, ...(traceparent ? { traceparent } : {}) };
+      if (params.kind === 'image') {
+        const r = resultOf(await o.engine.enqueue([item], enqueue));
+        metrics.batchSize.observe(Number(r.meta?.batchSize ?? 1));
+        sendImage(res, r.tensors![PNG]!.data as Uint8Array);
+        return;
+      }
+      const s = (stream = new AudioEventStream(res));
+      const r = resultOf(await o.engine.enqueue([item], {
+        ...enqueue,
+        onStream: (e) => {
+          const pcm = e.tensors[PCM16];
+          if (!pcm || gone.signal.aborted) return;
+          metrics.audioChunks.inc();
+          s.chunk(pcm.data as Uint8Array);
+        },
+      }));
+      metrics.batchSize.observe(Number(r.meta?.batchSize ?? 1));
+      s.done();
+    } catch (e) {
+      if (gone.signal.aborted) {
+        outcome = 'cancelled';
+        return;
+      }
+      outcome = stream?.started ? stream.fail(e) : sendError(res, e);
+      if (outcome.startsWith('EXECUTOR_') || outcome === 'INTERNAL') log.warn({ err: (e as Error).message, route }, 'generation failed');
+    } finally {
+      inflight--;
+      served[outcome] = (served[outcome] ?? 0) + 1;
+      metrics.requests.inc({ route, outcome });
+      metrics.duration.observe({ route }, (performance.now() - t0) / 1000);
+    }
+  };
+
+  const app = express();
+  app.use(traceRequests('geri'));
+  app.use(express.json({ limit: '1mb' }));
+  app.get('/health', (_req, res) => {
+    if (o.engine.alive) res.json({ status: 'ok' });
+    else res.status(503).json({ status: 'engine dead', error: { code: ExecutorErrorCode.ENGINE_DEAD, message: 'the engine process is gone' } });
+  });
+  app.get('/info', (_req, res) => {
+    res.json({
+      kind: 'geri', executorId: o.executorId ?? null, modelId: o.modelId, model: o.manifest.name, modality: o.modality, hiddenSize: hidden,
+      maxBatchSize: o.maxBatchSize ?? null, sidecar: !!o.sidecar, limits: o.modality === 'image' ? imageGen : o.manifest.generation.audio,
+      inflight, receiving, served,
+    });
+  });
+  app.get('/metrics', async (_req, res) => {
+    res.type(metrics.registry.contentType).send(await metrics.registry.metrics());
+  });
+  app.post('/image/generate', generate('image'));
+  app.post('/audio/generate', generate('audio'));
+  app.use(errorHandler(log));
+  return { app, metrics };
+}
