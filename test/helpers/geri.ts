@@ -1,0 +1,128 @@
+/**
+ * Geri fixture: a REAL Geri (`node --import tsx executors/geri/main.ts`, router + engine process + worker thread)
+ * on a free port, attached to a test sidecar node, plus helpers to feed it embeddings the way an encoder would.
+ *
+ *   const sc = await startSidecars({ nodes: [[0, 1]] });
+ *   const geri = await startGeri({ modality: 'image', sidecar: sc.nodes[0]!.socketPath, ranks: [1] });
+ *   const producer = await sc.client(0);
+ *   await sendEmbeddings(producer, id, emb, [[1]]);
+ *   const res = await geri.post('/image/generate', { embedding_data_id: id, height: 64, width: 64 });
+ *   await geri.stop();
+ */
+import { spawn } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { EXECUTOR_ENV } from '../../control/descriptors/types.js';
+import { DEADLINE_HEADER } from '../../functions/sdk/dispatch.js';
+import { freePort } from '../../lib/net.js';
+import { waitUntil } from '../../lib/wait.js';
+import type { SidecarClient } from '../../sidecar/client/client.js';
+import { tensor } from '../../sidecar/tensor.js';
+import { Prng } from '../../executors/models/onnx/prng.js';
+import { modelsDir } from './models.js';
+import { repoRoot } from './repo.js';
+
+export const IMAGE_GEN_ID = 'cornserve/tiny-image-gen';
+export const AUDIO_GEN_ID = 'cornserve/tiny-audio-gen';
+/** The input hidden size of both tiny generators. */
+export const GEN_HIDDEN = 256;
+
+export interface GeriOptions {
+  modality: 'image' | 'audio';
+  /** The sidecar node's unix socket (omit: a Geri without sidecar). */
+  sidecar?: string;
+  /** This Geri's sidecar ranks. @default [1] */
+  ranks?: number[];
+  maxBatchSize?: number;
+  /** Deadline of requests without a header. */
+  timeoutMs?: number;
+}
+
+export interface Geri {
+  readonly url: string;
+  readonly pid: number;
+  /** POST a JSON body; `deadlineMs` sets x-cornserve-deadline to now + deadlineMs. */
+  post(path: string, body: unknown, o?: { deadlineMs?: number; signal?: AbortSignal }): Promise<Response>;
+  info(): Promise<Record<string, unknown> & { served: Record<string, number>; inflight: number; receiving: number }>;
+  metrics(): Promise<string>;
+  /** SIGKILL (a crash) and wait. */
+  kill(): Promise<void>;
+  /** SIGTERM and wait; idempotent. */
+  stop(): Promise<void>;
+}
+
+export async function startGeri(opts: GeriOptions): Promise<Geri> {
+  const port = await freePort();
+  const url = `http://127.0.0.1:${port}`;
+  const models = await modelsDir();
+  const args = [
+    '--import', 'tsx', 'executors/geri/main.ts', '--modality', opts.modality, '--model-id', opts.modality === 'image' ? IMAGE_GEN_ID : AUDIO_GEN_ID,
+    '--models-dir', models, '--max-batch-size', String(opts.maxBatchSize ?? 1), ...(opts.timeoutMs ? ['--timeout-ms', String(opts.timeoutMs)] : []),
+  ];
+  const env: Record<string, string> = { ...process.env as Record<string, string>, [EXECUTOR_ENV.port]: String(port), [EXECUTOR_ENV.executorId]: `geri-test-${port}` };
+  delete env[EXECUTOR_ENV.sidecar];
+  if (opts.sidecar) {
+    env[EXECUTOR_ENV.sidecar] = `unix:${opts.sidecar}`;
+    env[EXECUTOR_ENV.ranks] = (opts.ranks ?? [1]).join(',');
+  }
+  const child = spawn(process.execPath, args, { cwd: repoRoot, env, stdio: ['ignore', 'ignore', 'pipe'] });
+  let stderr = '';
+  child.stderr!.on('data', (d: Buffer) => { stderr = (stderr + d.toString()).slice(-4000); });
+  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+  const onExit = () => child.kill('SIGKILL');
+  process.once('exit', onExit);
+  const end = async (signal: NodeJS.Signals) => {
+    if (child.exitCode === null && child.signalCode === null) child.kill(signal);
+    const timer = setTimeout(() => child.kill('SIGKILL'), 10_000);
+    await exited;
+    clearTimeout(timer);
+    process.removeListener('exit', onExit);
+  };
+  try {
+    await waitUntil(`geri on port ${port}`, async () => {
+      if (child.exitCode !== null) throw new Error(`geri exited with ${child.exitCode}: ${stderr}`);
+      try {
+        return (await fetch(`${url}/health`, { signal: AbortSignal.timeout(1000) })).ok;
+      } catch {
+        return false;
+      }
+    }, { timeoutMs: 45_000, intervalMs: 100 });
+  } catch (e) {
+    await end('SIGKILL');
+    throw e;
+  }
+  return {
+    url,
+    pid: child.pid!,
+    post: (path, body, o = {}) => fetch(`${url}${path}`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', ...(o.deadlineMs !== undefined ? { [DEADLINE_HEADER]: String(Date.now() + o.deadlineMs) } : {}) },
+      body: JSON.stringify(body),
+      ...(o.signal ? { signal: o.signal } : {}),
+    }),
+    info: async () => (await (await fetch(`${url}/info`)).json()) as never,
+    metrics: async () => (await fetch(`${url}/metrics`)).text(),
+    kill: () => end('SIGKILL'),
+    stop: () => end('SIGTERM'),
+  };
+}
+
+/** A fresh sidecar data id (lowercase hex, like a DataForward's). */
+export const dataId = () => randomBytes(8).toString('hex');
+
+/** Deterministic embeddings [rows, hidden] in about [-1, 1]. */
+export function embeddings(rows: number, seed = 1, hidden = GEN_HIDDEN): { data: Float32Array; shape: [number, number] } {
+  const rng = new Prng(seed);
+  return { data: Float32Array.from({ length: rows * hidden }, () => rng.next() * 2 - 1), shape: [rows, hidden] };
+}
+
+/** Sends embeddings to `dst` in `chunks` row-chunks (as an encoder would), chunk k = rows [k·n/c, (k+1)·n/c). */
+export async function sendEmbeddings(
+  producer: SidecarClient, id: string, emb: { data: Float32Array; shape: [number, number] }, dst: number[][], chunks = 1,
+): Promise<void> {
+  const [rows, hidden] = emb.shape;
+  for (let k = 0; k < chunks; k++) {
+    const from = Math.floor((k * rows) / chunks);
+    const to = Math.floor(((k + 1) * rows) / chunks);
+    await producer.send(tensor('f32', [to - from, hidden], emb.data.slice(from * hidden, to * hidden)), id, dst, { chunk: k, numChunks: chunks });
+  }
+}
