@@ -29,7 +29,11 @@ export class EricEngine {
   private readonly maxInflight: number;
   private readonly sweeper: NodeJS.Timeout;
 
-  constructor(private readonly pool: WorkerPool, private readonly server: EngineServer, private readonly o: EngineOptions) {
+  constructor(
+    private readonly pool: Pick<WorkerPool, 'run' | 'alive'>,
+    private readonly server: Pick<EngineServer, 'respond'>,
+    private readonly o: EngineOptions,
+  ) {
     this.scheduler = new Scheduler(o.maxBatchSize);
     this.maxInflight = o.maxInflightBatches ?? 2;
     this.sweeper = setInterval(() => this.expire(), EXPIRY_SWEEP_MS).unref();
@@ -60,6 +64,7 @@ export class EricEngine {
   }
 
   private pump(): void {
+    if (this.inflight < this.maxInflight) this.expire();
     while (this.inflight < this.maxInflight && this.scheduler.hasWaiting()) {
       const batch = this.scheduler.schedule();
       if (!batch) return;

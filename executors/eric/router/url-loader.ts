@@ -9,7 +9,7 @@
  */
 import { open } from 'node:fs/promises';
 import { fileURLToPath } from 'node:url';
-import { ericError } from '../errors.js';
+import { EricError, ericError } from '../errors.js';
 
 export interface UrlLoaderOptions {
   maxBytes: number;
@@ -119,7 +119,7 @@ async function loadHttp(url: string, o: UrlLoaderOptions, signal?: AbortSignal):
       return { ...(mime ? { mime } : {}), parts: [await readBounded(res, url, o.maxBytes)] };
     }
   } catch (e) {
-    if ((e as { code?: string }).code?.startsWith('ERIC_')) throw e;
+    if (e instanceof EricError) throw e;
     if (timeout.aborted) throw ericError('ERIC_URL_TIMEOUT', `fetching ${describeUrl(url)} did not finish within ${o.timeoutMs} ms`);
     if (signal?.aborted) throw e;
     const cause = (e as { cause?: { code?: string; message?: string } }).cause;

@@ -92,7 +92,8 @@ test('GET /info and /modalities describe what this Eric serves', async (t) => {
   t.deepEqual(await (await fetch(`${eric.url}/modalities`)).json(), ['image', 'video']);
 });
 
-test('a failed request leaves no sidecar memory behind and its consumers stop waiting', async (t) => {
+// Serial: it reads the node-wide bytes in use.
+test.serial('a failed request leaves no sidecar memory behind and its consumers stop waiting', async (t) => {
   const good = await makeImage(224, 224, { seed: 6, format: 'jpeg' });
   const p = uniquePrefix();
   const res = await eric.embed([
