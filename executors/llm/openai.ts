@@ -46,10 +46,20 @@ export const usage = (prompt: number, completion: number): Usage => ({ prompt_to
 
 export const completionId = () => `chatcmpl-${randomBytes(12).toString('hex')}`;
 
-/** Builds the chunks of one streamed completion (same id / created / model on each). */
+/**
+ * Builds the SSE payloads of one streamed completion (same id / created / model on each). Content chunks are
+ * the hot path (one per token per request): their fixed parts are serialised once.
+ */
 export class ChunkWriter {
   readonly created = Math.floor(Date.now() / 1000);
-  constructor(readonly id: string, readonly model: string, private readonly includeUsage: boolean) {}
+  private readonly contentHead: string;
+  private readonly contentTail: string;
+
+  constructor(readonly id: string, readonly model: string, private readonly includeUsage: boolean) {
+    const [head, tail] = JSON.stringify(this.chunk([{ index: 0, delta: { content: '\u0000' }, logprobs: null, finish_reason: null }])).split('"\\u0000"');
+    this.contentHead = head!;
+    this.contentTail = tail!;
+  }
 
   private chunk(choices: unknown[], extra: Record<string, unknown> = {}): Record<string, unknown> {
     return {
@@ -58,20 +68,20 @@ export class ChunkWriter {
     };
   }
 
-  role(): Record<string, unknown> {
-    return this.chunk([{ index: 0, delta: { role: 'assistant', content: '' }, logprobs: null, finish_reason: null }]);
+  role(): string {
+    return JSON.stringify(this.chunk([{ index: 0, delta: { role: 'assistant', content: '' }, logprobs: null, finish_reason: null }]));
   }
 
-  content(text: string): Record<string, unknown> {
-    return this.chunk([{ index: 0, delta: { content: text }, logprobs: null, finish_reason: null }]);
+  content(text: string): string {
+    return this.contentHead + JSON.stringify(text) + this.contentTail;
   }
 
-  finish(reason: FinishReason): Record<string, unknown> {
-    return this.chunk([{ index: 0, delta: {}, logprobs: null, finish_reason: reason }]);
+  finish(reason: FinishReason): string {
+    return JSON.stringify(this.chunk([{ index: 0, delta: {}, logprobs: null, finish_reason: reason }]));
   }
 
-  usage(u: Usage): Record<string, unknown> {
-    return this.chunk([], { usage: u });
+  usage(u: Usage): string {
+    return JSON.stringify(this.chunk([], { usage: u }));
   }
 }
 

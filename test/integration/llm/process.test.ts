@@ -48,3 +48,11 @@ test('the executor process finds its node sidecar through CORNSERVE_SIDECAR_URL 
   const direct = await generate(model, userPrompt(model, content, [{ rows: 4, data: rows }]), { maxTokens: 8, temperature: 0 });
   t.is(r.body.choices[0].message.content, direct.text);
 });
+
+test('the executor prints its options with --help', async (t) => {
+  const { execFile } = await import('node:child_process');
+  const { repoRoot } = await import('../../helpers/repo.js');
+  const out = await new Promise<string>((resolve, reject) =>
+    execFile(process.execPath, ['--import', 'tsx', 'executors/llm/main.ts', '--help'], { cwd: repoRoot }, (e, stdout) => (e ? reject(e) : resolve(stdout))));
+  for (const flag of ['--model-id', '--max-batch', '--sidecar-socket', '--no-receive-embeddings']) t.true(out.includes(flag), flag);
+});

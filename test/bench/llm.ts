@@ -1,0 +1,125 @@
+/**
+ * LLM benchmark: decode tokens/s and time to first token through the LLM executor (a child process, streaming
+ * SSE over HTTP, continuous batching) at 1, 8 and 32 concurrent requests, next to the direct in-process decode
+ * loop over the same model (executors/llm/direct.ts: the same prompts as one static batch, no HTTP, no
+ * scheduler) in the same run. Every request generates exactly `TOKENS` tokens (greedy, ignore_eos). Served and
+ * direct runs alternate and each figure is the median of `REPS` runs.
+ *
+ *   node --import tsx test/bench/llm.ts
+ */
+import http from 'node:http';
+import { fileURLToPath } from 'node:url';
+import { llmDescriptor } from '../../control/descriptors/llm.js';
+import { generateBatch } from '../../executors/llm/direct.js';
+import { LlmModel } from '../../executors/llm/model.js';
+import { LLMTask } from '../../functions/tasks/llm.js';
+import { launchExecutor, llmDir, samplePrompts, userPrompt } from '../helpers/llm.js';
+import { modelsDir } from '../helpers/models.js';
+import { formatTable, type BenchResult } from './types.js';
+
+const MODEL_ID = 'cornserve/tiny-vlm-a';
+const TOKENS = 128;
+const REPS = 3;
+const LEVELS = [1, 8, 32];
+/** onnxruntime threads for both the executor and the direct loop (the other core serves HTTP and the client). */
+const THREADS = Number(process.env.BENCH_LLM_THREADS ?? 1);
+
+interface Run { tokensPerSec: number; ttftMs: number }
+
+const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
+
+const agent = new http.Agent({ keepAlive: true, maxSockets: 64 });
+
+/**
+ * One streaming request over node:http (lighter per chunk than fetch: the client shares the machine with the
+ * server). Resolves with the time of the first content chunk and the completion tokens from the usage chunk.
+ */
+function streamOne(url: URL, content: string, t0: number): Promise<{ firstMs: number; tokens: number }> {
+  const body = JSON.stringify({
+    model: MODEL_ID, messages: [{ role: 'user', content }], max_tokens: TOKENS, temperature: 0, ignore_eos: true,
+    stream: true, stream_options: { include_usage: true },
+  });
+  return new Promise((resolve, reject) => {
+    const req = http.request({ host: url.hostname, port: url.port, path: '/v1/chat/completions', method: 'POST', agent, headers: { 'content-type': 'application/json' } }, (res) => {
+      if (res.statusCode !== 200) return reject(new Error(`HTTP ${res.statusCode}`));
+      res.setEncoding('utf8');
+      let firstMs = -1;
+      let tail = '';
+      res.on('data', (s: string) => {
+        if (firstMs < 0 && /"delta":\{"content":"[^"]/.test(s)) firstMs = performance.now() - t0;
+        tail = (tail + s).slice(-600);
+      });
+      res.on('end', () => {
+        const m = /"completion_tokens":(\d+)/.exec(tail);
+        resolve({ firstMs, tokens: m ? Number(m[1]) : 0 });
+      });
+      res.on('error', reject);
+    });
+    req.on('error', reject);
+    req.end(body);
+  });
+}
+
+async function served(url: string, prompts: string[]): Promise<Run> {
+  const t0 = performance.now();
+  const rs = await Promise.all(prompts.map((p) => streamOne(new URL(url), p, t0)));
+  const wall = performance.now() - t0;
+  const tokens = rs.reduce((a, r) => a + r.tokens, 0);
+  if (tokens !== prompts.length * TOKENS) throw new Error(`served ${tokens} tokens, expected ${prompts.length * TOKENS}`);
+  return { tokensPerSec: tokens / (wall / 1000), ttftMs: median(rs.map((r) => r.firstMs)) };
+}
+
+async function direct(model: LlmModel, prompts: string[]): Promise<Run> {
+  const first: number[] = [];
+  const t0 = performance.now();
+  const gens = await generateBatch(model, prompts.map((p) => userPrompt(model, p)), { maxTokens: TOKENS, temperature: 0, ignoreEos: true }, (i, _tok, text) => {
+    if (first[i] === undefined && text) first[i] = performance.now() - t0;
+  });
+  const wall = performance.now() - t0;
+  const tokens = gens.reduce((a, g) => a + g.tokens.length, 0);
+  return { tokensPerSec: tokens / (wall / 1000), ttftMs: median(first.filter((x) => x !== undefined)) };
+}
+
+export async function run(): Promise<BenchResult[]> {
+  const dir = await llmDir('tiny-lm-a');
+  const model = await LlmModel.load(dir, { threads: THREADS });
+  const task = new LLMTask({ modelId: MODEL_ID, receiveEmbeddings: false });
+  const spec = llmDescriptor.launch(task);
+  const exec = await launchExecutor({ ...spec, args: [...spec.args, '--max-batch', '32', '--threads', String(THREADS)] }, { CORNSERVE_MODELS_DIR: await modelsDir(), CORNSERVE_LOG_LEVEL: 'warn' });
+  const results: BenchResult[] = [];
+  try {
+    const all = samplePrompts(32);
+    await served(exec.url, all.slice(0, 4)); // warm-up both paths
+    await direct(model, all.slice(0, 4));
+    for (const c of LEVELS) {
+      const prompts = all.slice(0, c);
+      const s: Run[] = [];
+      const d: Run[] = [];
+      for (let r = 0; r < REPS; r++) {
+        s.push(await served(exec.url, prompts));
+        d.push(await direct(model, prompts));
+      }
+      const st = median(s.map((x) => x.tokensPerSec));
+      const dt = median(d.map((x) => x.tokensPerSec));
+      const sf = median(s.map((x) => x.ttftMs));
+      const df = median(d.map((x) => x.ttftMs));
+      results.push({
+        name: `llm decode, ${c} concurrent`, figure: st, unit: 'tok/s', baseline: dt, baselineName: `direct loop, static batch of ${c}`,
+        ratio: st / dt, ...(c === 8 ? { target: '>= 0.8 of direct' } : {}),
+        notes: `served (HTTP + SSE + continuous batching, executor process) / direct; ${TOKENS} tokens per request, greedy; ${THREADS} onnxruntime thread(s) each`,
+      });
+      results.push({
+        name: `llm time to first token, ${c} concurrent`, figure: sf, unit: 'ms', baseline: df, baselineName: `direct loop, static batch of ${c}`,
+        ratio: df / sf, notes: 'median over requests; ratio = direct / served (higher is better)',
+      });
+    }
+  } finally {
+    await exec.stop();
+    await model.close();
+  }
+  return results;
+}
+
+if (process.argv[1] === fileURLToPath(import.meta.url)) {
+  console.log(formatTable(await run()));
+}
