@@ -201,7 +201,8 @@ export function buildLlmServer(opts: LlmServerOptions): LlmServer {
       }
       const { status, body } = toOpenAIError(e);
       outcome = body.error.code;
-      if (status >= 500) log.error({ err: e }, body.error.message);
+      if (status === 500) log.error({ err: e }, body.error.message);
+      else if (status > 500) log.warn({ code: body.error.code }, body.error.message);
       if (!res.headersSent) res.status(status).json(body);
       else res.end();
     } finally {
