@@ -12,7 +12,7 @@
  */
 import { SidecarError, badRequest } from '../errors.js';
 import { convertTensor, isTensor, type DType, type Tensor } from '../tensor.js';
-import type { RecvReply } from '../wire/protocol.js';
+import type { AllocReply, PutReply, RecvReply } from '../wire/protocol.js';
 import { Connection, type Deadline } from './connection.js';
 import { decode, encode } from './codec.js';
 
@@ -120,13 +120,16 @@ export class SidecarClient {
       ...(enc.dtype ? { dtype: enc.dtype, shape: enc.shape } : {}),
       ...(o.ttlMs ?? this.opts.ttlMs ? { ttlMs: o.ttlMs ?? this.opts.ttlMs } : {}),
     };
-    if (enc.bytes.byteLength <= (this.opts.inlineBytes ?? 65536)) {
+    const size = enc.bytes.byteLength;
+    if (size <= (this.opts.inlineBytes ?? 65536)) {
       await conn.call(put, enc.bytes, d);
       return;
     }
-    const r = await conn.call({ op: 'alloc', size: enc.bytes.byteLength, deadline: d.deadline }, undefined, d);
-    conn.segment.bytes.set(enc.bytes, r.offset as number);
-    await conn.call({ ...put, alloc: r.alloc }, undefined, d);
+    // Large: copy straight into the sidecar's memory — a lease from an earlier put, or a fresh allocation.
+    const mem = conn.leases.take(size) ?? ((await conn.call({ op: 'alloc', size, deadline: d.deadline }, undefined, d)) as unknown as AllocReply);
+    conn.segment.bytes.set(enc.bytes, mem.offset);
+    const r = (await conn.call({ ...put, alloc: mem.alloc, ...(conn.leases.wanted ? { lease: true } : {}) }, undefined, d)) as PutReply;
+    if (r.lease) conn.leases.add(r.lease);
   }
 
   /**

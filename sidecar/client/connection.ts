@@ -9,6 +9,7 @@ import { FrameReader, writeFrame } from '../wire/frames.js';
 import type { HelloReply, Reply } from '../wire/protocol.js';
 import { openSegment } from '../shm/segment.js';
 import { sleep } from '../../lib/wait.js';
+import { Leases } from './leases.js';
 
 interface Pending {
   resolve(r: Record<string, unknown>): void;
@@ -27,6 +28,8 @@ export class Connection {
   hello!: HelloReply;
   /** The sidecar's shared memory, mapped into this process. */
   segment!: { buffer: ArrayBuffer; bytes: Uint8Array };
+  /** Memory the sidecar lent on this connection (given back with `cancel`). */
+  readonly leases = new Leases((alloc) => { if (this.alive) writeFrame(this.sock, { op: 'cancel', rid: alloc }); });
 
   private constructor(private readonly sock: Socket) {
     new FrameReader<Reply>(sock, {
@@ -37,6 +40,7 @@ export class Connection {
     sock.on('error', () => {});
     sock.on('close', () => {
       this.alive = false;
+      this.leases.clear();
       const err = new SidecarError('SIDECAR_UNAVAILABLE', 'the connection to the local sidecar closed (sidecar stopped or restarted)');
       for (const p of this.pending.values()) p.reject(err);
       this.pending.clear();

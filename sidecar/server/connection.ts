@@ -7,7 +7,7 @@ import type { Socket } from 'node:net';
 import { SidecarError, badRequest, errorToWire } from '../errors.js';
 import type { Allocation } from '../shm/memory.js';
 import { FrameReader, writeFrame } from '../wire/frames.js';
-import { ClientRequest, type PutReq, type RecvReply } from '../wire/protocol.js';
+import { ClientRequest, type Lease, type PutReply, type PutReq, type RecvReply } from '../wire/protocol.js';
 import type { SidecarServer } from './server.js';
 
 interface OpenId {
@@ -23,6 +23,7 @@ export class ClientConnection {
   private readonly reservations = new Map<number, Allocation>();
   private readonly inflight = new Map<number, AbortController>();
   private readonly open = new Map<string, OpenId>();
+  private leases = 0;
 
   constructor(private readonly srv: SidecarServer, private readonly sock: Socket) {
     sock.setNoDelay(true);
@@ -82,7 +83,7 @@ export class ClientConnection {
         this.reservations.set(req.rid, a); // keyed by the request id, so a cancel after the reply still frees it
         return { alloc: req.rid, offset: a.offset };
       }
-      case 'put': return this.put(req, payload, signal);
+      case 'put': return this.put(req, payload, signal) as Promise<Record<string, unknown>>;
       case 'recv': {
         const rec = await srv.ledger.recv(req.id, req.chunk, this.rank!, req.deadline, signal);
         if (!rec) return { end: true } satisfies RecvReply;
@@ -115,21 +116,29 @@ export class ClientConnection {
     }
   }
 
-  private async put(req: PutReq, payload: Buffer | null, signal: AbortSignal): Promise<Record<string, unknown>> {
+  private async put(req: PutReq, payload: Buffer | null, signal: AbortSignal): Promise<PutReply> {
     const srv = this.srv;
-    if (req.kind === 'tensor' && (!req.dtype || !req.shape)) throw badRequest('a tensor needs dtype and shape');
-    const { remote } = srv.route(req.dst); // validates ranks before any memory is taken
-    let alloc: Allocation;
+    let reserved = req.alloc === undefined ? undefined : this.reservations.get(req.alloc);
     if (req.alloc !== undefined) {
-      const a = this.reservations.get(req.alloc);
-      if (!a) throw badRequest(`unknown allocation ${req.alloc}`);
+      if (!reserved) throw badRequest(`unknown allocation ${req.alloc}`);
       this.reservations.delete(req.alloc);
-      if (a.length !== req.size) { srv.memory.free(a); throw badRequest(`allocation holds ${a.length} bytes, put says ${req.size}`); }
-      alloc = a;
-    } else {
-      if ((payload?.length ?? 0) !== req.size) throw badRequest(`payload has ${payload?.length ?? 0} bytes, put says ${req.size}`);
-      alloc = await srv.memory.alloc(req.size, { deadline: req.deadline, signal, ...(this.hint ? { hint: this.hint } : {}) });
-      if (payload && req.size > 0) srv.memory.segment.bytes.set(payload, alloc.offset);
+    }
+    let alloc: Allocation;
+    let remote: Map<string, number[][]>;
+    try {
+      if (req.kind === 'tensor' && (!req.dtype || !req.shape)) throw badRequest('a tensor needs dtype and shape');
+      remote = srv.route(req.dst).remote; // validates ranks before any memory is taken
+      if (reserved) {
+        if (req.size > reserved.reserved) throw badRequest(`allocation holds ${reserved.reserved} bytes, put says ${req.size}`);
+        alloc = srv.memory.trim(reserved, req.size); // a lease may be larger than this chunk
+        reserved = undefined;
+      } else {
+        if ((payload?.length ?? 0) !== req.size) throw badRequest(`payload has ${payload?.length ?? 0} bytes, put says ${req.size}`);
+        alloc = await srv.memory.alloc(req.size, { deadline: req.deadline, signal, ...(this.hint ? { hint: this.hint } : {}) });
+        if (payload && req.size > 0) srv.memory.segment.bytes.set(payload, alloc.offset);
+      }
+    } finally {
+      if (reserved) srv.memory.free(reserved);
     }
     const numChunks = req.stream ? undefined : (req.numChunks ?? 1);
     srv.storeChunk({
@@ -143,7 +152,19 @@ export class ClientConnection {
     if (numChunks !== undefined) open.numChunks = numChunks;
     for (const n of remote.keys()) open.nodes.add(n);
     this.settle(req.id, open);
-    return {};
+    const lease = req.lease ? this.lend(req.size) : undefined;
+    return lease ? { lease } : {};
+  }
+
+  /** Lends the client memory for its next send, if memory is plentiful (a quarter of the segment stays free). */
+  private lend(size: number): Lease | undefined {
+    const mem = this.srv.memory;
+    if (size === 0 || mem.bytesFree - size < mem.capacity / 4) return undefined;
+    const a = mem.allocNow(size, this.hint);
+    if (!a) return undefined;
+    const id = -++this.leases; // negative: never a request id
+    this.reservations.set(id, a);
+    return { alloc: id, offset: a.offset, bytes: a.reserved };
   }
 
   /** The client gave up on request `rid` (deadline or abort): end its wait, or free what it reserved. */

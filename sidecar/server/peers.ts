@@ -1,14 +1,18 @@
 /**
- * Sidecar ↔ sidecar links over TCP. Each sidecar listens for its peers and keeps one outbound
- * connection per peer node (opened on first use, re-opened after a drop). Chunk bytes are written
- * straight from the producer node's shared memory and read straight into a slot of the receiving
- * node's shared memory; order on one link is preserved, so a `close` never overtakes a chunk.
+ * Sidecar ↔ sidecar links over TCP. Bytes flow from the side that accepted a connection to the side that
+ * dialed it: every sidecar dials each of its peers (and re-dials after a drop) and reads what that peer sends
+ * it with a DirectFrameReader, so the kernel copies chunk bytes from the socket straight into a slot of its
+ * own shared memory (Node only gives `onread` buffers to sockets it dials). A peer writes its chunks to this
+ * node on the connection it accepted from it, straight from its own shared memory (one writev per chunk).
+ * One link per direction; order on a link is preserved, so a `close` never overtakes a chunk.
+ *
+ * Both sidecars of a pair must list each other as peers (the receiver dials the sender).
  */
 import { createServer, connect, type Server, type Socket } from 'node:net';
 import type { Logger } from '../../lib/log.js';
-import { sleep } from '../../lib/wait.js';
 import { FrameReader, writeFrame, type PayloadTarget } from '../wire/frames.js';
-import { PeerMessage, type PeerChunk } from '../wire/protocol.js';
+import { DirectFrameReader } from '../wire/direct-reader.js';
+import { PeerHello, PeerMessage, type PeerChunk } from '../wire/protocol.js';
 
 export interface PeerAddress {
   node: string;
@@ -32,105 +36,78 @@ interface Outgoing {
   written: (err?: Error | null) => void;
 }
 
+const REDIAL_MIN_MS = 50;
+const REDIAL_MAX_MS = 1000;
+
+/** The link this node writes to one peer on: the connection that peer dialed (and said hello on). */
 class OutboundLink {
   private sock: Socket | undefined;
-  private connecting: Promise<Socket> | undefined;
   private readonly queue: Outgoing[] = [];
-  private pumping = false;
+  private timer: NodeJS.Timeout | undefined;
 
-  constructor(readonly peer: PeerAddress, private readonly self: string, private readonly log: Logger) {}
+  constructor(readonly node: string, private readonly unreachable: () => string) {}
+
+  /** The peer (re)connected: later frames go there, queued ones first. */
+  attach(sock: Socket): void {
+    if (this.sock && this.sock !== sock) this.sock.destroy(); // the peer restarted: its old link is dead
+    this.sock = sock;
+    sock.on('close', () => { if (this.sock === sock) this.sock = undefined; });
+    clearTimeout(this.timer);
+    this.timer = undefined;
+    while (this.queue.length > 0 && this.ready()) this.write(this.queue.shift()!);
+  }
+
+  private ready(): boolean { return this.sock !== undefined && this.sock.writable; }
 
   send(o: Outgoing): void {
+    if (this.queue.length === 0 && this.ready()) { this.write(o); return; }
     this.queue.push(o);
-    void this.pump();
+    this.arm();
   }
 
-  private async pump(): Promise<void> {
-    if (this.pumping) return;
-    this.pumping = true;
-    try {
-      while (this.queue.length > 0) {
-        const head = this.queue[0]!;
-        let sock: Socket;
-        try {
-          sock = await this.open(head.deadline);
-        } catch (err) {
-          this.queue.shift();
-          head.written(err as Error);
-          continue;
-        }
-        const o = this.queue.shift()!;
-        writeFrame(sock, o.header, o.payload, (err) => o.written(err));
+  private write(o: Outgoing): void {
+    writeFrame(this.sock!, o.header, o.payload, (err) => o.written(err));
+  }
+
+  /** Fails queued frames whose deadline passes before the peer connects. */
+  private arm(): void {
+    if (this.timer || this.queue.length === 0) return;
+    const next = Math.min(...this.queue.map((o) => o.deadline));
+    this.timer = setTimeout(() => {
+      this.timer = undefined;
+      const now = Date.now();
+      const err = new Error(`peer sidecar ${this.node} did not connect before the deadline (${this.unreachable()})`);
+      for (let i = this.queue.length - 1; i >= 0; i--) {
+        if (this.queue[i]!.deadline <= now) this.queue.splice(i, 1)[0]!.written(err);
       }
-    } finally {
-      this.pumping = false;
-    }
-  }
-
-  private async open(deadline: number): Promise<Socket> {
-    if (this.sock && !this.sock.destroyed) return this.sock;
-    this.connecting ??= this.dial(deadline).finally(() => { this.connecting = undefined; });
-    return this.connecting;
-  }
-
-  private async dial(deadline: number): Promise<Socket> {
-    let lastErr: Error | undefined;
-    while (Date.now() < deadline) {
-      try {
-        const sock = await new Promise<Socket>((resolve, reject) => {
-          const s = connect({ host: this.peer.host, port: this.peer.port, noDelay: true }, () => { s.off('error', reject); resolve(s); });
-          s.once('error', reject);
-        });
-        sock.on('error', (err) => this.log.warn({ peer: this.peer.node, err: err.message }, 'peer link error'));
-        sock.on('close', () => { if (this.sock === sock) this.sock = undefined; });
-        writeFrame(sock, { op: 'hello', node: this.self });
-        this.sock = sock;
-        return sock;
-      } catch (err) {
-        lastErr = err as Error;
-        await sleep(Math.min(200, Math.max(0, deadline - Date.now())));
-      }
-    }
-    throw new Error(`peer sidecar ${this.peer.node} at ${this.peer.host}:${this.peer.port} unreachable: ${lastErr?.message ?? 'deadline passed'}`);
+      this.arm();
+    }, Math.max(0, next - Date.now()));
   }
 
   close(): void {
+    clearTimeout(this.timer);
     this.sock?.destroy();
     for (const o of this.queue.splice(0)) o.written(new Error('sidecar stopping'));
   }
 }
 
-export class Peers {
-  private server: Server | undefined;
-  private readonly links = new Map<string, OutboundLink>();
-  private readonly inbound = new Set<Socket>();
-  readonly byRank = new Map<number, PeerAddress>();
+/** The link this node reads one peer's chunks from: it dials the peer and keeps re-dialing while running. */
+class InboundLink {
+  private sock: Socket | undefined;
+  private timer: NodeJS.Timeout | undefined;
+  private delay = REDIAL_MIN_MS;
+  private closed = false;
+  /** Why the peer is not connected (for error messages). */
+  lastError = 'not connected yet';
 
-  constructor(
-    private readonly self: string,
-    readonly peers: PeerAddress[],
-    private readonly handler: InboundHandler,
-    private readonly log: Logger,
-  ) {
-    for (const p of peers) for (const r of p.ranks) this.byRank.set(r, p);
-  }
+  constructor(readonly peer: PeerAddress, private readonly self: string, private readonly handler: InboundHandler, private readonly log: Logger) {}
 
-  async listen(host: string, port: number): Promise<number> {
-    const server = createServer({ noDelay: true }, (sock) => this.accept(sock));
-    await new Promise<void>((resolve, reject) => {
-      server.once('error', reject);
-      server.listen(port, host, () => { server.off('error', reject); resolve(); });
-    });
-    this.server = server;
-    return (server.address() as { port: number }).port;
-  }
-
-  private accept(sock: Socket): void {
-    this.inbound.add(sock);
-    let from = 'unknown';
-    let current: PeerChunk | undefined;
+  dial(): void {
+    if (this.closed) return;
+    const from = this.peer.node;
+    let current: PeerChunk | undefined; // the chunk whose payload is being read
     const parsed = new WeakMap<object, PeerMessage>();
-    new FrameReader<object>(sock, {
+    const reader = new DirectFrameReader<object>({
       target: (raw, length) => {
         const msg = PeerMessage.safeParse(raw);
         if (!msg.success) {
@@ -142,34 +119,113 @@ export class Peers {
         current = msg.data;
         return this.handler.target(msg.data, from);
       },
-      frame: (raw, payload) => {
+      frame: (raw) => {
         current = undefined;
         const msg = parsed.get(raw);
-        if (!msg) return;
-        if (msg.op === 'hello') { from = msg.node; return; }
-        this.handler.message(msg, payload, from);
+        if (msg && msg.op !== 'hello') this.handler.message(msg, null, from);
       },
       error: (err) => this.log.warn({ from, err: err.message }, 'peer stream error'),
     });
-    sock.on('error', () => {});
-    sock.on('close', () => {
-      this.inbound.delete(sock);
-      if (current) this.handler.broken(current, from);
+    const sock = connect({ host: this.peer.host, port: this.peer.port, noDelay: true, onread: reader.onread });
+    reader.attach(sock);
+    this.sock = sock;
+    sock.once('connect', () => {
+      this.delay = REDIAL_MIN_MS;
+      this.lastError = 'connected';
+      writeFrame(sock, { op: 'hello', node: this.self });
     });
+    sock.on('error', (err) => { this.lastError = `${this.peer.host}:${this.peer.port}: ${err.message}`; });
+    sock.on('close', () => {
+      if (current) this.handler.broken(current, from);
+      current = undefined;
+      if (this.sock === sock) this.sock = undefined;
+      if (this.closed) return;
+      if (this.lastError === 'connected') this.lastError = 'the link dropped';
+      this.timer = setTimeout(() => this.dial(), this.delay);
+      this.delay = Math.min(REDIAL_MAX_MS, this.delay * 2);
+    });
+  }
+
+  close(): void {
+    this.closed = true;
+    clearTimeout(this.timer);
+    this.sock?.destroy();
+  }
+}
+
+export class Peers {
+  private server: Server | undefined;
+  private readonly outbound = new Map<string, OutboundLink>();
+  private readonly inbound = new Map<string, InboundLink>();
+  private readonly accepted = new Set<Socket>();
+  readonly byRank = new Map<number, PeerAddress>();
+
+  constructor(
+    private readonly self: string,
+    readonly peers: PeerAddress[],
+    private readonly handler: InboundHandler,
+    private readonly log: Logger,
+  ) {
+    for (const p of peers) for (const r of p.ranks) this.byRank.set(r, p);
+  }
+
+  /** Listens for peers' links, then dials every peer (the links this node reads from). */
+  async listen(host: string, port: number): Promise<number> {
+    const server = createServer({ noDelay: true }, (sock) => this.accept(sock));
+    await new Promise<void>((resolve, reject) => {
+      server.once('error', reject);
+      server.listen(port, host, () => { server.off('error', reject); resolve(); });
+    });
+    this.server = server;
+    for (const p of this.peers) {
+      const link = new InboundLink(p, this.self, this.handler, this.log);
+      this.inbound.set(p.node, link);
+      link.dial();
+    }
+    return (server.address() as { port: number }).port;
+  }
+
+  /** A peer dialed us: after its hello, this is the link we write to it on. */
+  private accept(sock: Socket): void {
+    this.accepted.add(sock);
+    sock.on('error', () => {});
+    sock.on('close', () => this.accepted.delete(sock));
+    let from: string | undefined;
+    new FrameReader<unknown>(sock, {
+      target: (_h, length) => (length > 0 ? null : undefined),
+      frame: (raw) => {
+        const hello = PeerHello.safeParse(raw);
+        if (from !== undefined || !hello.success) {
+          this.log.warn({ from }, 'unexpected message on an outbound peer link');
+          sock.destroy();
+          return;
+        }
+        from = hello.data.node;
+        this.link(from).attach(sock);
+      },
+      error: (err) => this.log.warn({ from, err: err.message }, 'peer stream error'),
+    });
+  }
+
+  private link(node: string): OutboundLink {
+    let link = this.outbound.get(node);
+    if (!link) {
+      link = new OutboundLink(node, () => this.inbound.get(node)?.lastError ?? 'not a configured peer');
+      this.outbound.set(node, link);
+    }
+    return link;
   }
 
   /** Queues `header` (+ payload) to the peer node; `written` fires once it is handed to the kernel or failed. */
   send(node: string, header: PeerMessage, payload: Uint8Array | undefined, deadline: number, written: (err?: Error | null) => void): void {
-    const peer = this.peers.find((p) => p.node === node);
-    if (!peer) { written(new Error(`unknown peer node ${node}`)); return; }
-    let link = this.links.get(node);
-    if (!link) this.links.set(node, (link = new OutboundLink(peer, this.self, this.log)));
-    link.send({ header, ...(payload ? { payload } : {}), deadline, written });
+    if (!this.inbound.has(node)) { written(new Error(`unknown peer node ${node}`)); return; }
+    this.link(node).send({ header, ...(payload ? { payload } : {}), deadline, written });
   }
 
   async close(): Promise<void> {
-    for (const l of this.links.values()) l.close();
-    for (const s of this.inbound) s.destroy();
+    for (const l of this.inbound.values()) l.close();
+    for (const l of this.outbound.values()) l.close();
+    for (const s of this.accepted) s.destroy();
     await new Promise<void>((r) => (this.server ? this.server.close(() => r()) : r()));
   }
 }

@@ -49,6 +49,7 @@ export class SidecarServer {
   private sweeper: NodeJS.Timeout | undefined;
   private readonly conns = new Set<ClientConnection>();
   private readonly incoming = new WeakMap<PeerChunk, Allocation>();
+  private readonly brokenChunks = new WeakSet<PeerChunk>();
   private stopping: Promise<void> | undefined;
 
   constructor(options: SidecarServerOptions) {
@@ -76,6 +77,8 @@ export class SidecarServer {
       },
       broken: (msg, from) => {
         const a = this.incoming.get(msg);
+        this.incoming.delete(msg);
+        this.brokenChunks.add(msg); // an allocation still waiting for memory is freed when it comes
         if (a) this.memory.free(a);
         this.failLocal(msg.id, `the link from sidecar ${from} dropped in the middle of chunk ${msg.chunk}`, 'SIDECAR_UNAVAILABLE');
       },
@@ -219,10 +222,17 @@ export class SidecarServer {
     if (rec.groups.length > 0) this.mirror.remove(rec.id, rec.chunk);
   }
 
-  private peerTarget(msg: PeerChunk): Promise<Buffer | null> | null {
+  /** Where a chunk from a peer lands: a slot of this node's memory (the socket reads straight into it). */
+  private peerTarget(msg: PeerChunk): Buffer | null | Promise<Buffer | null> {
     if (this.ledger.isFailed(msg.id)) return null;
+    const now = this.memory.allocNow(msg.size);
+    if (now) { this.incoming.set(msg, now); return this.memory.view(now); }
     return this.memory.alloc(msg.size, { deadline: msg.expiresAt }).then(
-      (a) => { this.incoming.set(msg, a); return this.memory.view(a); },
+      (a) => {
+        if (this.brokenChunks.has(msg)) { this.memory.free(a); return null; }
+        this.incoming.set(msg, a);
+        return this.memory.view(a);
+      },
       (err: Error) => {
         this.failLocal(msg.id, `no memory on ${this.opts.node} for chunk ${msg.chunk}: ${err.message}`, 'SIDECAR_TIMEOUT');
         return null;

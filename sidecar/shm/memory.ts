@@ -83,6 +83,11 @@ export class SharedMemory {
     return undefined;
   }
 
+  /** An allocation of `size` bytes if one is free right now and nobody is queued before it. */
+  allocNow(size: number, hint?: number): Allocation | undefined {
+    return this.waiters.length === 0 && size <= this.maxSlab ? this.tryAlloc(size, hint) : undefined;
+  }
+
   /** Allocates `size` bytes, waiting (FIFO) under memory pressure until `deadline`. */
   alloc(size: number, opts: AllocOptions): Promise<Allocation> {
     if (size > this.maxSlab) {
@@ -113,6 +118,18 @@ export class SharedMemory {
     const i = this.waiters.indexOf(w);
     if (i >= 0) this.waiters.splice(i, 1);
     if (i === 0) this.serveWaiters(); // the head left: the next one may fit now
+  }
+
+  /** The first slots of `a` holding `size` bytes (≤ a.reserved); the slots past them are freed. */
+  trim(a: Allocation, size: number): Allocation {
+    const slab = this.slabs[a.slab]!;
+    const count = slab.slotsFor(size);
+    if (size > a.reserved) throw new SidecarError('SIDECAR_BAD_REQUEST', `${size} bytes do not fit an allocation of ${a.reserved} bytes`);
+    if (count < a.count) {
+      slab.release(a.start + count, a.count - count);
+      this.serveWaiters();
+    }
+    return { ...a, count, length: size, reserved: count * slab.slotBytes };
   }
 
   free(a: Allocation): void {

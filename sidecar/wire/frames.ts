@@ -10,29 +10,39 @@
 import type { Socket } from 'node:net';
 
 const PREFIX = 8;
+/** Bytes before a frame's header: u32 header length, u32 payload length. */
+export const FRAME_PREFIX = PREFIX;
 const INLINE_LIMIT = 64 * 1024; // payloads up to this size are written in the same buffer as the header
 
-/** Writes one frame. Large payloads are passed to the socket as they are (no copy in user space). */
-export function writeFrame(sock: Socket, header: unknown, payload?: Uint8Array, written?: (err?: Error | null) => void): boolean {
-  const json = Buffer.from(JSON.stringify(header));
-  const plen = payload?.byteLength ?? 0;
-  if (plen <= INLINE_LIMIT) {
-    const buf = Buffer.allocUnsafe(PREFIX + json.length + plen);
-    buf.writeUInt32LE(json.length, 0);
-    buf.writeUInt32LE(plen, 4);
-    json.copy(buf, PREFIX);
-    if (payload && plen > 0) buf.set(payload, PREFIX + json.length);
-    return sock.write(buf, written);
-  }
-  const head = Buffer.allocUnsafe(PREFIX + json.length);
-  head.writeUInt32LE(json.length, 0);
-  head.writeUInt32LE(plen, 4);
-  json.copy(head, PREFIX);
+const corked = new WeakSet<Socket>();
+
+/** Holds `sock`'s writes until the end of this tick, so frames written in one tick leave in one writev. */
+function batchThisTick(sock: Socket): void {
+  if (corked.has(sock)) return;
+  corked.add(sock);
   sock.cork();
-  sock.write(head);
-  const ok = sock.write(payload!, written);
-  process.nextTick(() => sock.uncork());
-  return ok;
+  process.nextTick(() => { corked.delete(sock); sock.uncork(); });
+}
+
+/**
+ * Writes one frame. Large payloads are passed to the socket as they are (no copy in user space: the
+ * kernel reads them from their memory, e.g. a shared-memory slot). Frames written in the same tick are
+ * sent together (one writev, one wake-up of the reader).
+ */
+export function writeFrame(sock: Socket, header: unknown, payload?: Uint8Array, written?: (err?: Error | null) => void): boolean {
+  const json = JSON.stringify(header);
+  const hlen = Buffer.byteLength(json);
+  const plen = payload?.byteLength ?? 0;
+  const inline = plen <= INLINE_LIMIT;
+  const buf = Buffer.allocUnsafe(PREFIX + hlen + (inline ? plen : 0));
+  buf.writeUInt32LE(hlen, 0);
+  buf.writeUInt32LE(plen, 4);
+  buf.write(json, PREFIX, 'utf8');
+  if (inline && payload && plen > 0) buf.set(payload, PREFIX + hlen);
+  batchThisTick(sock);
+  if (inline) return sock.write(buf, written);
+  sock.write(buf);
+  return sock.write(payload!, written);
 }
 
 /**

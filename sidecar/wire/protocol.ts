@@ -3,7 +3,8 @@
  *
  * Client ↔ local sidecar (unix socket): every request carries `rid`; the sidecar answers each with
  * `{rid, ok: true, ...}` or `{rid, ok: false, error}`; `cancel` has no answer (it ends a waiting request).
- * Sidecar → sidecar (TCP): one-way `chunk` (with its bytes as the payload), `close`, `fail`.
+ * Sidecar → sidecar (TCP): the dialing sidecar says `hello`; then the other one sends `chunk` (with its bytes as
+ * the payload), `close` and `fail` on that link (one-way).
  */
 import { z } from 'zod';
 import type { DType } from '../tensor.js';
@@ -25,6 +26,7 @@ export const PutReq = z.object({
   numChunks: z.number().int().min(1).optional(), stream: z.boolean().optional(),
   dst: groups, kind: z.enum(kinds), dtype: dtype.optional(), shape: z.array(z.number().int().min(0)).optional(),
   size: z.number().int().min(0), alloc: z.number().int().optional(), ttlMs: z.number().positive().optional(), deadline: z.number(),
+  lease: z.boolean().optional(),
 });
 export const RecvReq = z.object({ op: z.literal('recv'), rid: z.number(), id, chunk: chunkNo, deadline: z.number() });
 export const DoneReq = z.object({ op: z.literal('done'), rid: z.number(), id, chunk: chunkNo, group: z.boolean().optional() });
@@ -38,6 +40,13 @@ export type PutReq = z.infer<typeof PutReq>;
 
 export interface HelloReply { node: string; instance: string; segment: { path: string; size: number }; ranks: number[] }
 export interface AllocReply { alloc: number; offset: number }
+/**
+ * Memory lent to a client with a put's reply (when it asks and memory is plentiful): a later send of at most
+ * `bytes` bytes copies into it and names it in its put, skipping the alloc round trip. The client gives back
+ * a lease it does not use with `cancel` (rid = alloc); the sidecar frees its leases when it disconnects.
+ */
+export interface Lease { alloc: number; offset: number; bytes: number }
+export interface PutReply { lease?: Lease }
 /** A chunk ready to read: where it sits in the segment and how to interpret it. `end` = past the last chunk. */
 export interface RecvReply {
   end?: true;
@@ -59,8 +68,10 @@ export const PeerChunk = z.object({
   dst: groups, kind: z.enum(kinds), dtype: dtype.optional(), shape: z.array(z.number().int().min(0)).optional(),
   size: z.number().int().min(0), producerRank: rank, expiresAt: z.number(),
 });
+/** The first frame on a link, from the dialing (reading) side: who it is. */
+export const PeerHello = z.object({ op: z.literal('hello'), node: z.string() });
 export const PeerMessage = z.discriminatedUnion('op', [
-  z.object({ op: z.literal('hello'), node: z.string() }),
+  PeerHello,
   PeerChunk,
   z.object({ op: z.literal('close'), id, numChunks: z.number().int().min(0) }),
   z.object({ op: z.literal('fail'), id, reason: z.string() }),

@@ -1,25 +1,26 @@
 /**
  * Sidecar benchmark, every figure next to a baseline measured in the same run:
- *  - inside a node (4 KiB … 64 MiB): send → recv → markDone throughput vs Buffer.copy of the same bytes;
- *  - between two sidecars: the same, producer on n0 and consumer on n1, vs a raw TCP loopback socket
- *    moving the same bytes to a child process;
+ *  - inside a node (4 KiB … 64 MiB): send → recv → markDone throughput vs Buffer.copy of the same bytes, both
+ *    rotating over buffers larger than the CPU cache (an executor's output is not cache-resident either);
+ *  - between two sidecars: the same, producer on n0 and consumer on n1, vs a raw TCP loopback socket moving
+ *    the same bytes to a child process (and, in the notes, vs a child reading with `onread` into one buffer);
  *  - small-object round trip (send → recv → markDone, one at a time) vs a raw unix-socket echo round trip.
- * Several transfers are kept in flight (as executors do); the median of rounds counts.
- * Run alone: node --import tsx test/bench/sidecar.ts
+ * The producer and the consumer each keep several transfers in flight (as executors do). Each round measures a
+ * figure and its baselines back to back; medians of rounds count (the machine is shared: ratios are what hold).
+ * Run alone: node --import tsx test/bench/sidecar.ts   (BENCH_ROUNDS=n, BENCH_SIDECAR_SIZES='1 MiB,64 MiB')
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { connect, type Socket } from 'node:net';
+import { connect, createServer, type Socket } from 'node:net';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { freePort } from '../../lib/net.js';
 import { startSidecars, type SidecarCluster } from '../helpers/sidecar.js';
 import type { SidecarClient } from '../../sidecar/client/client.js';
-import { tensor } from '../../sidecar/tensor.js';
+import { tensor, type Tensor } from '../../sidecar/tensor.js';
 import { formatTable, type BenchResult } from './types.js';
 
 export type { BenchResult };
-
 
 const KiB = 1024;
 const MiB = 1024 * KiB;
@@ -29,52 +30,87 @@ const SIZES: Array<{ label: string; size: number; count: number; inflight: numbe
   { label: '16 MiB', size: 16 * MiB, count: 40, inflight: 2 },
   { label: '64 MiB', size: 64 * MiB, count: 10, inflight: 2 },
 ];
-const ROUNDS = 3;
+const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 5);
+const ONLY = process.env.BENCH_SIDECAR_SIZES?.split(','); // e.g. '1 MiB,64 MiB'
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
+const fmt = (n: number) => n.toPrecision(3);
 const gbps = (bytes: number, ns: bigint) => bytes / Number(ns); // bytes per ns = GB/s
 
-/** GB/s of `count` transfers of `size` bytes from `prod` to `cons`, `inflight` at a time. */
+/** Distinct buffers of `size` bytes totalling at least POOL_BYTES (at least 2): rotating over them keeps copies out of the CPU cache. */
+const POOL_BYTES = 96 * MiB; // > 32 MiB L3 + 2 × 2 MiB L2 on this machine
+const poolOf = (size: number) => Math.max(2, Math.ceil(POOL_BYTES / size));
+
+/** Pools of distinct, already-touched buffers per size (one size at a time, so memory stays bounded). */
+const pools = new Map<string, Uint8Array[]>();
+function poolFor(what: 'src' | 'dst' | 'tensors', size: number): Uint8Array[] {
+  const key = `${what}-${size}`;
+  if (!pools.has(key)) {
+    for (const k of pools.keys()) if (!k.endsWith(`-${size}`)) pools.delete(k);
+    pools.set(key, Array.from({ length: poolOf(size) }, (_, i) => Buffer.alloc(size, i + 1))); // filled: no page faults later
+  }
+  return pools.get(key)!;
+}
+const sourcesOf = (size: number): Tensor[] => poolFor('tensors', size).map((b) => tensor('u8', [size], b));
+
+/**
+ * GB/s of `count` transfers of `size` bytes from `prod` to `cons`, as two executors do it: the producer keeps
+ * `inflight` sends going (rotating source tensors) and the consumer keeps `inflight` recv → markDone going.
+ */
 async function sidecarThroughput(prod: SidecarClient, cons: SidecarClient, size: number, count: number, inflight: number, tag: string): Promise<number> {
-  const data = tensor('u8', [size], new Uint8Array(size).fill(7));
-  let next = 0;
+  const sources = sourcesOf(size);
+  const lanes = (step: (i: number) => Promise<unknown>) => {
+    let next = 0;
+    return Promise.all(Array.from({ length: inflight }, async () => { while (next < count) await step(next++); }));
+  };
   const start = process.hrtime.bigint();
-  await Promise.all(Array.from({ length: inflight }, async () => {
-    while (next < count) {
-      const id = `${tag}-${next++}`;
-      await Promise.all([prod.send(data, id, [[cons.rank]]), cons.recv(id)]);
-      await cons.markDone(id);
-    }
-  }));
+  await Promise.all([
+    lanes((i) => prod.send(sources[i % sources.length], `${tag}-${i}`, [[cons.rank]])),
+    lanes(async (i) => { await cons.recv(`${tag}-${i}`); await cons.markDone(`${tag}-${i}`); }),
+  ]);
   return gbps(size * count, process.hrtime.bigint() - start);
 }
 
-/** Buffer.copy into `dsts` rotating destinations (the sidecar also writes into that many distinct slots). */
-function memcpyThroughput(size: number, count: number, dsts: number): number {
-  const src = Buffer.alloc(size, 7);
-  const dst = Array.from({ length: dsts }, () => Buffer.alloc(size));
+/** Buffer.copy between rotating sources and destinations larger than the CPU cache (as the sidecar's copies are). */
+function memcpyThroughput(size: number, count: number): number {
+  const src = poolFor('src', size);
+  const dst = poolFor('dst', size);
+  const n = src.length;
   const start = process.hrtime.bigint();
-  for (let i = 0; i < count; i++) src.copy(dst[i % dsts]!);
+  for (let i = 0; i < count; i++) dst[(i * 7 + 3) % n]!.set(src[i % n]!);
   return gbps(size * count, process.hrtime.bigint() - start);
 }
 
-/** A child process that reads bytes from TCP (or echoes on a unix socket) — the raw baselines. */
+/**
+ * A child process that reads bytes from TCP (or echoes on a unix socket) — the raw baselines. `sink` reads the
+ * usual way ('data' events: a fresh buffer per read); `direct` dials the bench and reads with `onread` into one
+ * reused 1 MiB buffer (the least work a Node receiver can do; no copy, no allocation).
+ */
 const SINK = `
 const net = require('node:net');
 const [mode, where] = process.argv.slice(1);
-const srv = net.createServer((s) => {
-  s.setNoDelay(true);
-  if (mode === 'echo') { s.on('data', (d) => s.write(d)); return; }
-  let want = -1, got = 0, head = Buffer.alloc(0);
-  s.on('data', (d) => {
-    if (want < 0) { head = Buffer.concat([head, d]); if (head.length < 8) return; want = Number(head.readBigUInt64LE(0)); got = head.length - 8; }
-    else got += d.length;
-    if (got >= want) { want = -1; got = 0; head = Buffer.alloc(0); s.write('k'); }
+let want = -1, got = 0, head = Buffer.alloc(0);
+const count = (s, d) => {
+  if (want < 0) { head = Buffer.concat([head, d]); if (head.length < 8) return; want = Number(head.readBigUInt64LE(0)); got = head.length - 8; }
+  else got += d.length;
+  if (got >= want) { want = -1; got = 0; head = Buffer.alloc(0); s.write('k'); }
+};
+if (mode === 'direct') {
+  const buf = Buffer.allocUnsafe(1 << 20);
+  const s = net.connect({ port: Number(where), host: '127.0.0.1', noDelay: true,
+    onread: { buffer: buf, callback: (n) => { count(s, buf.subarray(0, n)); return true; } } });
+} else {
+  const srv = net.createServer((s) => {
+    s.setNoDelay(true);
+    if (mode === 'echo') { s.on('data', (d) => s.write(d)); return; }
+    s.on('data', (d) => count(s, d));
   });
-});
-srv.listen(mode === 'echo' ? where : Number(where), mode === 'echo' ? undefined : '127.0.0.1', () => process.stdout.write('ready'));
+  srv.listen(mode === 'echo' ? where : Number(where), mode === 'echo' ? undefined : '127.0.0.1', () => process.stdout.write('ready'));
+}
 `;
 
-async function startSink(mode: 'sink' | 'echo', where: string): Promise<{ child: ChildProcess; sock: Socket }> {
+interface Sink { child: ChildProcess; sock: Socket }
+
+async function startSink(mode: 'sink' | 'echo', where: string): Promise<Sink> {
   const child = spawn(process.execPath, ['-e', SINK, mode, where], { stdio: ['ignore', 'pipe', 'inherit'] });
   await new Promise<void>((r) => child.stdout!.once('data', () => r()));
   const sock = await new Promise<Socket>((resolve) => {
@@ -84,15 +120,25 @@ async function startSink(mode: 'sink' | 'echo', where: string): Promise<{ child:
   return { child, sock };
 }
 
-/** GB/s of writing `count` buffers of `size` bytes to the TCP sink, until it acknowledges all of them. */
+async function startDirectSink(): Promise<Sink> {
+  const server = createServer({ noDelay: true });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  const accepted = new Promise<Socket>((r) => server.once('connection', r));
+  const child = spawn(process.execPath, ['-e', SINK, 'direct', String((server.address() as { port: number }).port)], { stdio: ['ignore', 'ignore', 'inherit'] });
+  const sock = await accepted;
+  server.close();
+  return { child, sock };
+}
+
+/** GB/s of writing `count` buffers of `size` bytes (rotating sources) to a TCP sink, until it acknowledges all of them. */
 async function tcpThroughput(sock: Socket, size: number, count: number): Promise<number> {
-  const buf = Buffer.alloc(size, 7);
+  const src = poolFor('src', size);
   const head = Buffer.alloc(8);
   head.writeBigUInt64LE(BigInt(size * count));
   const acked = new Promise<void>((r) => sock.once('data', () => r()));
   const start = process.hrtime.bigint();
   sock.write(head);
-  for (let i = 0; i < count; i++) if (!sock.write(buf)) await new Promise((r) => sock.once('drain', r));
+  for (let i = 0; i < count; i++) if (!sock.write(src[i % src.length]!)) await new Promise((r) => sock.once('drain', r));
   await acked;
   return gbps(size * count, process.hrtime.bigint() - start);
 }
@@ -131,26 +177,32 @@ export async function run(): Promise<BenchResult[]> {
   const sc: SidecarCluster = await startSidecars({ nodes: [[0, 1], [2]], slabs: [{ slotBytes: 4096, slots: 4096 }, { slotBytes: 256 * KiB, slots: 1536 }] });
   const dir = mkdtempSync(join(tmpdir(), 'cs-bench-'));
   const tcp = await startSink('sink', String(await freePort()));
+  const direct = await startDirectSink();
   const echo = await startSink('echo', join(dir, 'echo.sock'));
   try {
     const prod = await sc.client(0);
     const local = await sc.client(1);
     const remote = await sc.client(2);
-    for (const s of SIZES) {
+    for (const s of SIZES.filter((x) => !ONLY || ONLY.includes(x.label))) {
       await sidecarThroughput(prod, local, s.size, Math.max(2, s.count / 10), s.inflight, `warm-l-${s.label}`);
       await sidecarThroughput(prod, remote, s.size, Math.max(2, s.count / 10), s.inflight, `warm-r-${s.label}`);
-      memcpyThroughput(s.size, Math.max(2, s.count / 10), s.inflight);
+      memcpyThroughput(s.size, Math.max(2, s.count / 10));
       await tcpThroughput(tcp.sock, s.size, Math.max(2, s.count / 10));
-      const inNode: number[] = [], memcpy: number[] = [], across: number[] = [], raw: number[] = [];
-      for (let r = 0; r < ROUNDS; r++) {
+      await tcpThroughput(direct.sock, s.size, Math.max(2, s.count / 10));
+      const inNode: number[] = [], memcpy: number[] = [], across: number[] = [], raw: number[] = [], rawDirect: number[] = [];
+      for (let r = 0; r < ROUNDS; r++) { // each round measures a figure and its baselines back to back (the load varies)
         inNode.push(await sidecarThroughput(prod, local, s.size, s.count, s.inflight, `l-${s.label}-${r}`));
-        memcpy.push(memcpyThroughput(s.size, s.count, s.inflight));
+        memcpy.push(memcpyThroughput(s.size, s.count));
         across.push(await sidecarThroughput(prod, remote, s.size, s.count, s.inflight, `r-${s.label}-${r}`));
         raw.push(await tcpThroughput(tcp.sock, s.size, s.count));
+        rawDirect.push(await tcpThroughput(direct.sock, s.size, s.count));
       }
-      results.push(row(`in-node ${s.label}`, median(inNode), 'GB/s', median(memcpy), 'Buffer.copy', s.size >= MiB ? '≥ 0.5 × memcpy' : undefined,
-        `${s.inflight} in flight; baseline copies into ${s.inflight} rotating buffers`));
-      results.push(row(`between nodes ${s.label}`, median(across), 'GB/s', median(raw), 'raw TCP loopback', '≥ 0.7 × raw TCP', `${s.inflight} in flight`));
+      const paired = (a: number[], b: number[]) => fmt(median(a.map((x, i) => x / b[i]!)));
+      results.push(row(`in-node ${s.label}`, median(inNode), 'GB/s', median(memcpy), 'Buffer.copy, out of cache', s.size >= MiB ? '≥ 0.5 × memcpy' : undefined,
+        `${s.inflight} in flight; sources and baseline buffers rotate over ${poolOf(s.size)} × ${s.label}; median of per-round ratios ${paired(inNode, memcpy)}`));
+      results.push(row(`between nodes ${s.label}`, median(across), 'GB/s', median(raw), 'raw TCP loopback', s.size >= MiB ? '≥ 0.7 × raw TCP' : undefined,
+        `${s.inflight} in flight; median of per-round ratios ${paired(across, raw)}; vs raw TCP read with onread into one reused buffer ` +
+        `(${fmt(median(rawDirect))} GB/s): ${fmt(median(across) / median(rawDirect))}`));
     }
     await objectRtts(prod, local, 500, 'rt-warm');
     await echoRtts(echo.sock, 500);
@@ -161,13 +213,14 @@ export async function run(): Promise<BenchResult[]> {
     results.push(row('small-object round trip across nodes', rtRemote, 'ms (median)', base, 'raw unix-socket echo RTT'));
     return results;
   } finally {
-    tcp.sock.destroy(); echo.sock.destroy();
-    tcp.child.kill(); echo.child.kill();
+    for (const x of [tcp, direct, echo]) { x.sock.destroy(); x.child.kill(); }
     await sc.stop();
     rmSync(dir, { recursive: true, force: true });
   }
 }
 
 if (import.meta.url === `file://${process.argv[1]}`) {
-  console.log(formatTable(await run()));
+  const results = await run();
+  console.log(formatTable(results));
+  for (const r of results) if (r.notes) console.log(`- ${r.name}: ${r.notes}`);
 }

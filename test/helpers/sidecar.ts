@@ -77,6 +77,7 @@ export async function startSidecars(opts: StartSidecarsOptions): Promise<Sidecar
   const nodes: SidecarNode[] = specs.map((spec) => {
     let child: ChildProcess | undefined;
     const args = () => [
+      ...(process.env.SIDECAR_NODE_ARGS?.split(' ').filter(Boolean) ?? []), // e.g. '--cpu-prof --cpu-prof-dir=/tmp/prof' to profile
       '--import', 'tsx', MAIN, '--node', spec.name, '--ranks', spec.ranks.join(','), '--socket', spec.socketPath,
       '--peer-port', String(spec.peerPort), '--http-port', String(spec.httpPort),
       ...specs.filter((p) => p !== spec).flatMap((p) => ['--peer', `${p.name}=127.0.0.1:${p.peerPort}@${p.ranks.join(',')}`]),
