@@ -10,12 +10,12 @@
  * Replies: the outputs JSON array, or for a streaming graph `application/x-ndjson` (see reply.ts);
  * errors `{error: {code, message, details?}}` with the statuses in errors.ts.
  */
-import type { AddressInfo } from 'node:net';
 import express, { type Request, type Response } from 'express';
 import { Registry } from 'prom-client';
 import { DEADLINE_HEADER, TaskGraph } from '../../functions/sdk/index.js';
 import { errorHandler, route, toErrorBody } from '../../lib/http.js';
 import { logger } from '../../lib/log.js';
+import { listen, type ListeningServer } from '../gateway/server.js'; // generic listen/close helper (belongs in lib/)
 import type { Store } from '../store/types.js';
 import { parseDeadline, parseInvokeEvent, type GraphRequest } from './cloudevent.js';
 import { dispatchGraph, type DispatchDeps } from './dispatch.js';
@@ -98,38 +98,12 @@ export function buildDispatcher(options: DispatcherOptions): express.Express {
   return app;
 }
 
-export interface RunningDispatcher {
-  readonly url: string;
-  readonly port: number;
-  /** Stops accepting, gives in-flight requests `graceMs` to finish, then closes every connection. Idempotent. */
-  close(graceMs?: number): Promise<void>;
-}
+export type RunningDispatcher = ListeningServer;
 
-/** Builds and listens (port 0 = any free port). The Store stays the caller's to close. */
-export async function startDispatcher(options: DispatcherOptions & { port?: number; host?: string }): Promise<RunningDispatcher> {
-  const host = options.host ?? '127.0.0.1';
-  const server = buildDispatcher(options).listen(options.port ?? 0, host);
-  await new Promise<void>((resolve, reject) => {
-    server.once('listening', resolve);
-    server.once('error', reject);
-  });
-  server.keepAliveTimeout = 65_000; // longer than callers' idle pools, so a reused connection is never closed under them
-  const port = (server.address() as AddressInfo).port;
-  let closing: Promise<void> | undefined;
-  return {
-    url: `http://${host.includes(':') ? `[${host}]` : host}:${port}`,
-    port,
-    close(graceMs = 5_000) {
-      closing ??= new Promise<void>((resolve) => {
-        const timer = setTimeout(() => server.closeAllConnections(), graceMs);
-        timer.unref();
-        server.close(() => {
-          clearTimeout(timer);
-          resolve();
-        });
-        server.closeIdleConnections();
-      });
-      return closing;
-    },
-  };
+/**
+ * Builds and listens (port 0 = any free port); `close(graceMs)` stops accepting, gives in-flight requests
+ * `graceMs`, then closes every connection. The Store stays the caller's to close.
+ */
+export function startDispatcher(options: DispatcherOptions & { port?: number; host?: string }): Promise<RunningDispatcher> {
+  return listen(buildDispatcher(options), options.port ?? 0, options.host ?? '127.0.0.1');
 }

@@ -41,7 +41,7 @@ export interface EchoExecutorOptions {
   executorId?: string;
   /** Default simulated work per request (requests from the echo descriptor carry their own). */
   serviceTimeMs?: number;
-  /** How long to wait for GET /health. @default 20000 */
+  /** How long to wait for GET /health (a loaded 2-core machine can take long to start tsx). @default 45000 */
   startTimeoutMs?: number;
 }
 
@@ -74,7 +74,7 @@ export async function startEchoExecutor(options: EchoExecutorOptions = {}): Prom
   };
   try {
     await waitUntil(`echo executor ${executorId} on port ${port}`, async () => child.exitCode === null && (await healthy(url)), {
-      timeoutMs: options.startTimeoutMs ?? 20_000,
+      timeoutMs: options.startTimeoutMs ?? 45_000,
       intervalMs: 50,
     });
   } catch (e) {

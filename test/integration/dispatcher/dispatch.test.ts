@@ -20,6 +20,8 @@ const echoStream = (ms: number, text: string, chunks: number): TaskInvocation =>
 const SLOW = 30_000;
 const inFive = () => Date.now() + 5 * 60_000;
 
+// Executors are few (each is a process; the machine has 2 cores). Tests that watch an executor's in-flight
+// count are serial (ava runs them before the concurrent ones) and leave it at 0.
 let shared: EchoExecutor[] = [];
 test.before(async () => {
   shared = await Promise.all([startEchoExecutor(), startEchoExecutor()]);
@@ -27,15 +29,6 @@ test.before(async () => {
 test.after.always(async () => {
   await Promise.all(shared.map((e) => e.stop()));
 });
-
-/** Fresh executors for tests that watch in-flight counts or kill processes; stopped after the test. */
-async function ownExecutors(t: { teardown(fn: () => Promise<void>): void }, n: number): Promise<EchoExecutor[]> {
-  const list = await Promise.all(Array.from({ length: n }, () => startEchoExecutor()));
-  t.teardown(async () => {
-    await Promise.all(list.map((e) => e.stop()));
-  });
-  return list;
-}
 
 const allZero = async (store: MemoryStore) => Object.values(await outstandingByExecutor(store)).every((n) => n === 0);
 
@@ -82,8 +75,8 @@ test('closing the stream early releases the executor', async (t) => {
   t.true(await allZero(store));
 });
 
-test('an executor that cannot be reached fails the graph with one TASK_FAILED naming it, and its siblings are cancelled', async (t) => {
-  const [busy] = await ownExecutors(t, 1);
+test.serial('an executor that cannot be reached fails the graph with one TASK_FAILED naming it, and its siblings are cancelled', async (t) => {
+  const busy = shared[0];
   const store = new MemoryStore();
   const slow = echo(SLOW, 'slow');
   const broken = echo(1, 'broken');
@@ -97,8 +90,10 @@ test('an executor that cannot be reached fails the graph with one TASK_FAILED na
   t.true(await allZero(store));
 });
 
-test('an executor killed mid-request fails the graph naming it and the other executor call is aborted', async (t) => {
-  const [victim, survivor] = await ownExecutors(t, 2);
+test.serial('an executor killed mid-request fails the graph naming it and the other executor call is aborted', async (t) => {
+  const victim = await startEchoExecutor();
+  t.teardown(() => victim.stop());
+  const survivor = shared[1];
   const store = new MemoryStore();
   const a = echo(SLOW, 'a');
   const b = echo(SLOW, 'b');
@@ -123,8 +118,8 @@ test('an executor error reply becomes TASK_FAILED carrying the executor error bo
   t.true(await allZero(store));
 });
 
-test('the deadline cancels a slow graph with DEADLINE_EXCEEDED and aborts the executor request', async (t) => {
-  const [busy] = await ownExecutors(t, 1);
+test.serial('the deadline cancels a slow graph with DEADLINE_EXCEEDED and aborts the executor request', async (t) => {
+  const busy = shared[0];
   const store = new MemoryStore();
   const slow = echo(SLOW, 'slow');
   await deployTask(store, slow.task, [{ url: busy!.url, executorId: 'slowpoke' }]);
@@ -152,18 +147,19 @@ test('the deadline also ends a stream that is still being read, and closes the e
   t.true(await allZero(store));
 });
 
-test('a deadline already past fails before any executor is called', async (t) => {
-  const [idle] = await ownExecutors(t, 1);
+test.serial('a deadline already past fails before any executor is called', async (t) => {
+  const idle = shared[0]!;
   const store = new MemoryStore();
   const a = echo(0, 'a');
-  await deployTask(store, a.task, [{ url: idle!.url }]);
+  await deployTask(store, a.task, [{ url: idle.url }]);
+  const served = (await idle.info()).served;
   await t.throwsAsync(dispatchGraph(new TaskGraph([a]), { deadline: Date.now() - 1 }, { store }), { instanceOf: Error, message: /deadline/ });
-  t.is((await idle!.info()).served, 0);
+  t.is((await idle.info()).served, served);
   t.true(await allZero(store));
 });
 
-test('the caller aborting cancels the graph and the executor request', async (t) => {
-  const [busy] = await ownExecutors(t, 1);
+test.serial('the caller aborting cancels the graph and the executor request', async (t) => {
+  const busy = shared[0];
   const store = new MemoryStore();
   const slow = echo(SLOW, 'slow');
   await deployTask(store, slow.task, [{ url: busy!.url }]);

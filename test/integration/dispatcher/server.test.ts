@@ -187,9 +187,8 @@ test('a stream that breaks mid-way ends the NDJSON reply with one {"error"} line
   t.true(await allZero(store));
 });
 
-test('a client that disconnects cancels the executor call and releases the executor', async (t) => {
-  const busy = await startEchoExecutor();
-  t.teardown(() => busy.stop());
+test.serial('a client that disconnects cancels the executor call and releases the executor', async (t) => {
+  const busy = executors[0]!; // serial tests run alone, before the concurrent ones
   const slow = echo(30_000, 'slow');
   const store = new MemoryStore();
   await deployTask(store, slow.task, [{ url: busy.url }]);

@@ -1,0 +1,102 @@
+/**
+ * Dispatcher benchmark: what a task graph costs through the dispatcher over calling the executor directly,
+ * measured in the same run against one REAL echo executor process (service time 0), medians of alternating
+ * rounds. ratio = figure / baseline (lower is better; the difference is the dispatcher's overhead).
+ *  - 1 invocation, CloudEvent (binary mode) over HTTP to the dispatcher vs one direct POST /echo;
+ *  - 1 invocation, dispatchGraph() in-process (routing + wiring + executor call, no HTTP in front) vs direct;
+ *  - 3 invocations of one graph vs 3 concurrent direct calls;
+ *  - a streaming graph of 100 chunks read to the end vs reading the executor's NDJSON directly.
+ * The dispatcher runs in this process with a MemoryStore. Run alone: node --import tsx test/bench/dispatcher.ts
+ */
+import { CloudEvent, HTTP } from 'cloudevents';
+import { TaskGraph, readDispatchResponse, type TaskInvocation } from '../../functions/sdk/index.js';
+import { EchoStreamTask, EchoTask } from '../../functions/tasks/echo.js';
+import { TASKGRAPH_EVENT_TYPE } from '../../control/dispatcher/cloudevent.js';
+import { dispatchGraph } from '../../control/dispatcher/dispatch.js';
+import { startDispatcher } from '../../control/dispatcher/server.js';
+import { MemoryStore } from '../../control/store/memory.js';
+import { deployTask, startEchoExecutor } from '../helpers/executors.js';
+import { formatTable, type BenchResult } from './types.js';
+
+const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
+
+async function compare(name: string, n: number, op: () => Promise<unknown>, baselineName: string, baseline: () => Promise<unknown>, target?: string): Promise<BenchResult> {
+  for (let i = 0; i < 30; i++) {
+    await op();
+    await baseline();
+  }
+  const a: number[] = [];
+  const b: number[] = [];
+  for (let i = 0; i < n; i++) {
+    let t0 = performance.now();
+    await op();
+    a.push(performance.now() - t0);
+    t0 = performance.now();
+    await baseline();
+    b.push(performance.now() - t0);
+  }
+  const figure = median(a);
+  const base = median(b);
+  return {
+    name,
+    figure,
+    unit: 'ms',
+    baseline: base,
+    baselineName,
+    ratio: figure / base,
+    ...(target ? { target } : {}),
+    notes: `overhead ${((figure - base) * 1000).toFixed(0)} µs; ratio = figure / baseline, lower is better`,
+  };
+}
+
+export async function run(): Promise<BenchResult[]> {
+  const executor = await startEchoExecutor();
+  const store = new MemoryStore();
+  const echoTask = new EchoTask({ serviceTimeMs: 0 });
+  const streamTask = new EchoStreamTask({ serviceTimeMs: 0 });
+  await deployTask(store, echoTask, [{ url: executor.url }]);
+  const dispatcher = await startDispatcher({ store });
+  try {
+    const echo = (text: string): TaskInvocation => ({ task: echoTask, input: { text }, output: { echo: '' } });
+    const direct = async (body: unknown) => {
+      const res = await fetch(new URL('/echo', executor.url), { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
+      return res.text();
+    };
+    const viaEvent = async (graph: TaskGraph) => {
+      const msg = HTTP.binary(
+        new CloudEvent({ type: TASKGRAPH_EVENT_TYPE, source: '/apps/bench', datacontenttype: 'application/json', data: graph.toJSON(), deadline: Date.now() + 60_000 }),
+      );
+      const result = await readDispatchResponse(await fetch(dispatcher.url, { method: 'POST', headers: msg.headers as Record<string, string>, body: msg.body as string }));
+      if (result.stream) for await (const _ of result.stream);
+      return result.outputs;
+    };
+    const one = new TaskGraph([echo('x')]).toJSON();
+    const three = new TaskGraph([echo('a'), echo('b'), echo('c')]).toJSON();
+    const streaming = new TaskGraph([{ task: streamTask, input: { text: 'x', chunks: 100 }, output: streamTask.makeRecordOutput() }]).toJSON();
+    const results: BenchResult[] = [];
+    results.push(await compare('1-invocation graph, CloudEvent over HTTP', 400, () => viaEvent(TaskGraph.fromJSON(one)), 'direct POST /echo', () => direct({ text: 'x' }), 'overhead < 1 ms'));
+    results.push(
+      await compare('1-invocation graph, dispatchGraph() in-process', 400, () => dispatchGraph(TaskGraph.fromJSON(one), { deadline: Date.now() + 60_000 }, { store }), 'direct POST /echo', () =>
+        direct({ text: 'x' }),
+      ),
+    );
+    results.push(
+      await compare('3-invocation graph, CloudEvent over HTTP', 300, () => viaEvent(TaskGraph.fromJSON(three)), '3 concurrent direct POST /echo', () =>
+        Promise.all(['a', 'b', 'c'].map((text) => direct({ text }))),
+      ),
+    );
+    results.push(
+      await compare('streaming graph, 100 chunks read to the end', 200, () => viaEvent(TaskGraph.fromJSON(streaming)), 'direct POST /echo NDJSON, 100 chunks', () =>
+        direct({ text: 'x', chunks: 100 }),
+      ),
+    );
+    return results;
+  } finally {
+    await dispatcher.close(100);
+    await executor.stop();
+  }
+}
+
+if (import.meta.url === `file://${process.argv[1]}`) {
+  console.log(formatTable(await run()));
+}
