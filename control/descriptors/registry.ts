@@ -6,6 +6,7 @@ import type { UnitTask } from '../../functions/sdk/index.js';
 import { CornserveError } from '../../functions/sdk/errors.js';
 import type { TaskDescriptor } from './types.js';
 import { echoDescriptor } from './echo.js';
+import { ericDescriptor } from './eric.js';
 import { llmDescriptors } from './llm.js';
 
 const REGISTRY = new Map<string, Map<string, TaskDescriptor<any>>>();
@@ -28,4 +29,5 @@ export function descriptorFor<T extends UnitTask>(task: T): TaskDescriptor<T> {
 }
 
 registerDescriptor(echoDescriptor);
+registerDescriptor(ericDescriptor);
 for (const d of llmDescriptors) registerDescriptor(d);

@@ -18,6 +18,8 @@ export const TINY_B = 'cornserve/tiny-vlm-b';
 
 export interface EricFixtureOptions {
   modality: 'image' | 'video' | 'audio';
+  /** Start from a descriptor's launch spec (its entry and args) instead of the options below. */
+  launch?: { entry: string; args: string[] };
   modelId?: string;
   adapterModelIds?: string[];
   /** Sidecar ranks (CORNSERVE_SIDECAR_RANKS); their count is the TP degree. @default [0] */
@@ -44,13 +46,12 @@ export interface EricFixture {
 export async function startEric(o: EricFixtureOptions): Promise<EricFixture> {
   const port = await freePort();
   const url = `http://127.0.0.1:${port}`;
-  const args = [
-    '--import', 'tsx', 'executors/eric/main.ts', '--model-id', o.modelId ?? TINY_A, '--modality', o.modality, '--models-dir', await modelsDir(),
-    '--preprocess-threads', '1',
+  const model = o.launch ? [o.launch.entry, ...o.launch.args] : [
+    'executors/eric/main.ts', '--model-id', o.modelId ?? TINY_A, '--modality', o.modality,
     ...(o.adapterModelIds?.length ? ['--adapter-model-ids', o.adapterModelIds.join(',')] : []),
     ...(o.maxBatchSize ? ['--max-batch-size', String(o.maxBatchSize)] : []),
-    ...(o.args ?? []),
   ];
+  const args = ['--import', 'tsx', ...model, '--models-dir', await modelsDir(), '--preprocess-threads', '1', ...(o.args ?? [])];
   const child = spawn(process.execPath, args, {
     cwd: repoRoot,
     env: {

@@ -1,0 +1,55 @@
+/**
+ * EncoderTask → Eric (the reference's EricDescriptor).
+ *  - executor `eric-{modality}-{first model basename}`, one device (TP via a descriptor option later),
+ *    `executors/eric/main.ts --model-id <first sorted id> --modality M --max-batch-size B
+ *    [--adapter-model-ids <the other ids>]` (port, ranks and sidecar come from the platform's environment);
+ *  - request: POST /embeddings `{data: [{id, modality, model_id, url, receiver_sidecar_ranks}]}`, one item per
+ *    data URL, paired with the output's embeddings (forward id, destination rank groups);
+ *  - response `{status: 0}` → the output unchanged (the embeddings went to the receivers' sidecars); any
+ *    other status is an error.
+ */
+import { CornserveError } from '../../functions/sdk/errors.js';
+import type { EncoderInput, EncoderOutput, EncoderTask } from '../../functions/tasks/encoder.js';
+import { modelBasename } from '../../functions/tasks/openai.js';
+import type { TaskDescriptor } from './types.js';
+
+export const ericDescriptor: TaskDescriptor<EncoderTask> = {
+  name: 'default',
+  taskClass: 'EncoderTask',
+  executorName: (task) => `eric-${task.config.modality}-${modelBasename(task.config.modelIds[0]!)}`,
+  launch: (task) => {
+    const [first, ...adapters] = task.config.modelIds; // sorted and unique (the task's config schema)
+    return {
+      kind: 'eric',
+      entry: 'executors/eric/main.ts',
+      image: 'cornserve/eric',
+      args: [
+        '--model-id', first!, '--modality', task.config.modality, '--max-batch-size', String(task.config.maxBatchSize),
+        ...(adapters.length ? ['--adapter-model-ids', adapters.join(',')] : []),
+      ],
+      devicesPerExecutor: 1,
+    };
+  },
+  request: (task, input, output) => {
+    const { model_id, data_urls } = input as EncoderInput;
+    const { embeddings } = output as EncoderOutput;
+    if (embeddings.length !== data_urls.length) {
+      throw new CornserveError('DESCRIPTOR_MISMATCH', `${data_urls.length} data URLs but ${embeddings.length} embeddings`, 500);
+    }
+    const data = data_urls.map((url, i) => {
+      const forward = embeddings[i]!;
+      if (!forward.dstSidecarRanks) {
+        throw new CornserveError('DESCRIPTOR_MISMATCH', `embedding ${forward.id} has no destination sidecar ranks (was the graph wired?)`, 500);
+      }
+      return { id: forward.id, modality: task.config.modality, model_id, url, receiver_sidecar_ranks: forward.dstSidecarRanks };
+    });
+    return { path: '/embeddings', body: { data } };
+  },
+  response: async (_task, output, res) => {
+    const body = (await res.json()) as { status?: unknown; error_message?: unknown };
+    if (body.status !== 0) {
+      throw new CornserveError('EXECUTOR_FAILED', `eric answered status ${String(body.status)}: ${String(body.error_message ?? 'no message')}`, 502);
+    }
+    return { output };
+  },
+};
