@@ -7,6 +7,7 @@ import { CornserveError } from '../../functions/sdk/errors.js';
 import type { TaskDescriptor } from './types.js';
 import { echoDescriptor } from './echo.js';
 import { ericDescriptor } from './eric.js';
+import { geriDescriptors } from './geri.js';
 import { llmDescriptors } from './llm.js';
 
 const REGISTRY = new Map<string, Map<string, TaskDescriptor<any>>>();
@@ -31,3 +32,4 @@ export function descriptorFor<T extends UnitTask>(task: T): TaskDescriptor<T> {
 registerDescriptor(echoDescriptor);
 registerDescriptor(ericDescriptor);
 for (const d of llmDescriptors) registerDescriptor(d);
+for (const d of geriDescriptors) registerDescriptor(d);

@@ -7,12 +7,14 @@
  * always before the request's `response`.
  *
  * Requests whose deadline passes while queued are answered EXECUTOR_DEADLINE_EXCEEDED; cancelled ones are
- * dropped (a running one's output is discarded). The worker's death is fatal (main.ts exits).
+ * dropped, and a running one is stopped through its cancel flag (the worker checks it between audio chunks
+ * and before each image). The worker's death is fatal (main.ts exits).
  */
 import type { Logger } from '../../../lib/log.js';
 import { ExecutorErrorCode, executorError, toWire, type WireError } from '../../common/errors.js';
 import { type EngineInbound, type Handlers, type Item, type ItemResult, type Tensors, itemsFromWire } from '../../common/protocol.js';
 import type { StreamEvent } from '../../common/worker-pool.js';
+import type { CancelFlags } from '../cancel-flags.js';
 import { GenParams, type Modality } from '../protocol.js';
 import { type ScheduledRequest, type SchedulerBatch, Scheduler } from './scheduler.js';
 
@@ -33,20 +35,22 @@ export interface BatchRunner {
 
 export interface GeriEngineOptions {
   modality: Modality;
-  /** Requests per batch; undefined = unlimited. */
+  /** Requests per batch; undefined = unlimited (in practice: the number of cancel slots). */
   maxBatchSize?: number;
+  /** Shared with the worker, which stops a running item once its flag is raised. */
+  cancelFlags?: CancelFlags;
   log: Logger;
 }
 
 export class GeriEngine {
   private readonly scheduler: Scheduler;
-  /** Requests of the batch on the worker, by request id (a cancelled one is removed). */
-  private readonly running = new Map<string, ScheduledRequest>();
+  /** Requests of the batch on the worker and their cancel slots, by request id (a cancelled one is removed). */
+  private readonly running = new Map<string, { req: ScheduledRequest; slot?: number }>();
   private busy = false;
   private readonly sweeper: NodeJS.Timeout;
 
   constructor(private readonly runner: BatchRunner, private readonly link: EngineLink, private readonly o: GeriEngineOptions) {
-    this.scheduler = new Scheduler(o.maxBatchSize);
+    this.scheduler = new Scheduler(o.maxBatchSize ?? o.cancelFlags?.slots);
     this.sweeper = setInterval(() => this.expire(), EXPIRY_SWEEP_MS).unref();
   }
 
@@ -59,6 +63,8 @@ export class GeriEngine {
     return {
       enqueue: (m, blobs) => this.submit(m.requestId, m.deadline, itemsFromWire(m.items, blobs)),
       cancel: (m) => {
+        const running = this.running.get(m.requestId);
+        if (running?.slot !== undefined) this.o.cancelFlags?.cancel(running.slot);
         if (this.scheduler.drop(m.requestId) || this.running.delete(m.requestId)) this.o.log.debug({ requestId: m.requestId, reason: m.reason }, 'request cancelled');
       },
     };
@@ -101,10 +107,12 @@ export class GeriEngine {
 
   private async runBatch(batch: SchedulerBatch): Promise<void> {
     const byItem = new Map<string, ScheduledRequest>();
-    for (const r of batch.requests) {
-      this.running.set(r.requestId, r);
+    const items = batch.requests.map((r) => {
+      const slot = this.o.cancelFlags?.claim();
+      this.running.set(r.requestId, { req: r, ...(slot !== undefined ? { slot } : {}) });
       byItem.set(r.item!.id, r);
-    }
+      return slot === undefined ? r.item! : { ...r.item!, meta: { ...r.item!.meta, cancelSlot: slot } };
+    });
     const onStream = (e: StreamEvent) => {
       const r = byItem.get(e.itemId);
       if (r && this.running.has(r.requestId)) void this.link.stream(r.requestId, e.itemId, e.seq, e.meta, e.tensors);
@@ -112,7 +120,7 @@ export class GeriEngine {
     let results: ItemResult[] = [];
     let failure: WireError | undefined;
     try {
-      results = await this.runner.run({ kind: batch.params.kind, batchSize: batch.length }, batch.requests.map((r) => r.item!), onStream);
+      results = await this.runner.run({ kind: batch.params.kind, batchSize: batch.length }, items, onStream);
     } catch (e) {
       if (!this.runner.alive) return; // fatal: main.ts exits and the router fails every request
       failure = toWire(e);

@@ -8,6 +8,7 @@ import { z } from 'zod';
 import { logger } from '../../../lib/log.js';
 import { EngineServer } from '../../common/engine-process.js';
 import { WorkerPool } from '../../common/worker-pool.js';
+import { CancelFlags } from '../cancel-flags.js';
 import { MODALITIES } from '../protocol.js';
 import type { GeriWorkerData } from '../worker/worker.js';
 import { GeriEngine } from './engine.js';
@@ -26,14 +27,15 @@ const log = logger('geri-engine', config.executorId ? { executor: config.executo
 
 let pool: WorkerPool | undefined;
 const server = EngineServer.connect(log, async () => { await pool?.close(1_000); });
-const workerData: GeriWorkerData = { modelDir: config.modelDir };
+const cancelFlags = CancelFlags.create();
+const workerData: GeriWorkerData = { modelDir: config.modelDir, cancelFlags: cancelFlags.sab };
 try {
   pool = await WorkerPool.start({ script: new URL('../worker/worker.ts', import.meta.url), size: 1, workerData, log });
 } catch (e) {
   log.error({ err: (e as Error).message }, 'the worker failed to start');
   process.exit(1);
 }
-const engine = new GeriEngine(pool, server, { modality: config.modality, log, ...(config.maxBatchSize ? { maxBatchSize: config.maxBatchSize } : {}) });
+const engine = new GeriEngine(pool, server, { modality: config.modality, cancelFlags, log, ...(config.maxBatchSize ? { maxBatchSize: config.maxBatchSize } : {}) });
 server.listen(engine.handlers());
 void pool.dead.then((err) => {
   log.error({ err: err.message }, 'the worker died; engine exiting');

@@ -8,7 +8,7 @@
  * Audio: the requests of a batch advance in lock step, one chunk each per step (the reference's streaming
  * engine), through generateAudio; each chunk is sent as PCM16 as soon as it is made.
  */
-import { toWire } from '../../common/errors.js';
+import { ExecutorErrorCode, executorError, toWire } from '../../common/errors.js';
 import { type Item, type ItemResult, type Tensors, tensor } from '../../common/protocol.js';
 import { generateAudio, generateImage } from '../../models/generate.js';
 import type { LoadedModel } from '../../models/loader.js';
@@ -25,10 +25,19 @@ function embeddingsOf(it: Item): Embeddings {
 }
 
 const failed = (id: string, e: unknown): ItemResult => ({ id, ok: false, error: toWire(e) });
+const cancelledResult = (id: string) => failed(id, executorError(ExecutorErrorCode.CANCELLED, 'the request was cancelled while generating'));
 
-export async function runImageItems(model: LoadedModel, items: readonly Item[]): Promise<ItemResult[]> {
+/** Whether an item's request was cancelled (checked before each image and between audio chunks). */
+export type IsCancelled = (it: Item) => boolean;
+const never: IsCancelled = () => false;
+
+export async function runImageItems(model: LoadedModel, items: readonly Item[], isCancelled = never): Promise<ItemResult[]> {
   const out: ItemResult[] = [];
   for (const it of items) {
+    if (isCancelled(it)) {
+      out.push(cancelledResult(it.id));
+      continue;
+    }
     const p = it.meta as unknown as ImageParams;
     try {
       const { png } = await generateImage(model, embeddingsOf(it), {
@@ -45,7 +54,7 @@ export async function runImageItems(model: LoadedModel, items: readonly Item[]):
 /** Sends one chunk of an item (awaited, so chunks leave in order and before the job's result). */
 export type EmitChunk = (itemId: string, seq: number, tensors: Tensors) => Promise<void>;
 
-export async function runAudioItems(model: LoadedModel, items: readonly Item[], emit: EmitChunk): Promise<ItemResult[]> {
+export async function runAudioItems(model: LoadedModel, items: readonly Item[], emit: EmitChunk, isCancelled = never): Promise<ItemResult[]> {
   const results = new Map<string, ItemResult>();
   const active = items.flatMap((it) => {
     const p = it.meta as unknown as AudioParams;
@@ -61,6 +70,12 @@ export async function runAudioItems(model: LoadedModel, items: readonly Item[], 
   });
   while (active.length) {
     for (const a of [...active]) {
+      if (isCancelled(a.it)) {
+        results.set(a.it.id, cancelledResult(a.it.id));
+        active.splice(active.indexOf(a), 1);
+        void a.gen.return(undefined);
+        continue;
+      }
       let step: IteratorResult<Float32Array>;
       try {
         step = await a.gen.next();

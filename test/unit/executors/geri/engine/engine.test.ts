@@ -8,6 +8,7 @@ import test from 'ava';
 import { type Item, type ItemResult, type Tensors, tensor } from '../../../../../executors/common/protocol.js';
 import type { WireError } from '../../../../../executors/common/errors.js';
 import { WorkerPool } from '../../../../../executors/common/worker-pool.js';
+import { CancelFlags } from '../../../../../executors/geri/cancel-flags.js';
 import { type EngineLink, GeriEngine } from '../../../../../executors/geri/engine/engine.js';
 import { EMBEDDINGS, PCM16, PNG } from '../../../../../executors/geri/protocol.js';
 import type { GeriWorkerData } from '../../../../../executors/geri/worker/worker.js';
@@ -25,6 +26,7 @@ interface Response { requestId: string; items: ItemResult[]; error?: WireError; 
 class Recorder implements EngineLink {
   readonly log: Array<{ type: 'stream'; requestId: string; seq: number; tensors?: Tensors } | ({ type: 'response' } & Response)> = [];
   private readonly waiters = new Map<string, (r: Response) => void>();
+  private readonly streamWaiters = new Map<string, () => void>();
 
   respond(requestId: string, items: readonly ItemResult[], error?: WireError): Promise<void> {
     const r: Response = { requestId, items: [...items], ...(error ? { error } : {}), after: this.log.length };
@@ -35,7 +37,18 @@ class Recorder implements EngineLink {
 
   stream(requestId: string, _itemId: string, seq: number, _meta?: Record<string, unknown>, tensors?: Tensors): Promise<void> {
     this.log.push({ type: 'stream', requestId, seq, ...(tensors ? { tensors } : {}) });
+    this.streamWaiters.get(requestId)?.();
     return Promise.resolve();
+  }
+
+  /** Resolves once a chunk of the request was streamed. */
+  firstChunk(requestId: string): Promise<void> {
+    if (this.chunks(requestId) > 0) return Promise.resolve();
+    return new Promise((resolve) => this.streamWaiters.set(requestId, resolve));
+  }
+
+  chunks(requestId: string): number {
+    return this.log.filter((e) => e.type === 'stream' && e.requestId === requestId).length;
   }
 
   response(requestId: string): Promise<Response> {
@@ -64,12 +77,13 @@ const audioItem = (id: string, rows: number, chunkSize: number): Item => {
 
 let imagePool: WorkerPool;
 let audioPool: WorkerPool;
+const audioFlags = CancelFlags.create(64);
 
 test.before(async () => {
   const [imageDir, audioDir] = await Promise.all([modelDir('tiny-image-gen'), modelDir('tiny-audio-gen')]);
   [imagePool, audioPool] = await Promise.all([
     WorkerPool.start({ script: WORKER, size: 1, workerData: { modelDir: imageDir } satisfies GeriWorkerData, log }),
-    WorkerPool.start({ script: WORKER, size: 1, workerData: { modelDir: audioDir } satisfies GeriWorkerData, log }),
+    WorkerPool.start({ script: WORKER, size: 1, workerData: { modelDir: audioDir, cancelFlags: audioFlags.sab } satisfies GeriWorkerData, log }),
   ]);
 });
 
@@ -172,4 +186,17 @@ test.serial('audio requests in one batch advance in lock step, each stream compl
   await Promise.all([rec.response('long'), rec.response('short')]);
   const order = rec.log.filter((e) => e.type === 'stream' && e.requestId !== 'first').map((e) => `${e.requestId}:${(e as { seq: number }).seq}`);
   t.deepEqual(order, ['long:0', 'short:0', 'long:1', 'long:2']);
+});
+
+test.serial('a running audio request that is cancelled stops generating: no response, and the next request runs', async (t) => {
+  const rec = new Recorder();
+  const engine = new GeriEngine(audioPool, rec, { modality: 'audio', log, maxBatchSize: 1, cancelFlags: audioFlags });
+  t.teardown(() => engine.close());
+  const frames = 20_000; // one chunk per frame: far longer than the test if it ran to the end
+  engine.submit('long', FAR(), [audioItem('x0', frames, 1)]);
+  await rec.firstChunk('long');
+  engine.handlers().cancel({ type: 'cancel', requestId: 'long', reason: 'client went away' }, []);
+  engine.submit('next', FAR(), [audioItem('x1', 4, 4)]);
+  t.true((await rec.response('next')).items[0]!.ok);
+  t.false(rec.answered('long')); // and 'next' ran: the worker left 'long' (else it would still be generating)
 });
