@@ -31,8 +31,18 @@ export async function writeDispatchResult(res: Response, result: DispatchResult)
   res.status(200).set({ 'content-type': 'application/x-ndjson; charset=utf-8', 'cache-control': 'no-cache' });
   res.write(`${JSON.stringify(result.outputs)}\n`);
   try {
+    let corked = false;
     for await (const line of result.stream) {
       if (res.destroyed) break; // the client left; leaving the loop closes the stream and releases the executor
+      // Lines that arrive in one network chunk come in one burst of microtasks: send them as one write.
+      if (!corked) {
+        corked = true;
+        res.cork();
+        process.nextTick(() => {
+          corked = false;
+          res.uncork();
+        });
+      }
       if (!res.write(`${line}\n`)) await drained(res);
     }
     return undefined;
