@@ -15,7 +15,7 @@ import type { AppManager } from './app-manager.js';
 import { requireAdmin } from './auth.js';
 import type { GatewayMetrics } from './metrics.js';
 import { keepAliveAgent } from './proxy.js';
-import { appRoutes, jsonBody } from './routes/apps.js';
+import { appRoutes, jsonBody, rawBody } from './routes/apps.js';
 import { healthRoutes } from './routes/health.js';
 import { taskRoutes } from './routes/tasks.js';
 
@@ -44,6 +44,7 @@ export function buildGateway(deps: GatewayDeps): express.Express {
   const agent = deps.agent ?? keepAliveAgent();
   const admin = requireAdmin(deps.adminToken);
   const json = jsonBody(deps.bodyLimitBytes ?? DEFAULT_BODY_LIMIT);
+  const raw = rawBody(deps.bodyLimitBytes ?? DEFAULT_BODY_LIMIT);
   const { metrics } = deps;
 
   const app = express();
@@ -57,7 +58,7 @@ export function buildGateway(deps: GatewayDeps): express.Express {
     });
     next();
   });
-  app.use(appRoutes({ apps: deps.apps, functions: deps.functions, metrics, agent, admin, json, ...(deps.restartWaitMs ? { restartWaitMs: deps.restartWaitMs } : {}) }));
+  app.use(appRoutes({ apps: deps.apps, functions: deps.functions, metrics, agent, admin, json, raw, ...(deps.restartWaitMs ? { restartWaitMs: deps.restartWaitMs } : {}) }));
   app.use(taskRoutes({ resources: deps.resources, dispatcherUrl: deps.dispatcherUrl, metrics, agent, admin, json }));
   app.use(healthRoutes(metrics, deps.extraRegistries));
   app.use((req, _res, next) => next(notFound(`route ${req.method} ${req.path}`)));

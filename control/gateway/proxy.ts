@@ -17,7 +17,7 @@ import { GatewayDeadlineError } from './errors.js';
 
 export interface ForwardOptions {
   url: string;
-  body: string;
+  body: string | Buffer;
   deadline: number;
   agent: Agent;
   /** Extra request headers (e.g. CloudEvent attributes). */

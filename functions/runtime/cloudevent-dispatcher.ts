@@ -59,6 +59,23 @@ function toResponse(res: IncomingMessage): Response {
   return new Response(noBody ? null : (Readable.toWeb(res) as ReadableStream<Uint8Array>), { status: res.statusCode ?? 500, headers });
 }
 
+function readJsonOutputs(res: IncomingMessage): Promise<DispatchResult> {
+  return new Promise((resolve, reject) => {
+    const parts: Buffer[] = [];
+    res.on('data', (d: Buffer) => parts.push(d));
+    res.on('error', reject);
+    res.on('end', () => {
+      try {
+        const outputs = JSON.parse(Buffer.concat(parts).toString('utf8')) as unknown;
+        if (!Array.isArray(outputs)) throw new DispatchError('dispatch reply is not a JSON array of outputs');
+        resolve({ outputs });
+      } catch (e) {
+        reject(e instanceof DispatchError ? e : new DispatchError(`dispatch reply is not JSON: ${(e as Error).message}`));
+      }
+    });
+  });
+}
+
 export class CloudEventDispatcher implements GraphDispatcher {
   readonly #agent: Agent;
   readonly #url: URL;
@@ -80,20 +97,23 @@ export class CloudEventDispatcher implements GraphDispatcher {
         const traceparent = currentTraceparent() ?? options.traceparent;
         const { headers, body } = taskGraphEvent(graph, appId, options.deadline, traceparent);
         const signal = deadlineSignal(options.deadline, options.signal);
-        const res = await this.#post(headers, body, signal);
-        return readDispatchResponse(res);
+        return this.#post(headers, body, signal);
       },
       { 'cornserve.app_id': appId, 'cornserve.invocations': graph.invocations.length },
       SpanKind.CLIENT,
     );
   }
 
-  #post(headers: Record<string, string>, body: string, signal: AbortSignal): Promise<Response> {
+  #post(headers: Record<string, string>, body: string, signal: AbortSignal): Promise<DispatchResult> {
     return new Promise((resolve, reject) => {
       const req = request(
         this.#url,
         { method: 'POST', agent: this.#agent, headers: { ...headers, 'content-length': String(Buffer.byteLength(body)) }, signal },
-        (res) => resolve(toResponse(res)),
+        (res) => {
+          // Fast path for the common reply (200 JSON outputs); streams and errors go through readDispatchResponse.
+          if (res.statusCode === 200 && String(res.headers['content-type'] ?? '').startsWith('application/json')) readJsonOutputs(res).then(resolve, reject);
+          else readDispatchResponse(toResponse(res)).then(resolve, reject);
+        },
       );
       req.on('error', (e) => {
         if (signal.aborted) {

@@ -4,7 +4,6 @@
 import type { Agent } from 'node:http';
 import express, { Router, type RequestHandler } from 'express';
 import { z } from 'zod';
-import { ValidationError } from '../../../functions/sdk/index.js';
 import { parseOr422 } from '../../../lib/http.js';
 import type { AppFunctions } from '../app-functions.js';
 import type { AppManager } from '../app-manager.js';
@@ -21,6 +20,8 @@ export interface AppRoutesDeps {
   agent: Agent;
   admin: RequestHandler;
   json: RequestHandler;
+  /** Raw body (Buffer) with the same cap: invocations are forwarded byte for byte, the function validates them. */
+  raw: RequestHandler;
   /** How long an invocation waits for a restarting app function. @default 30 s */
   restartWaitMs?: number;
 }
@@ -59,18 +60,16 @@ export function appRoutes(deps: AppRoutesDeps): Router {
     res.json(req.query.details ? await apps.details() : await apps.list());
   });
 
-  r.post('/app/invoke/:app_id', json, async (req, res) => {
+  r.post('/app/invoke/:app_id', deps.raw, async (req, res) => {
     const entry = apps.resolve(String(req.params.app_id));
     if (entry.state !== 'ready' && functions.state(entry.appId) === undefined) throw new AppNotReadyError(entry.name);
     const deadline = requestDeadline(req);
-    if (typeof req.body !== 'object' || req.body === null || !('request_data' in req.body))
-      throw new ValidationError('invoke body', [{ path: 'request_data', message: 'required: send {"request_data": {...}}' }]);
     const done = metrics.invocationStarted(entry.name);
     res.on('close', () => done(res.statusCode));
     const target = await functions.waitReady(entry.appId, Math.min(deadline, Date.now() + (deps.restartWaitMs ?? 30_000)));
     await forward(res, {
       url: `${target.url}/invoke`,
-      body: JSON.stringify({ request_data: (req.body as { request_data: unknown }).request_data }),
+      body: Buffer.isBuffer(req.body) ? req.body : Buffer.alloc(0),
       deadline,
       agent,
       what: `app ${entry.name}`,
@@ -83,3 +82,4 @@ export function appRoutes(deps: AppRoutesDeps): Router {
 }
 
 export const jsonBody = (limitBytes: number) => express.json({ limit: limitBytes });
+export const rawBody = (limitBytes: number) => express.raw({ type: () => true, limit: limitBytes });
