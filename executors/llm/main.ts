@@ -3,13 +3,14 @@
  *
  *   node --import tsx executors/llm/main.ts --model-id cornserve/tiny-vlm-a [--port 8000] [--sidecar-socket PATH]
  *
- * The platform passes PORT, CORNSERVE_EXECUTOR_ID, CORNSERVE_SIDECAR_RANKS and CORNSERVE_SIDECAR_URL (a unix
- * socket path, `unix:` URL) in the environment; flags win over the environment.
+ * The platform passes PORT, CORNSERVE_EXECUTOR_ID, CORNSERVE_SIDECAR_RANKS and CORNSERVE_SIDECAR_URL (a socket
+ * path, `unix:<path>`, or the sidecar's http URL whose /info names its socket) in the environment; flags win.
  */
 import { Command } from 'commander';
 import { EXECUTOR_ENV } from '../../control/descriptors/types.js';
 import { logger } from '../../lib/log.js';
 import { SidecarClient } from '../../sidecar/client/client.js';
+import { resolveSidecarSocket } from '../common/sidecar-address.js';
 import { findModel } from '../models/catalog.js';
 import { LlmModel } from './model.js';
 import { buildLlmServer } from './server.js';
@@ -19,14 +20,6 @@ const int = (v: string) => {
   if (!Number.isInteger(n) || n < 0) throw new Error(`not a non-negative integer: ${v}`);
   return n;
 };
-
-/** `unix:///p`, `unix:/p` or `/p` → `/p`; anything else (e.g. an http URL) is not a socket. */
-export function socketPathOf(url: string | undefined): string | undefined {
-  if (!url) return undefined;
-  if (url.startsWith('unix://')) return url.slice('unix://'.length);
-  if (url.startsWith('unix:')) return url.slice('unix:'.length);
-  return url.startsWith('/') ? url : undefined;
-}
 
 const program = new Command('llm-executor')
   .description('LLM executor: OpenAI-compatible chat completions over an ONNX decoder with continuous batching')
@@ -39,7 +32,7 @@ const program = new Command('llm-executor')
   .option('--max-waiting <n>', 'requests waiting at most before 503', int, 1024)
   .option('--max-prefill-tokens <n>', 'padded prompt tokens per prefill call', int, 4096)
   .option('--threads <n>', 'onnxruntime intra-op threads (0 = one per core)', int, 0)
-  .option('--sidecar-socket <path>', 'the node sidecar\'s unix socket (default: from $CORNSERVE_SIDECAR_URL)')
+  .option('--sidecar-socket <address>', 'the node sidecar: socket path, unix:<path> or http URL (default: $CORNSERVE_SIDECAR_URL)')
   .option('--sidecar-ranks <ranks>', 'this executor\'s sidecar ranks, comma-separated (default: $CORNSERVE_SIDECAR_RANKS)')
   .option('--no-receive-embeddings', 'refuse multimodal parts (do not receive embeddings from the sidecar)')
   .option('--timeout-ms <ms>', 'deadline of requests without an x-cornserve-deadline header', int, 300_000)
@@ -54,7 +47,8 @@ const log = logger('llm', { executor: executorId });
 
 const dir = o.modelDir ?? (await findModel(o.modelId, 'text', o.modelsDir)).dir;
 const model = await LlmModel.load(dir, o.threads ? { threads: o.threads } : {});
-const socket = o.sidecarSocket ?? socketPathOf(process.env[EXECUTOR_ENV.sidecar]);
+const sidecarAddress = o.sidecarSocket ?? process.env[EXECUTOR_ENV.sidecar];
+const socket = sidecarAddress ? await resolveSidecarSocket(sidecarAddress) : undefined;
 const ranks = (o.sidecarRanks ?? process.env[EXECUTOR_ENV.ranks] ?? '').split(',').filter(Boolean).map(int);
 let sidecar: SidecarClient | undefined;
 if (socket) {

@@ -6,7 +6,7 @@
  * request (the client went away) still marks the data done when it arrives (bounded by the request deadline).
  */
 import type { SidecarClient } from '../../sidecar/client/client.js';
-import { isTensor, type Tensor } from '../../sidecar/tensor.js';
+import { ReceivedTensorError, receiveTensor, type ReceivedTensor } from '../common/receive-tensor.js';
 import { llmErrors } from './errors.js';
 import type { MediaEmbedding, MediaModality, Segment } from './prompt.js';
 
@@ -54,42 +54,18 @@ export function mediaRefs(segments: readonly Segment[], servedModalities: readon
   return refs;
 }
 
-/** A received tensor as `[rows, hidden]` float32 (leading 1-dims dropped), or an EMBEDDING_MISMATCH. */
-function rowsOf(t: unknown, hidden: number, what: string): Tensor {
-  if (!isTensor(t) || t.dtype !== 'f32') throw llmErrors.embeddingMismatch(`${what}: expected a float32 tensor from the sidecar`, 'messages');
-  const shape = t.shape.filter((d, i) => !(d === 1 && i < t.shape.length - 2));
-  if (shape.length !== 2 || shape[1] !== hidden) {
-    throw llmErrors.embeddingMismatch(`${what}: embedding shape [${t.shape.join(', ')}] does not fit this model (expected [tokens, ${hidden}])`, 'messages');
-  }
-  return { ...t, shape };
-}
-
-/** Receives every chunk of one embedding, copies it, marks each chunk done. */
+/** Receives every chunk of one embedding (copied and marked done at once) as [rows, hidden]. */
 async function receiveOne(sidecar: SidecarClient, ref: MediaRef, hidden: number, deadline: number): Promise<MediaEmbedding> {
-  const parts: Float32Array[] = [];
-  for (let chunk = 0; ; chunk++) {
-    let value: unknown;
-    try {
-      value = await sidecar.recv(ref.dataId, chunk, { deadline });
-    } catch (e) {
-      throw llmErrors.sidecar(`receiving the ${ref.modality} embedding ${ref.dataId} (chunk ${chunk}) failed: ${(e as Error).message}`, e);
-    }
-    if (value === null) break;
-    try {
-      parts.push(Float32Array.from(rowsOf(value, hidden, `${ref.modality} embedding ${ref.dataId}`).data as Float32Array));
-    } finally {
-      await sidecar.markDone(ref.dataId, chunk, { deadline, group: true }).catch(() => undefined);
-    }
+  const what = `${ref.modality} embedding ${ref.dataId}`;
+  let t: ReceivedTensor;
+  try {
+    t = await receiveTensor(sidecar, ref.dataId, { deadline });
+  } catch (e) {
+    if (e instanceof ReceivedTensorError) throw llmErrors.embeddingMismatch(`${what}: ${e.message}`, 'messages');
+    throw llmErrors.sidecar(`receiving the ${what} failed: ${(e as Error).message}`, e);
   }
-  const rows = parts.reduce((a, p) => a + p.length, 0) / hidden;
-  if (rows === 0) throw llmErrors.embeddingMismatch(`${ref.modality} embedding ${ref.dataId} has no rows`, 'messages');
-  const data = new Float32Array(rows * hidden);
-  let off = 0;
-  for (const p of parts) {
-    data.set(p, off);
-    off += p.length;
-  }
-  return { rows, data };
+  if (t.cols !== hidden) throw llmErrors.embeddingMismatch(`${what} has ${t.cols} columns; this model's hidden size is ${hidden}`, 'messages');
+  return { rows: t.rows, data: t.data };
 }
 
 /** Receives every part's embedding (concurrently); fails with the first failure. */

@@ -30,13 +30,13 @@ test('an LLMTask graph dispatched to the executor process streams the direct loo
   t.is(text, direct.text);
 });
 
-test('the executor process finds its node sidecar through CORNSERVE_SIDECAR_URL and receives embeddings', async (t) => {
+test('the executor process finds its node sidecar from CORNSERVE_SIDECAR_URL (its http URL) and receives embeddings', async (t) => {
   const model = await llm('tiny-lm-b');
   const cluster = await startSidecars({ nodes: [[0, 1]] });
   t.teardown(() => cluster.stop());
   const task = new LLMTask({ modelId: 'cornserve/tiny-vlm-b' });
   const exec = await launchExecutor(llmDescriptor.launch(task), {
-    CORNSERVE_MODELS_DIR: await modelsDir(), [EXECUTOR_ENV.sidecar]: `unix:${cluster.nodes[0]!.socketPath}`, [EXECUTOR_ENV.ranks]: '1',
+    CORNSERVE_MODELS_DIR: await modelsDir(), [EXECUTOR_ENV.sidecar]: cluster.nodes[0]!.httpUrl, [EXECUTOR_ENV.ranks]: '1',
   });
   t.teardown(() => exec.stop());
   const id = randomHex();

@@ -71,8 +71,11 @@ test.serial('a client that disconnects while its embedding is awaited still free
   await req;
   await encoder.send(embedding(7, 3), id, [[1]]);
   await shmEmpty();
-  const info = await srv.info();
-  t.is(info.running + info.waiting + info.receiving, 0);
+  const idle = await waitUntil('the request is gone', async () => {
+    const i = await srv.info();
+    return i.running + i.waiting + i.receiving === 0 ? i : undefined;
+  });
+  t.is(idle.running, 0);
 });
 
 test.serial('a client disconnecting mid-stream leaves no sidecar memory and no batch slot behind', async (t) => {
