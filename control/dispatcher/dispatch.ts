@@ -56,13 +56,15 @@ export function dispatchGraph(graph: TaskGraph, options: DispatchGraphOptions, d
   });
 }
 
+const MAX_TIMER_MS = 2 ** 31 - 1;
+
 /** The state of one dispatch: its abort controller, deadline timer, leases and first failure. */
 class GraphRun {
   private readonly abort = new AbortController();
   private failure: Error | undefined;
   private readonly pending = new Set<number>();
   private sites: FailureSite[] = [];
-  private readonly timer: NodeJS.Timeout;
+  private timer: NodeJS.Timeout;
   private finished = false;
   private readonly onCallerAbort = () => this.fail(new DispatchCancelledError(describeFailure(this.options.signal?.reason ?? 'the caller went away')));
 
@@ -72,11 +74,21 @@ class GraphRun {
     private readonly deps: DispatchDeps,
     private readonly span: Span,
   ) {
-    this.timer = setTimeout(() => this.fail(new DeadlineExceededError(options.deadline, [...this.pending].map((i) => this.sites[i]!))), Math.max(0, options.deadline - Date.now()));
-    this.timer.unref();
+    this.timer = this.arm();
     if (Date.now() >= options.deadline) this.fail(new DeadlineExceededError(options.deadline, []));
     if (options.signal?.aborted) this.onCallerAbort();
     else options.signal?.addEventListener('abort', this.onCallerAbort, { once: true });
+  }
+
+  /** The deadline timer (re-armed when the deadline is beyond setTimeout's ~24.8-day range). */
+  private arm(): NodeJS.Timeout {
+    const left = Math.max(0, this.options.deadline - Date.now());
+    const timer = setTimeout(() => {
+      if (Date.now() < this.options.deadline) this.timer = this.arm();
+      else this.fail(new DeadlineExceededError(this.options.deadline, [...this.pending].map((i) => this.sites[i]!)));
+    }, Math.min(left, MAX_TIMER_MS));
+    timer.unref();
+    return timer;
   }
 
   /** The first failure wins; it aborts every call still running. */

@@ -188,3 +188,11 @@ test('a stream that breaks mid-way makes the stream throw TASK_FAILED after the 
   t.regex(err!.message, /stream broke/);
   t.true(await allZero(store));
 });
+
+test('a deadline beyond the range of one timer (30 days) does not end the graph early', async (t) => {
+  const store = new MemoryStore();
+  const a = echo(0, 'patient');
+  await deployTask(store, a.task, [{ url: shared[1]!.url }]);
+  const result = await dispatchGraph(new TaskGraph([a]), { deadline: Date.now() + 30 * 24 * 3600_000 }, { store });
+  t.deepEqual(result.outputs, [{ echo: 'patient' }]);
+});
