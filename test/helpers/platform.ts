@@ -13,6 +13,19 @@ import type { RegistrationEvent } from '../../control/gateway/app-manager.js';
 import { repoRoot } from './repo.js';
 
 export const TEST_ADMIN_TOKEN = 'test-admin-token';
+
+/** The source of a one-task app named `name`: `{text}` -> `{echo: text}` on an echo executor with that service time. */
+export const echoAppSource = (name: string, serviceTimeMs = 0) => `
+import { z } from 'zod';
+import { defineApp } from 'cornserve/sdk';
+import { EchoTask } from 'cornserve/tasks';
+const echo = new EchoTask({ serviceTimeMs: ${serviceTimeMs} });
+export default defineApp({
+  name: '${name}', tasks: { echo },
+  request: z.object({ text: z.string() }), response: z.object({ echo: z.string() }),
+  async serve(req) { return echo.call({ text: req.text }); },
+});`;
+
 export const ECHO_APP = `${repoRoot}/functions/apps/echo.ts`;
 
 export interface TestPlatform extends Cornserve {

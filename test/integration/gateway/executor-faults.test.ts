@@ -1,17 +1,8 @@
 import test from 'ava';
 import { waitUntil } from '../../../lib/wait.js';
-import { startPlatform, type TestPlatform } from '../../helpers/platform.js';
+import { echoAppSource, startPlatform, type TestPlatform } from '../../helpers/platform.js';
 
-const app = (name: string, serviceTimeMs: number) => `
-import { z } from 'zod';
-import { defineApp } from 'cornserve/sdk';
-import { EchoTask } from 'cornserve/tasks';
-const echo = new EchoTask({ serviceTimeMs: ${serviceTimeMs} });
-export default defineApp({
-  name: '${name}', tasks: { echo },
-  request: z.object({ text: z.string() }), response: z.object({ echo: z.string() }),
-  async serve(req) { return echo.call({ text: req.text }); },
-});`;
+const app = echoAppSource;
 
 let p: TestPlatform;
 test.before(async () => {

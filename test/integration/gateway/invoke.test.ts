@@ -1,6 +1,6 @@
 import test from 'ava';
 import { DEADLINE_HEADER } from '../../../functions/sdk/index.js';
-import { ECHO_APP, startPlatform, type TestPlatform } from '../../helpers/platform.js';
+import { ECHO_APP, echoAppSource, startPlatform, type TestPlatform } from '../../helpers/platform.js';
 
 let p: TestPlatform;
 test.before(async () => {
@@ -12,16 +12,7 @@ test.after.always(async () => {
   await p?.stop();
 });
 
-const SLOW_APP = `
-import { z } from 'zod';
-import { defineApp } from 'cornserve/sdk';
-import { EchoTask } from 'cornserve/tasks';
-const echo = new EchoTask({ serviceTimeMs: 1500 });
-export default defineApp({
-  name: 'slow', tasks: { echo },
-  request: z.object({ text: z.string() }), response: z.object({ echo: z.string() }),
-  async serve(req) { return echo.call({ text: req.text }); },
-});`;
+const SLOW_APP = echoAppSource('slow', 1500);
 
 type ErrorBody = { error: { code: string; message: string; details?: Array<{ path: string; message: string }> } };
 

@@ -1,5 +1,5 @@
 import test from 'ava';
-import { ECHO_APP, startPlatform, type TestPlatform } from '../../helpers/platform.js';
+import { ECHO_APP, echoAppSource, startPlatform, type TestPlatform } from '../../helpers/platform.js';
 
 let p: TestPlatform;
 test.before(async () => {
@@ -17,16 +17,7 @@ async function nothingDeployed(t: import('ava').ExecutionContext, before: { apps
 }
 const snapshot = async () => ({ apps: (await p.store.listApps()).length, tasks: (await p.store.listTasks()).length, processes: p.platform.processes().length });
 
-const app = (name: string, serviceTimeMs = 0) => `
-import { z } from 'zod';
-import { defineApp } from 'cornserve/sdk';
-import { EchoTask } from 'cornserve/tasks';
-const echo = new EchoTask({ serviceTimeMs: ${serviceTimeMs} });
-export default defineApp({
-  name: '${name}', tasks: { echo },
-  request: z.object({ text: z.string() }), response: z.object({ echo: z.string() }),
-  async serve(req) { return echo.call({ text: req.text }); },
-});`;
+const app = echoAppSource;
 
 test.serial('a syntax error is an error event naming the line, and nothing is deployed', async (t) => {
   const before = await snapshot();
