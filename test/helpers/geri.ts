@@ -35,6 +35,8 @@ export interface GeriOptions {
   maxBatchSize?: number;
   /** Deadline of requests without a header. */
   timeoutMs?: number;
+  /** Use these arguments (e.g. a descriptor's launch args) instead of the model id / modality / batch size above. */
+  args?: string[];
 }
 
 export interface Geri {
@@ -55,8 +57,9 @@ export async function startGeri(opts: GeriOptions): Promise<Geri> {
   const url = `http://127.0.0.1:${port}`;
   const models = await modelsDir();
   const args = [
-    '--import', 'tsx', 'executors/geri/main.ts', '--modality', opts.modality, '--model-id', opts.modality === 'image' ? IMAGE_GEN_ID : AUDIO_GEN_ID,
-    '--models-dir', models, '--max-batch-size', String(opts.maxBatchSize ?? 1), ...(opts.timeoutMs ? ['--timeout-ms', String(opts.timeoutMs)] : []),
+    '--import', 'tsx', 'executors/geri/main.ts', '--models-dir', models,
+    ...(opts.args ?? ['--modality', opts.modality, '--model-id', opts.modality === 'image' ? IMAGE_GEN_ID : AUDIO_GEN_ID, '--max-batch-size', String(opts.maxBatchSize ?? 1)]),
+    ...(opts.timeoutMs ? ['--timeout-ms', String(opts.timeoutMs)] : []),
   ];
   const env: Record<string, string> = { ...process.env as Record<string, string>, [EXECUTOR_ENV.port]: String(port), [EXECUTOR_ENV.executorId]: `geri-test-${port}` };
   delete env[EXECUTOR_ENV.sidecar];
