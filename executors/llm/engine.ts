@@ -178,7 +178,8 @@ export class Engine {
   private async prefillStep(jobs: Job[]): Promise<void> {
     const gen = jobs.filter((j) => !j.req.hiddenStates);
     const live = this.running.map((j, slot) => ({ slot, len: j.seq.len }));
-    this.cache.reserve(this.running.length + gen.length, Math.max(0, ...gen.map((j) => j.req.prompt.n)) + 1, live);
+    // Room for the new prompts and for the running sequences' next position (never shrink below them).
+    this.cache.reserve(this.running.length + gen.length, Math.max(0, ...gen.map((j) => j.req.prompt.n), ...live.map((l) => l.len)) + 1, live);
     const slotOf = new Map(gen.map((j, k) => [j, this.running.length + k]));
     const t0 = performance.now();
     const out = await prefill(
