@@ -5,6 +5,7 @@
  */
 import { Command, InvalidArgumentError } from 'commander';
 import { createStore } from '../control/store/index.js';
+import { startTelemetry, stopTelemetry } from '../lib/telemetry.js';
 import { SidecarServer } from './server/server.js';
 import type { PeerAddress } from './server/peers.js';
 import type { SlabSpec } from './shm/memory.js';
@@ -47,6 +48,7 @@ const o = program.opts<{
   slab: SlabSpec[]; ttlMs: number; sweepMs?: number; storeUrl?: string; storePrefix: string;
 }>();
 
+await startTelemetry('cornserve-sidecar'); // spans exported when OTEL_EXPORTER_OTLP_ENDPOINT is set
 const store = o.storeUrl ? createStore({ redisUrl: o.storeUrl, prefix: o.storePrefix }) : undefined;
 await store?.ready();
 const server = new SidecarServer({
@@ -69,6 +71,7 @@ const stop = async (sig: string) => {
   server.log.info({ sig }, 'stopping');
   await server.stop();
   await store?.close();
+  await Promise.race([stopTelemetry(), new Promise((r) => setTimeout(r, 2000).unref())]); // flush spans, bounded
   process.exit(0);
 };
 process.on('SIGINT', () => void stop('SIGINT'));

@@ -13,6 +13,7 @@
 import { SidecarError, badRequest } from '../errors.js';
 import { convertTensor, isTensor, type DType, type Tensor } from '../tensor.js';
 import type { AllocReply, PutReply, RecvReply } from '../wire/protocol.js';
+import { SpanKind, withSpan } from '../../lib/telemetry.js';
 import { Connection, type Deadline } from './connection.js';
 import { decode, encode } from './codec.js';
 
@@ -102,6 +103,14 @@ export class SidecarClient {
     return this.connecting;
   }
 
+  /**
+   * Runs one call in a CLIENT span (`sidecar.<name>`, a child of the caller's active span): every request
+   * it makes carries the span's traceparent, so the sidecars' spans join the caller's trace.
+   */
+  private traced<T>(name: string, attributes: Record<string, string | number | boolean>, fn: () => Promise<T>): Promise<T> {
+    return withSpan(`sidecar.${name}`, fn, { 'sidecar.rank': this.rank, ...attributes }, SpanKind.CLIENT);
+  }
+
   /** Sends one chunk of `id` to every group in `dstGroups`. Resolves once the data sits in the sidecar's memory. */
   async send(data: unknown, id: string, dstGroups: number[][], o: SendOptions = {}): Promise<void> {
     const chunk = o.chunk ?? 0;
@@ -112,24 +121,26 @@ export class SidecarClient {
     }
     const enc = encode(data);
     if (this.rank !== this.leader) return; // the group leader sends for the whole group
-    const d = this.deadline(o);
-    const conn = await this.connection(d);
-    const put = {
-      op: 'put', id, chunk, dst, kind: enc.kind, size: enc.bytes.byteLength, deadline: d.deadline,
-      ...(o.stream ? { stream: true } : { numChunks: o.numChunks ?? 1 }),
-      ...(enc.dtype ? { dtype: enc.dtype, shape: enc.shape } : {}),
-      ...(o.ttlMs ?? this.opts.ttlMs ? { ttlMs: o.ttlMs ?? this.opts.ttlMs } : {}),
-    };
     const size = enc.bytes.byteLength;
-    if (size <= (this.opts.inlineBytes ?? 65536)) {
-      await conn.call(put, enc.bytes, d);
-      return;
-    }
-    // Large: copy straight into the sidecar's memory — a lease from an earlier put, or a fresh allocation.
-    const mem = conn.leases.take(size) ?? ((await conn.call({ op: 'alloc', size, deadline: d.deadline }, undefined, d)) as unknown as AllocReply);
-    conn.segment.bytes.set(enc.bytes, mem.offset);
-    const r = (await conn.call({ ...put, alloc: mem.alloc, ...(conn.leases.wanted ? { lease: true } : {}) }, undefined, d)) as PutReply;
-    if (r.lease) conn.leases.add(r.lease);
+    return this.traced('send', { 'sidecar.id': id, 'sidecar.chunk': chunk, 'sidecar.bytes': size, 'sidecar.dst': JSON.stringify(dst) }, async () => {
+      const d = this.deadline(o);
+      const conn = await this.connection(d);
+      const put = {
+        op: 'put', id, chunk, dst, kind: enc.kind, size, deadline: d.deadline,
+        ...(o.stream ? { stream: true } : { numChunks: o.numChunks ?? 1 }),
+        ...(enc.dtype ? { dtype: enc.dtype, shape: enc.shape } : {}),
+        ...(o.ttlMs ?? this.opts.ttlMs ? { ttlMs: o.ttlMs ?? this.opts.ttlMs } : {}),
+      };
+      if (size <= (this.opts.inlineBytes ?? 65536)) {
+        await conn.call(put, enc.bytes, d);
+        return;
+      }
+      // Large: copy straight into the sidecar's memory — a lease from an earlier put, or a fresh allocation.
+      const mem = conn.leases.take(size) ?? ((await conn.call({ op: 'alloc', size, deadline: d.deadline }, undefined, d)) as unknown as AllocReply);
+      conn.segment.bytes.set(enc.bytes, mem.offset);
+      const r = (await conn.call({ ...put, alloc: mem.alloc, ...(conn.leases.wanted ? { lease: true } : {}) }, undefined, d)) as PutReply;
+      if (r.lease) conn.leases.add(r.lease);
+    });
   }
 
   /**
@@ -138,13 +149,15 @@ export class SidecarClient {
    */
   async recv(id: string, chunk = 0, o: RecvOptions = {}): Promise<unknown> {
     checkChunk(chunk, 'chunk');
-    const d = this.deadline(o);
-    const conn = await this.connection(d);
-    const r = (await conn.call({ op: 'recv', id, chunk, deadline: d.deadline }, undefined, d)) as RecvReply;
-    if (r.end) return null;
-    const value = decode(r, conn.segment.buffer);
-    const want = o.dtype ?? this.opts.recvDtype;
-    return want && isTensor(value) ? convertTensor(value as Tensor, want) : value;
+    return this.traced('recv', { 'sidecar.id': id, 'sidecar.chunk': chunk }, async () => {
+      const d = this.deadline(o);
+      const conn = await this.connection(d);
+      const r = (await conn.call({ op: 'recv', id, chunk, deadline: d.deadline }, undefined, d)) as RecvReply;
+      if (r.end) return null;
+      const value = decode(r, conn.segment.buffer);
+      const want = o.dtype ?? this.opts.recvDtype;
+      return want && isTensor(value) ? convertTensor(value as Tensor, want) : value;
+    });
   }
 
   /**
@@ -153,25 +166,31 @@ export class SidecarClient {
    */
   async markDone(id: string, chunk = 0, o: CallOptions & { group?: boolean } = {}): Promise<void> {
     checkChunk(chunk, 'chunk');
-    const d = this.deadline(o);
-    const conn = await this.connection(d);
-    await conn.call({ op: 'done', id, chunk, ...(o.group ? { group: true } : {}) }, undefined, d);
+    return this.traced('markDone', { 'sidecar.id': id, 'sidecar.chunk': chunk }, async () => {
+      const d = this.deadline(o);
+      const conn = await this.connection(d);
+      await conn.call({ op: 'done', id, chunk, ...(o.group ? { group: true } : {}) }, undefined, d);
+    });
   }
 
   /** Ends a stream after `numChunks` chunks. May be called before any chunk is sent. */
   async closeStream(id: string, numChunks: number, dstGroups?: number[][], o: CallOptions = {}): Promise<void> {
     checkChunk(numChunks, 'numChunks');
     if (this.rank !== this.leader) return;
-    const d = this.deadline(o);
-    const conn = await this.connection(d);
-    await conn.call({ op: 'close', id, numChunks, ...(dstGroups ? { dst: checkGroups(dstGroups) } : {}) }, undefined, d);
+    return this.traced('closeStream', { 'sidecar.id': id, 'sidecar.chunks': numChunks }, async () => {
+      const d = this.deadline(o);
+      const conn = await this.connection(d);
+      await conn.call({ op: 'close', id, numChunks, ...(dstGroups ? { dst: checkGroups(dstGroups) } : {}) }, undefined, d);
+    });
   }
 
   /** The producer gave up on `id`: every consumer waiting for it gets SIDECAR_PRODUCER_FAILED. */
   async fail(id: string, reason: string, dstGroups?: number[][], o: CallOptions = {}): Promise<void> {
-    const d = this.deadline(o);
-    const conn = await this.connection(d);
-    await conn.call({ op: 'fail', id, reason, ...(dstGroups ? { dst: checkGroups(dstGroups) } : {}) }, undefined, d);
+    return this.traced('fail', { 'sidecar.id': id }, async () => {
+      const d = this.deadline(o);
+      const conn = await this.connection(d);
+      await conn.call({ op: 'fail', id, reason, ...(dstGroups ? { dst: checkGroups(dstGroups) } : {}) }, undefined, d);
+    });
   }
 
   /** Closes the connection; ids this client declared but did not finish sending fail for their consumers. */

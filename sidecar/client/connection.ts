@@ -9,6 +9,7 @@ import { FrameReader, writeFrame } from '../wire/frames.js';
 import type { HelloReply, Reply } from '../wire/protocol.js';
 import { openSegment } from '../shm/segment.js';
 import { sleep } from '../../lib/wait.js';
+import { currentTraceparent } from '../../lib/telemetry.js';
 import { Leases } from './leases.js';
 
 interface Pending {
@@ -107,7 +108,8 @@ export class Connection {
       });
       if (d.signal?.aborted) return onAbort();
       d.signal?.addEventListener('abort', onAbort, { once: true });
-      writeFrame(this.sock, { ...msg, rid }, payload);
+      const traceparent = currentTraceparent(); // the caller's span (see SidecarClient.traced)
+      writeFrame(this.sock, { ...msg, rid, ...(traceparent ? { traceparent } : {}) }, payload);
     });
   }
 

@@ -9,6 +9,8 @@ import type { Allocation } from '../shm/memory.js';
 import { FrameReader, writeFrame } from '../wire/frames.js';
 import { ClientRequest, type Lease, type PutReply, type PutReq, type RecvReply } from '../wire/protocol.js';
 import type { SidecarServer } from './server.js';
+import { serveTraced } from './tracing.js';
+import { currentTraceparent } from '../../lib/telemetry.js';
 
 interface OpenId {
   numChunks: number | undefined; // known once sent (non-stream) or closed
@@ -52,7 +54,9 @@ export class ClientConnection {
     if (req.op !== 'hello' && this.rank === undefined) { this.fail(req.rid, badRequest('send hello first')); return; }
     const ac = new AbortController();
     this.inflight.set(req.rid, ac);
-    this.dispatch(req, payload, ac.signal).then(
+    const attributes = { 'sidecar.rank': this.rank ?? -1, ...('id' in req ? { 'sidecar.id': req.id } : {}), ...('chunk' in req ? { 'sidecar.chunk': req.chunk } : {}) };
+    const traceparent = 'traceparent' in req ? req.traceparent : undefined;
+    serveTraced(`sidecar.server.${req.op}`, traceparent, attributes, () => this.dispatch(req, payload, ac.signal)).then(
       (body) => this.reply(req.rid, body),
       (err) => this.fail(req.rid, err),
     ).finally(() => this.inflight.delete(req.rid));
@@ -145,6 +149,7 @@ export class ClientConnection {
       id: req.id, chunk: req.chunk, numChunks, stream: req.stream ?? false, dst: req.dst, kind: req.kind, size: req.size,
       producerRank: this.rank!, expiresAt: Date.now() + (req.ttlMs ?? srv.opts.ttlMs),
       ...(req.dtype ? { dtype: req.dtype } : {}), ...(req.shape ? { shape: req.shape } : {}),
+      traceparent: currentTraceparent() ?? req.traceparent, // this put's span (pushes to peers are its children)
     }, alloc, 'local');
     let open = this.open.get(req.id);
     if (!open) this.open.set(req.id, (open = { numChunks, sent: new Set(), nodes: new Set() }));

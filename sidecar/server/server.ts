@@ -18,6 +18,7 @@ import { StoreMirror } from './mirror.js';
 import { createMetrics, type SidecarMetrics } from './metrics.js';
 import { compileSidecarOptions, type CompiledSidecarOptions, type SidecarServerOptions } from './options.js';
 import { ClientConnection } from './connection.js';
+import { SpanKind, endSpan, startSpan, type Span } from './tracing.js';
 
 export interface ChunkInput {
   id: string;
@@ -31,6 +32,7 @@ export interface ChunkInput {
   size: number;
   producerRank: number;
   expiresAt: number;
+  traceparent?: string | undefined; // of the span that stored it (pushes to peers are its children)
 }
 
 export class SidecarServer {
@@ -50,6 +52,7 @@ export class SidecarServer {
   private readonly conns = new Set<ClientConnection>();
   private readonly incoming = new WeakMap<PeerChunk, Allocation>();
   private readonly brokenChunks = new WeakSet<PeerChunk>();
+  private readonly receiving = new WeakMap<PeerChunk, Span>(); // spans of chunks coming from peers
   private stopping: Promise<void> | undefined;
 
   constructor(options: SidecarServerOptions) {
@@ -69,13 +72,15 @@ export class SidecarServer {
     this.mirror = new StoreMirror(o.store, o.node, this.log);
     this.ledger = new Ledger({ free: (rec, reason) => this.onFree(rec, reason) }, o.ttlMs);
     this.peers = new Peers(o.node, o.peers, {
-      target: (msg) => this.peerTarget(msg),
+      target: (msg, from) => this.peerTarget(msg, from),
       message: (msg, _payload, from) => {
         if (msg.op === 'chunk') this.peerChunk(msg, from);
         else if (msg.op === 'close') this.ledger.setNumChunks(msg.id, msg.numChunks);
         else if (msg.op === 'fail') this.failLocal(msg.id, msg.reason);
       },
       broken: (msg, from) => {
+        const span = this.receiving.get(msg);
+        if (span) endSpan(span, new Error(`the link from ${from} dropped`));
         const a = this.incoming.get(msg);
         this.incoming.delete(msg);
         this.brokenChunks.add(msg); // an allocation still waiting for memory is freed when it comes
@@ -199,7 +204,10 @@ export class SidecarServer {
         ...(input.stream ? { stream: true } : {}),
         ...(input.dtype ? { dtype: input.dtype } : {}), ...(input.shape ? { shape: input.shape } : {}),
       };
+      const push = input.traceparent ? startSpan('sidecar.push', input.traceparent, { 'sidecar.id': input.id, 'sidecar.chunk': input.chunk, 'sidecar.bytes': input.size, 'sidecar.peer': node }, SpanKind.PRODUCER) : undefined;
+      if (push?.traceparent) header.traceparent = push.traceparent;
       this.peers.send(node, header, this.memory.view(alloc), input.expiresAt, (err) => {
+        if (push) endSpan(push.span, err);
         if (err) this.log.warn({ id: input.id, chunk: input.chunk, node, err: err.message }, 'push to peer failed');
         else this.metrics.bytesMoved.inc({ path: 'to_peer' }, input.size);
         this.ledger.pushed(rec);
@@ -223,7 +231,11 @@ export class SidecarServer {
   }
 
   /** Where a chunk from a peer lands: a slot of this node's memory (the socket reads straight into it). */
-  private peerTarget(msg: PeerChunk): Buffer | null | Promise<Buffer | null> {
+  private peerTarget(msg: PeerChunk, from: string): Buffer | null | Promise<Buffer | null> {
+    if (msg.traceparent) {
+      const attributes = { 'sidecar.id': msg.id, 'sidecar.chunk': msg.chunk, 'sidecar.bytes': msg.size, 'sidecar.peer': from };
+      this.receiving.set(msg, startSpan('sidecar.peer.recv', msg.traceparent, attributes, SpanKind.CONSUMER).span);
+    }
     if (this.ledger.isFailed(msg.id)) return null;
     const now = this.memory.allocNow(msg.size);
     if (now) { this.incoming.set(msg, now); return this.memory.view(now); }
@@ -240,7 +252,10 @@ export class SidecarServer {
     );
   }
 
+  /** The bytes of a chunk from a peer are all in (its span ends). */
   private peerChunk(msg: PeerChunk, from: string): void {
+    const span = this.receiving.get(msg);
+    if (span) endSpan(span);
     const alloc = this.incoming.get(msg);
     if (!alloc) return; // discarded (failed id or no memory)
     try {

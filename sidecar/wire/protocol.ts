@@ -5,6 +5,7 @@
  * `{rid, ok: true, ...}` or `{rid, ok: false, error}`; `cancel` has no answer (it ends a waiting request).
  * Sidecar → sidecar (TCP): the dialing sidecar says `hello`; then the other one sends `chunk` (with its bytes as
  * the payload), `close` and `fail` on that link (one-way).
+ * Requests and peer messages may carry the caller's W3C `traceparent`: the sidecars' spans join the caller's trace.
  */
 import { z } from 'zod';
 import type { DType } from '../tensor.js';
@@ -15,23 +16,24 @@ const dtype = z.enum(['f32', 'f16', 'bf16', 'f64', 'i64', 'i32', 'u8', 'bool']);
 const id = z.string().min(1).max(256);
 const chunkNo = z.number().int().min(0);
 const groups = z.array(z.array(rank).min(1)).min(1);
+const traceparent = z.string().max(128).optional();
 
 export const kinds = ['tensor', 'json', 'bytes'] as const;
 export type ChunkKind = (typeof kinds)[number];
 
 export const HelloReq = z.object({ op: z.literal('hello'), rid: z.number(), rank, group: z.array(rank).min(1), hint: z.number().int().positive().optional() });
-export const AllocReq = z.object({ op: z.literal('alloc'), rid: z.number(), size: z.number().int().min(0), deadline: z.number() });
+export const AllocReq = z.object({ op: z.literal('alloc'), rid: z.number(), size: z.number().int().min(0), deadline: z.number(), traceparent });
 export const PutReq = z.object({
   op: z.literal('put'), rid: z.number(), id, chunk: chunkNo,
   numChunks: z.number().int().min(1).optional(), stream: z.boolean().optional(),
   dst: groups, kind: z.enum(kinds), dtype: dtype.optional(), shape: z.array(z.number().int().min(0)).optional(),
   size: z.number().int().min(0), alloc: z.number().int().optional(), ttlMs: z.number().positive().optional(), deadline: z.number(),
-  lease: z.boolean().optional(),
+  lease: z.boolean().optional(), traceparent,
 });
-export const RecvReq = z.object({ op: z.literal('recv'), rid: z.number(), id, chunk: chunkNo, deadline: z.number() });
-export const DoneReq = z.object({ op: z.literal('done'), rid: z.number(), id, chunk: chunkNo, group: z.boolean().optional() });
-export const CloseReq = z.object({ op: z.literal('close'), rid: z.number(), id, numChunks: z.number().int().min(0), dst: groups.optional() });
-export const FailReq = z.object({ op: z.literal('fail'), rid: z.number(), id, reason: z.string(), dst: groups.optional() });
+export const RecvReq = z.object({ op: z.literal('recv'), rid: z.number(), id, chunk: chunkNo, deadline: z.number(), traceparent });
+export const DoneReq = z.object({ op: z.literal('done'), rid: z.number(), id, chunk: chunkNo, group: z.boolean().optional(), traceparent });
+export const CloseReq = z.object({ op: z.literal('close'), rid: z.number(), id, numChunks: z.number().int().min(0), dst: groups.optional(), traceparent });
+export const FailReq = z.object({ op: z.literal('fail'), rid: z.number(), id, reason: z.string(), dst: groups.optional(), traceparent });
 export const CancelReq = z.object({ op: z.literal('cancel'), rid: z.number() });
 
 export const ClientRequest = z.discriminatedUnion('op', [HelloReq, AllocReq, PutReq, RecvReq, DoneReq, CloseReq, FailReq, CancelReq]);
@@ -66,7 +68,7 @@ export const PeerChunk = z.object({
   op: z.literal('chunk'), id, chunk: chunkNo,
   numChunks: z.number().int().min(1).optional(), stream: z.boolean().optional(),
   dst: groups, kind: z.enum(kinds), dtype: dtype.optional(), shape: z.array(z.number().int().min(0)).optional(),
-  size: z.number().int().min(0), producerRank: rank, expiresAt: z.number(),
+  size: z.number().int().min(0), producerRank: rank, expiresAt: z.number(), traceparent,
 });
 /** The first frame on a link, from the dialing (reading) side: who it is. */
 export const PeerHello = z.object({ op: z.literal('hello'), node: z.string() });
