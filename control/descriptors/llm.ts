@@ -29,10 +29,14 @@ const invalid = (msg: string) => new CornserveError('LLM_DESCRIPTOR_INVALID_INPU
 /** The URL of the multimodal part whose embedding travels under `dataId` (parsed by executors/llm/multimodal.ts). */
 const dataUrl = (modality: string, dataId: string, url: string) => `data:${modality}/uuid;data_id=${dataId};url=${url},`;
 
-/** The request without `cornserve_*` fields, with multimodal URLs mapped by `mapUrl(partIndex, modality, url)`. */
-function chatBody(input: ChatRequest, mapUrl?: (part: number, modality: string, url: string) => string): Record<string, unknown> {
+/**
+ * The request without `cornserve_*` fields, naming the task's model id (a client may have named an app), with
+ * multimodal URLs mapped by `mapUrl(partIndex, modality, url)`.
+ */
+function chatBody(task: LlmTask, input: ChatRequest, mapUrl?: (part: number, modality: string, url: string) => string): Record<string, unknown> {
   const body: Record<string, unknown> = {};
   for (const [k, v] of Object.entries(input)) if (!k.startsWith('cornserve_')) body[k] = v;
+  body.model = task.config.modelId;
   if (!mapUrl) return body;
   let part = 0;
   const mapPart = (p: ContentPart): ContentPart => {
@@ -102,7 +106,7 @@ export const llmDescriptor: TaskDescriptor<LlmTask> = {
       }
       mapUrl = (i, modality, url) => dataUrl(modality, forwards[i]!.id, url);
     }
-    const body = chatBody(req, mapUrl);
+    const body = chatBody(task, req, mapUrl);
     if (task instanceof LLMEmbeddingTask) return { path: '/v1/chat/completions', body: { ...body, stream: false, vllm_xargs: hiddenStateXargs(output as LLMEmbeddingOutput) } };
     if (task instanceof LLMTask) return { path: '/v1/chat/completions', body: { ...body, stream: true } };
     throw new Error(`the llm descriptor cannot serve ${task.constructor.name}`);
@@ -152,7 +156,7 @@ export const externalLlmDescriptor: TaskDescriptor<LlmTask> = {
     if ((input as ChatRequest).cornserve_embeddings?.length) {
       throw invalid('an external LLM engine cannot receive embeddings from encoders: declare the MLLM with encoderFission: false');
     }
-    return { path: '/v1/chat/completions', body: { ...chatBody(input as ChatRequest), stream: true } };
+    return { path: '/v1/chat/completions', body: { ...chatBody(task, input as ChatRequest), stream: true } };
   },
   response: async (_task, _output, res) => streamResult(res),
 };

@@ -97,3 +97,8 @@ test('the external descriptor serves LLMTask only and refuses embeddings from en
   t.is(plain.messages[0].content[1].image_url.url, 'https://x/0.png');
   t.true(plain.stream);
 });
+
+test('the request names the task\'s model id whatever the client named', (t) => {
+  const { req } = request(0);
+  t.is((llmDescriptor.request(new LLMTask({ modelId: MODEL }), { ...req, model: 'my-mllm-app' }, {}).body as any).model, MODEL);
+});
