@@ -6,6 +6,7 @@
  * callers) through the gateway versus directly.
  * Target: median added latency (gateway median - direct median) at most 4x the direct round trip.
  */
+import { readFile } from 'node:fs/promises';
 import { Agent, request } from 'node:http';
 import { startCornserve } from '../../control/cli/up.js';
 import type { BenchResult } from './types.js';
@@ -53,8 +54,13 @@ async function saturate(call: () => Promise<void>, concurrency: number, ms: numb
 }
 
 export async function run(): Promise<BenchResult[]> {
-  const cs = await startCornserve({ port: 0, devices: 1, adminToken: 'bench', appsDir: 'functions/apps', logSink: () => {} });
+  const cs = await startCornserve({ port: 0, devices: 1, adminToken: 'bench', logSink: () => {} });
   try {
+    let failure: string | undefined;
+    await cs.apps.register({ source: await readFile(new URL('../../functions/apps/echo.ts', import.meta.url), 'utf8') }, (e) => {
+      if (e.type === 'error') failure = e.message;
+    });
+    if (failure) throw new Error(`registering echo failed: ${failure}`);
     const echo = cs.apps.resolve('echo');
     const [route] = await cs.store.listExecutors(echo.taskIds[0]!);
     const direct = () => post(new URL('/echo', route!.url), '{"text":"x"}');
