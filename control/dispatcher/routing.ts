@@ -4,15 +4,14 @@
  * (round robin per task). The pick is leased: outstanding +1 now, -1 when the lease is released
  * (after the executor's reply, or its stream, is finished; also on error). Release is idempotent.
  */
-import { unitTaskKey, type TaskGraph, type UnitTask } from '../../functions/sdk/index.js';
-import { StoreNotFoundError, taskIdFor, type ExecutorRoute, type Store } from '../store/index.js';
+import type { TaskGraph, UnitTask } from '../../functions/sdk/index.js';
+import { StoreNotFoundError, taskIdOf, type ExecutorRoute, type Store } from '../store/index.js';
 import { logger } from '../../lib/log.js';
 import { DispatcherError, NoExecutorError, StoreUnavailableError, TaskNotDeployedError, TaskNotReadyError } from './errors.js';
 
 const log = logger('dispatcher');
 
 /** The Store id of the deployment that serves `task` (every process derives the same one). */
-export const taskIdOf = (task: UnitTask): string => taskIdFor(task.rootClass.name, unitTaskKey(task));
 
 export interface Lease {
   readonly invocation: number;

@@ -33,7 +33,8 @@ import {
   TaskNotReadyError,
 } from './errors.js';
 import { KeyedMutex, Mutex } from './mutex.js';
-import { newTaskRecord, taskFromRecord as defaultTaskFromRecord, taskIdOfTask } from './task-records.js';
+import { newTaskRecord, taskFromRecord as defaultTaskFromRecord } from './task-records.js';
+import { taskIdOf } from '../store/task-id.js';
 import type { DeployProgress, ResourceManagerApi, TaskStatus } from './types.js';
 
 export interface ResourceManagerOptions {
@@ -106,7 +107,7 @@ export class ResourceManager implements ResourceManagerApi {
   async deploy(tasks: UnitTask[], onProgress: (p: DeployProgress) => void = () => {}): Promise<string[]> {
     this.assertOpen();
     await this.init();
-    const ids = tasks.map(taskIdOfTask);
+    const ids = tasks.map(taskIdOf);
     const unique = [...new Map(tasks.map((t, i) => [ids[i]!, t])).entries()];
     const acquired: string[] = [];
     const results = await Promise.allSettled(unique.map(([taskId, task]) => this.acquire(taskId, task, onProgress, acquired)));

@@ -13,11 +13,9 @@ import {
   type UnitTaskJSON,
 } from '../../functions/sdk/index.js';
 import '../../functions/tasks/index.js'; // registers the built-in task classes
-import { taskIdFor } from '../store/task-id.js';
+import { taskIdOf } from '../store/task-id.js';
 import type { UnitTaskRecord } from '../store/types.js';
 
-/** `taskIdFor(root class, unitTaskKey(task))`: equivalent tasks share it in every process. */
-export const taskIdOfTask = (task: UnitTask): string => taskIdFor(task.rootClass.name, unitTaskKey(task));
 
 /** The JSON kept in `UnitTaskRecord.task`: the task's own JSON plus its concrete class (to rebuild it). */
 export interface StoredTaskJSON extends UnitTaskJSON {
@@ -26,7 +24,7 @@ export interface StoredTaskJSON extends UnitTaskJSON {
 
 export function newTaskRecord(task: UnitTask): Omit<UnitTaskRecord, 'usage'> {
   return {
-    taskId: taskIdOfTask(task),
+    taskId: taskIdOf(task),
     key: unitTaskKey(task),
     taskClass: task.rootClass.name,
     task: { ...task.toJSON(), class: task.constructor.name } satisfies StoredTaskJSON,

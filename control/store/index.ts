@@ -22,4 +22,4 @@ export * from './types.js';
 export * from './errors.js';
 export { MemoryStore } from './memory.js';
 export { RedisStore, type RedisStoreOptions } from './redis.js';
-export { taskIdFor } from './task-id.js';
+export { taskIdFor, taskIdOf } from './task-id.js';

@@ -75,7 +75,34 @@ export async function readDispatchResponse(res: Response): Promise<DispatchResul
   if (first.done) throw new DispatchError('streaming dispatch reply ended before its outputs line');
   const outputs = JSON.parse(first.value) as unknown;
   if (!Array.isArray(outputs)) throw new DispatchError('first line of a streaming dispatch reply is not an array of outputs');
-  return { outputs, stream: { [Symbol.asyncIterator]: () => lines } };
+  return { outputs, stream: throwOnErrorLine(lines) };
+}
+
+/**
+ * A stream that breaks after its reply started ends with one line `{"error": {code, message, details?}}`
+ * (the dispatcher's and the app runtime's convention): that line ends the stream with a DispatchError.
+ */
+export function parseErrorLine(line: string): DispatchError | undefined {
+  if (!line.startsWith('{"error"')) return undefined;
+  try {
+    const v = JSON.parse(line) as { error?: ErrorJSON };
+    if (Object.keys(v).length !== 1 || typeof v.error?.code !== 'string' || typeof v.error.message !== 'string') return undefined;
+    return new DispatchError(v.error.message, 502, v.error.details, v.error.code);
+  } catch {
+    return undefined;
+  }
+}
+
+async function* throwOnErrorLine(lines: AsyncIterator<string>): AsyncGenerator<string> {
+  try {
+    for (let r = await lines.next(); !r.done; r = await lines.next()) {
+      const err = parseErrorLine(r.value);
+      if (err) throw err;
+      yield r.value;
+    }
+  } finally {
+    await lines.return?.();
+  }
 }
 
 /** Dispatches through the gateway's POST /tasks/invoke (scripts, notebooks, tests against a running platform). */

@@ -10,7 +10,7 @@ import { createServer } from 'node:http';
 import { fileURLToPath } from 'node:url';
 import { unitTaskKey, type UnitTask } from '../../functions/sdk/index.js';
 import { EXECUTOR_ENV } from '../../control/descriptors/types.js';
-import { taskIdOf } from '../../control/dispatcher/routing.js';
+import { taskIdOf } from '../../control/store/task-id.js';
 import type { ExecutorRoute, ExecutorState, Store, UnitTaskState } from '../../control/store/types.js';
 import { freePort } from '../../lib/net.js';
 import { waitUntil } from '../../lib/wait.js';

@@ -1,7 +1,8 @@
 import test from 'ava';
 import { EchoStreamTask, EchoTask } from '../../../../functions/tasks/echo.js';
 import { unitTaskKey } from '../../../../functions/sdk/index.js';
-import { newTaskRecord, taskFromRecord, taskIdOfTask } from '../../../../control/resources/task-records.js';
+import { newTaskRecord, taskFromRecord } from '../../../../control/resources/task-records.js';
+import { taskIdOf as taskIdOfTask } from '../../../../control/store/task-id.js';
 
 test('equivalent tasks of different classes under one root get the same task id', (t) => {
   t.is(taskIdOfTask(new EchoTask({ serviceTimeMs: 3 })), taskIdOfTask(new EchoStreamTask({ serviceTimeMs: 3 })));

@@ -100,3 +100,16 @@ test('GatewayDispatcher posts the graph to /tasks/invoke with the deadline and t
     ['POST', '/tasks/invoke', String(deadline), traceparent, 1, [{ echo: 'a', index: 0 }]],
   );
 });
+
+test('a final error line ends a streaming dispatch reply with a DispatchError carrying its code', async (t) => {
+  const body = ['[{}]', '{"x":1}', '{"error":{"code":"TASK_FAILED","message":"llm broke mid-stream"}}', ''].join('\n');
+  const res = new Response(body, { headers: { 'content-type': 'application/x-ndjson' } });
+  const { stream } = await readDispatchResponse(res);
+  const seen: string[] = [];
+  const err = await t.throwsAsync(async () => {
+    for await (const line of stream!) seen.push(line);
+  });
+  t.deepEqual(seen, ['{"x":1}']);
+  t.is((err as DispatchError).code, 'TASK_FAILED');
+  t.is(err!.message, 'llm broke mid-stream');
+});
