@@ -4,7 +4,7 @@
  *   const sc = await SidecarClient.connect({ rank: 0, socketPath });
  *   await sc.send(tensor('f32', [29, 4096], data), id, [[2, 3]], { chunk: 0, numChunks: 2 });
  *   const t = await consumer.recv(id, 0);       // blocks; null past the last chunk
- *   await consumer.markDone(id, 0);            // frees the memory once every consumer did
+ *   await consumer.markDone(id, 0);            // frees the memory once the consumer groups are done (see markDone)
  *
  * In a tensor-parallel group every rank may call `send` with the same id: only the group leader
  * (lowest rank) moves the data, so the receivers see one tensor. Every call honours a deadline
@@ -161,8 +161,19 @@ export class SidecarClient {
   }
 
   /**
-   * This rank is done with the chunk. The memory is freed once every rank of every destination group
-   * has marked it done (or, with `group: true`, once one rank has done so for its whole group).
+   * This rank is done with the chunk: tensors received for it (views into shared memory) must not be used after.
+   *
+   * ⚠ WHEN THE MEMORY IS FREED — read this if the consumer executor has several ranks (tensor parallelism).
+   * A chunk is freed once each destination group is done with it: one of its ranks called markDone, and every
+   * other rank of the group either called markDone too or has no SidecarClient connected to the sidecar.
+   *  - One process reads for the group (a one-rank group, or only one rank has a client): its markDone frees
+   *    the chunk. Nothing else to do.
+   *  - Every rank has a client and every rank reads the chunk: every rank calls markDone.
+   *  - Every rank has a client but NOT every rank reads the chunk: pass `{group: true}` (done for the whole
+   *    group). Without it the chunk stays held until it expires (ttl, default 5 min): a memory leak under load
+   *    (the sidecar logs a warning naming this option when such a chunk expires).
+   * Connect every rank's client before serving requests: a rank that connects after a group-mate freed a
+   * chunk finds it gone (SIDECAR_ALREADY_CONSUMED).
    */
   async markDone(id: string, chunk = 0, o: CallOptions & { group?: boolean } = {}): Promise<void> {
     checkChunk(chunk, 'chunk');

@@ -75,7 +75,9 @@ export class ClientConnection {
           throw new SidecarError('SIDECAR_UNKNOWN_RANK', `rank ${req.rank} is not served by sidecar ${srv.opts.node} (ranks ${srv.opts.ranks})`);
         }
         if (!req.group.includes(req.rank)) throw badRequest(`group [${req.group}] must contain rank ${req.rank}`);
+        if (this.rank !== undefined) throw badRequest('hello was already said on this connection');
         this.rank = req.rank;
+        srv.rankConnected(req.rank);
         this.group = [...req.group].sort((a, b) => a - b);
         this.hint = req.hint;
         const s = srv.memory.segment;
@@ -188,6 +190,7 @@ export class ClientConnection {
 
   /** The client went away: cancel its waits, free its reservations, fail what it declared but never sent. */
   closed(): void {
+    if (this.rank !== undefined) this.srv.rankDisconnected(this.rank);
     for (const ac of this.inflight.values()) ac.abort();
     for (const a of this.reservations.values()) this.srv.memory.free(a);
     this.reservations.clear();

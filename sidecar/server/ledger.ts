@@ -2,8 +2,12 @@
  * The ledger: every chunk this sidecar holds, who still has to consume it, and who is waiting for what.
  *
  * Invariants:
- *  - a chunk's memory is freed exactly once: when every local consumer rank has marked it done and every
- *    push to another node has been written, when it expires, or (if never handed out) when its producer fails;
+ *  - a chunk's memory is freed exactly once: when each local destination group is done with it and every push to
+ *    another node has been written, when it expires, or (if never handed out) when its producer fails;
+ *  - a group is done with a chunk when at least one of its ranks marked it done and each of its other ranks
+ *    either marked it done too or has no client connected to this sidecar (a rank without a client holds no
+ *    view and cannot be reading: executors connect their clients before they serve). So a group in which one
+ *    process reads needs no `{group: true}`; one whose ranks all have clients but do not all read does;
  *  - a recv never waits past its deadline, and is woken by the chunk, by the end of the stream (→ null),
  *    or by the producer's failure (→ SIDECAR_PRODUCER_FAILED);
  *  - an id's entry (with the tombstones that let late recvs fail fast) is dropped once it is idle past the ttl.
@@ -23,7 +27,7 @@ export interface ChunkRecord {
   alloc: Allocation;
   producerRank: number;
   groups: number[][]; // destination groups served by this node
-  pendingRanks: Set<number>; // local consumer ranks that have not marked it done
+  doneRanks: Set<number>; // local consumer ranks that marked it done
   pushes: number; // pushes to other nodes not yet written
   expiresAt: number;
   handedOut: boolean;
@@ -49,6 +53,8 @@ interface IdEntry {
 
 export interface LedgerHooks {
   free(rec: ChunkRecord, reason: FreeReason): void;
+  /** Whether `rank` has a client connected to this sidecar. */
+  live(rank: number): boolean;
 }
 
 export class Ledger {
@@ -149,8 +155,25 @@ export class Ledger {
     }
     e.touchedAt = Date.now();
     const ranks = wholeGroup ? (rec.groups.find((g) => g.includes(rank)) ?? [rank]) : [rank];
-    for (const r of ranks) rec.pendingRanks.delete(r);
+    for (const r of ranks) rec.doneRanks.add(r);
     this.maybeFree(rec);
+  }
+
+  /** `rank`'s last client disconnected: chunks its group-mates are done with no longer wait for it. */
+  rankGone(rank: number): void {
+    for (const e of this.ids.values()) {
+      for (const rec of [...e.chunks.values()]) if (rec.groups.some((g) => g.includes(rank))) this.maybeFree(rec);
+    }
+  }
+
+  /** Ranks of `rec`'s groups that it still waits for (empty once every group is done). */
+  waitingFor(rec: ChunkRecord): number[] {
+    const out: number[] = [];
+    for (const g of rec.groups) {
+      const started = g.some((r) => rec.doneRanks.has(r));
+      for (const r of g) if (!rec.doneRanks.has(r) && (!started || this.hooks.live(r))) out.push(r);
+    }
+    return out;
   }
 
   /** One push of `rec` to another node has been written (or given up). */
@@ -160,7 +183,7 @@ export class Ledger {
   }
 
   private maybeFree(rec: ChunkRecord): void {
-    if (rec.pendingRanks.size === 0 && rec.pushes <= 0) this.release(rec, 'done');
+    if (rec.pushes <= 0 && this.waitingFor(rec).length === 0) this.release(rec, 'done');
   }
 
   private release(rec: ChunkRecord, reason: FreeReason): void {

@@ -50,6 +50,7 @@ export class SidecarServer {
   private http: HttpServer | undefined;
   private sweeper: NodeJS.Timeout | undefined;
   private readonly conns = new Set<ClientConnection>();
+  private readonly liveRanks = new Map<number, number>(); // rank → clients connected (said hello)
   private readonly incoming = new WeakMap<PeerChunk, Allocation>();
   private readonly brokenChunks = new WeakSet<PeerChunk>();
   private readonly receiving = new WeakMap<PeerChunk, Span>(); // spans of chunks coming from peers
@@ -70,7 +71,7 @@ export class SidecarServer {
     }));
     this.memory.onWait = () => this.metrics.memoryWaits.inc();
     this.mirror = new StoreMirror(o.store, o.node, this.log);
-    this.ledger = new Ledger({ free: (rec, reason) => this.onFree(rec, reason) }, o.ttlMs);
+    this.ledger = new Ledger({ free: (rec, reason) => this.onFree(rec, reason), live: (rank) => this.liveRanks.has(rank) }, o.ttlMs);
     this.peers = new Peers(o.node, o.peers, {
       target: (msg, from) => this.peerTarget(msg, from),
       message: (msg, _payload, from) => {
@@ -185,7 +186,7 @@ export class SidecarServer {
     const { local, remote } = origin === 'local' ? this.route(input.dst) : { local: input.dst, remote: new Map<string, number[][]>() };
     const rec: ChunkRecord = {
       id: input.id, chunk: input.chunk, kind: input.kind, size: input.size, alloc, producerRank: input.producerRank,
-      groups: local, pendingRanks: new Set(local.flat()), pushes: remote.size, expiresAt: input.expiresAt, handedOut: false,
+      groups: local, doneRanks: new Set(), pushes: remote.size, expiresAt: input.expiresAt, handedOut: false,
       ...(input.dtype ? { dtype: input.dtype } : {}), ...(input.shape ? { shape: input.shape } : {}),
     };
     const added = this.ledger.add(rec, input.stream ? undefined : input.numChunks);
@@ -223,7 +224,24 @@ export class SidecarServer {
     }
   }
 
+  // ---------- clients ----------
+
+  rankConnected(rank: number): void {
+    this.liveRanks.set(rank, (this.liveRanks.get(rank) ?? 0) + 1);
+  }
+
+  rankDisconnected(rank: number): void {
+    const n = (this.liveRanks.get(rank) ?? 1) - 1;
+    if (n > 0) { this.liveRanks.set(rank, n); return; }
+    this.liveRanks.delete(rank);
+    if (!this.stopping) this.ledger.rankGone(rank);
+  }
+
   private onFree(rec: ChunkRecord, reason: FreeReason): void {
+    if (reason === 'expired' && rec.doneRanks.size > 0) {
+      this.log.warn({ id: rec.id, chunk: rec.chunk, done: [...rec.doneRanks], waitingFor: this.ledger.waitingFor(rec) },
+        'chunk expired while some ranks of its group never marked it done: if not every worker of the executor reads it, call markDone(id, chunk, {group: true})');
+    }
     this.memory.free(rec.alloc);
     this.metrics.freed.inc({ reason });
     if (reason === 'expired') { this.metrics.expired.inc(); this.metrics.expiredBytes.inc(rec.size); }

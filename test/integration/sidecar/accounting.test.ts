@@ -1,4 +1,4 @@
-/** Memory is accounted for: after a burst of 10 000 transfers (inside a node and across), bytes in use return to zero. */
+/** Memory is accounted for: bytes in use return to zero after a burst of 10 000 transfers; when markDone frees a chunk for its groups. */
 import test from 'ava';
 import { startSidecars, type SidecarCluster } from '../../helpers/sidecar.js';
 import { waitUntil } from '../../../lib/wait.js';
@@ -47,4 +47,28 @@ test.serial('a chunk marked done by only one of two consumer groups stays held u
   await b.recv(id);
   await b.markDone(id);
   t.is((await sc.nodes[0]!.health()).chunks, 0);
+});
+
+test.serial('a chunk for a two-rank group whose other rank has no client is freed by the reading rank\'s markDone', async (t) => {
+  const id = newId();
+  const prod = await sc.client(0);
+  const reader = await sc.client(2, { group: [2, 3] }); // rank 3 never connects in this file before this test
+  await prod.send(makeTensor('f32', [1176]), id, [[2, 3]]);
+  await reader.recv(id);
+  t.is((await sc.nodes[1]!.health()).chunks, 1);
+  await reader.markDone(id);
+  t.is((await sc.nodes[1]!.health()).chunks, 0);
+});
+
+test.serial('a chunk a connected group-mate has not marked done is held, and freed once that group-mate\'s client disconnects', async (t) => {
+  const id = newId();
+  const prod = await sc.client(0);
+  const a = await sc.client(2, { group: [2, 3] });
+  const b = await sc.client(3, { group: [2, 3] });
+  await prod.send(makeTensor('f32', [1176]), id, [[2, 3]]);
+  await a.recv(id);
+  await a.markDone(id);
+  t.is((await sc.nodes[1]!.health()).chunks, 1, 'rank 3 has a client: it may still read');
+  b.close();
+  t.true(await waitUntil('freed after rank 3 left', async () => (await sc.nodes[1]!.health()).chunks === 0));
 });
