@@ -17,8 +17,9 @@ import { toWire } from '../../common/errors.js';
 import type { Item, ItemResult } from '../../common/protocol.js';
 import { type Job, serveWorker } from '../../common/worker-runtime.js';
 import { type LoadedModel, loadModel } from '../../models/loader.js';
-import type { VisionInput } from '../../models/preprocess/image.js';
-import { type Embeddings, runAudio, runVision } from '../../models/run.js';
+import type { ImagePreprocessing } from '../../models/manifest.js';
+import { type VisionInput, patchify } from '../../models/preprocess/image.js';
+import { type Embeddings, asMatrix, f32, project, runAudio, runSession, runVision } from '../../models/run.js';
 import { loadRank } from '../../models/tensor-parallel.js';
 import { runVisionTp } from './tp-vision.js';
 
@@ -31,7 +32,7 @@ export interface EricWorkerData {
   sidecarSocket?: string;
 }
 
-/** What the router puts in each item's meta (besides the preprocessing's grid/tokens/patchDim). */
+/** What the router puts in each item's meta (with the preprocessing thread's layout and frameIndex). */
 export interface ItemMeta {
   modality: 'image' | 'video' | 'audio';
   modelId: string;
@@ -39,21 +40,29 @@ export interface ItemMeta {
   receivers: number[][] | null;
   /** Epoch ms (the request's deadline). */
   deadline: number;
-  grid?: { t: number; h: number; w: number };
-  tokens?: number;
-  patchDim?: number;
+  layout?: 'patches' | 'nchw';
+  /** For `frames`: which decoded frame fills each temporal position. */
+  frameIndex?: number[];
 }
 
 const SESSION = { intraOpNumThreads: 1, interOpNumThreads: 1, executionMode: 'sequential' as const };
 
-const visionInput = (it: Item): VisionInput => {
-  const m = it.meta as unknown as ItemMeta;
-  return {
-    patches: it.tensors.patches!.data as Float32Array,
-    positionIds: it.tensors.position_ids!.data as BigInt64Array,
-    grid: m.grid!, patchDim: m.patchDim!, tokens: m.tokens!,
-  };
-};
+/** Decoded RGB frames (u8 [n, H, W, 3]) → the encoder's patches, exactly as preprocessImage / preprocessVideo make them. */
+function visionInput(it: Item, pre: ImagePreprocessing): VisionInput {
+  const { shape, data } = it.tensors.frames!;
+  const [, height, width] = shape as [number, number, number, number];
+  const bytes = height * width * 3;
+  const frames = (it.meta as unknown as ItemMeta).frameIndex!.map((k) => ({ data: (data as Uint8Array).subarray(k * bytes, (k + 1) * bytes), width, height }));
+  return patchify(frames, pre);
+}
+
+/** A CLIP/SigLIP-style tower: fixed-size pixel_values [1, 3, H, W] → encoder → projector. */
+async function runNchw(model: LoadedModel, it: Item, modelId: string): Promise<Embeddings> {
+  const g = model.manifest.graphs.encoder!;
+  const px = it.tensors.pixel_values!;
+  const out = await runSession(model.graph('encoder'), { [g.inputs[0]!.name]: f32(px.data as Float32Array, px.shape) }, 'vision encoder');
+  return project(model, modelId, asMatrix(out[g.outputs[0]!.name], 'vision encoder'));
+}
 
 await serveWorker<EricWorkerData>(async (ctx) => {
   const { modelDir, modelIds, ranks, sidecarSocket } = ctx.data;
@@ -81,7 +90,12 @@ await serveWorker<EricWorkerData>(async (ctx) => {
         for (const it of job.items) out.push(await runAudio(body, { data: it.tensors.mel!.data as Float32Array, nMels: it.tensors.mel!.shape[0]!, frames: it.tensors.mel!.shape[1]! }, modelId));
         return out;
       }
-      const inputs = job.items.map(visionInput);
+      if ((job.items[0]?.meta as unknown as ItemMeta | undefined)?.layout === 'nchw') {
+        const out: Embeddings[] = [];
+        for (const it of job.items) out.push(await runNchw(body, it, modelId));
+        return out;
+      }
+      const inputs = job.items.map((it) => visionInput(it, body.manifest.preprocessing.image!));
       return tp ? runVisionTp(body, adapters, inputs, modelId, ctx.rank, ctx.reduce) : runVision(body, inputs, modelId);
     };
 
