@@ -1,7 +1,7 @@
 /**
  * `cornserve up`: the whole platform in one foreground process.
  *
- *   store (memory, or Redis with --redis) -> LocalPlatform (child processes) -> ResourceManager (+ recover()
+ *   store (memory, or Redis with --redis) -> LocalPlatform (child processes) + one sidecar per node -> ResourceManager (+ recover()
  *   on Redis) -> dispatcher (in-process, own free port) -> gateway (AppFunctions + AppManager, + recover()
  *   on Redis) -> register every app in --apps DIR.
  *
@@ -11,7 +11,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import { readdir, readFile } from 'node:fs/promises';
-import { join, resolve } from 'node:path';
+import { join, relative, resolve } from 'node:path';
 import { Registry } from 'prom-client';
 import { startDispatcher, type RunningDispatcher } from '../dispatcher/server.js';
 import { AppFunctions } from '../gateway/app-functions.js';
@@ -27,6 +27,7 @@ import { createStore, type Store } from '../store/index.js';
 import { logger } from '../../lib/log.js';
 import { startTelemetry } from '../../lib/telemetry.js';
 import type { Io } from './commands.js';
+import { startNodeSidecars } from './sidecars.js';
 import { printAppUsage, printBanner } from './up-output.js';
 
 export interface CornserveOptions {
@@ -50,6 +51,8 @@ export interface CornserveOptions {
   logSink?: LogSink;
   /** Extra environment for every child process (executors and app functions). */
   childEnv?: Record<string, string>;
+  /** Start one sidecar per node (needed by apps that forward tensors). @default true */
+  sidecars?: boolean;
   /** Told about every registration event of the --apps registrations. */
   onRegistration?: (file: string, e: RegistrationEvent) => void;
 }
@@ -91,7 +94,14 @@ export async function startCornserve(opts: CornserveOptions = {}): Promise<Corns
       ...(opts.childEnv ? { env: opts.childEnv } : {}),
     });
     closers.push(() => platform.shutdown());
-    const resources = new ResourceManager({ store, platform });
+    let sidecarUrls: Record<string, string> = {};
+    if (opts.sidecars ?? true) {
+      const sidecars = await startNodeSidecars({ nodes: await platform.listNodes(), ...(opts.logSink ? { sink: opts.logSink } : {}), ...(opts.childEnv ? { env: opts.childEnv } : {}) });
+      closers.push(() => sidecars.stop());
+      sidecarUrls = sidecars.urls;
+      for (const [node, url] of Object.entries(sidecarUrls)) platform.setSidecarUrl(node, url);
+    }
+    const resources = new ResourceManager({ store, platform, sidecarUrls });
     closers.push(() => resources.close());
     if (opts.redisUrl) await resources.recover();
 
@@ -126,18 +136,7 @@ export async function startCornserve(opts: CornserveOptions = {}): Promise<Corns
     const server: ListeningServer = await listen(gateway, opts.port ?? 8000, opts.host ?? '127.0.0.1');
     closers.push(() => server.close());
 
-    const registrations: Cornserve['registrations'] = [];
-    if (opts.appsDir) {
-      for (const file of await appFiles(opts.appsDir)) {
-        const source = await readFile(file, 'utf8');
-        let result: RegistrationEvent = { type: 'error', message: 'no final event' };
-        await apps.register({ source }, (e) => {
-          opts.onRegistration?.(file, e);
-          if (e.type === 'final' || e.type === 'error') result = e;
-        });
-        registrations.push({ file, result });
-      }
-    }
+    const registrations = opts.appsDir ? await registerAppsDir(apps, opts.appsDir, opts.onRegistration) : [];
     let stopping: Promise<void> | undefined;
     return {
       gatewayUrl: server.url,
@@ -164,31 +163,59 @@ async function appFiles(dir: string): Promise<string[]> {
   return names.map((f) => resolve(join(dir, f)));
 }
 
+/** Registers every app file in `dir`, one after the other; resolves with each file's final or error event. */
+export async function registerAppsDir(
+  apps: AppManager,
+  dir: string,
+  onEvent: (file: string, e: RegistrationEvent) => void = () => {},
+): Promise<Array<{ file: string; result: RegistrationEvent }>> {
+  const results: Array<{ file: string; result: RegistrationEvent }> = [];
+  for (const file of await appFiles(dir)) {
+    let result: RegistrationEvent = { type: 'error', message: 'no final event' };
+    await apps.register({ source: await readFile(file, 'utf8') }, (e) => {
+      onEvent(file, e);
+      if (e.type === 'final' || e.type === 'error') result = e;
+    });
+    results.push({ file, result });
+  }
+  return results;
+}
+
 /** The `up` command: start, print how to use it, wait for Ctrl-C / SIGTERM, stop, exit 0. */
 export async function upCommand(
   opts: { port: string; host: string; devices: string; redis?: string; apps?: string; adminToken?: string; bodyLimit: string },
   io: Io,
 ): Promise<void> {
-  const skipped = new Set<string>();
   const cs = await startCornserve({
     port: Number(opts.port),
     host: opts.host,
     devices: Number(opts.devices),
     ...(opts.redis ? { redisUrl: opts.redis } : {}),
     ...(opts.adminToken ? { adminToken: opts.adminToken } : {}),
-    ...(opts.apps ? { appsDir: opts.apps } : {}),
     bodyLimitBytes: Number(opts.bodyLimit),
-    onRegistration: (file, e) => {
-      if (e.type === 'error' && /already used by/.test(String(e.message))) skipped.add(file);
-      else if (e.type === 'error') io.err(`registering ${file} failed: ${e.message}`);
-      else if (e.type === 'progress') io.err(`  ${file}: ${e.task} ${e.state}`);
-    },
   });
   printBanner(cs, io);
-  for (const entry of cs.apps.entries()) printAppUsage(cs.gatewayUrl, entry, io);
-  if (skipped.size) io.err(`(already registered, kept as recovered: ${[...skipped].join(', ')})`);
+  const recovered = cs.apps.entries();
+  for (const entry of recovered) printAppUsage(cs.gatewayUrl, entry, io);
+  const stopped = waitForStop(cs, io);
+  if (opts.apps) {
+    await registerAppsDir(cs.apps, opts.apps, (file, e) => {
+      const name = relative(process.cwd(), file);
+      if (e.type === 'initial') io.err(`registering ${name}: deploying ${e.task_names.join(', ') || 'no unit tasks'} ...`);
+      else if (e.type === 'progress') io.err(`  ${name}: ${e.task} ${e.state}`);
+      else if (e.type === 'final') printAppUsage(cs.gatewayUrl, cs.apps.resolve(e.app_id), io);
+      else if (recovered.some((r) => e.message.includes(`"${r.name}" is already used`))) io.err(`${name}: already registered (recovered from the store)`);
+      else io.err(`registering ${name} failed: ${e.message}`);
+    }).catch((err) => io.err(`registering the apps in ${opts.apps} failed: ${(err as Error).message}`));
+  }
+  await stopped;
+  io.err('cornserve stopped');
+  process.exit(0);
+}
 
-  await new Promise<void>((resolveStop) => {
+/** Resolves once Ctrl-C / SIGTERM has stopped everything; a second signal exits at once. */
+function waitForStop(cs: Cornserve, io: Io): Promise<void> {
+  return new Promise<void>((resolveStop) => {
     let signals = 0;
     const onSignal = (signal: string) => {
       if (++signals > 1) {
@@ -201,6 +228,4 @@ export async function upCommand(
     process.on('SIGINT', () => onSignal('SIGINT'));
     process.on('SIGTERM', () => onSignal('SIGTERM'));
   });
-  io.err('cornserve stopped');
-  process.exit(0);
 }

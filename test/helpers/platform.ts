@@ -45,6 +45,7 @@ export async function startPlatform(options: CornserveOptions = {}): Promise<Tes
   const cs = await startCornserve({
     port: 0,
     adminToken: TEST_ADMIN_TOKEN,
+    sidecars: false, // echo apps forward no tensors; tests that need a sidecar pass sidecars: true (or start their own)
     logSink: (prefix, line) => void lines.push([prefix, line]),
     ...options,
   });

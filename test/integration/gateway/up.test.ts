@@ -16,9 +16,12 @@ test('`cornserve up --apps functions/apps` prints how to call each app, serves i
   child = spawn(process.execPath, ['--import', 'tsx', 'control/cli/main.ts', 'up', '--port', String(port), '--devices', '2', '--apps', 'functions/apps'], { cwd: repoRoot, env });
   let stdout = '';
   child.stdout!.on('data', (d: Buffer) => (stdout += d.toString()));
-  child.stderr!.resume();
+  let stderr = '';
+  child.stderr!.on('data', (d: Buffer) => (stderr += d.toString()));
   const exited = new Promise<number | null>((r) => child!.once('exit', (code) => r(code)));
-  await waitUntil('up printed the echo usage', () => /cornserve invoke echo/.test(stdout), { timeoutMs: 45_000 });
+  await waitUntil('up printed the echo usage', () => /cornserve invoke echo/.test(stdout), { timeoutMs: 45_000 }).catch((e: Error) => {
+    throw new Error(`${e.message}\nstdout: ${stdout}\nstderr: ${stderr.slice(-3000)}`);
+  });
 
   t.regex(stdout, /export CORNSERVE_ADMIN_TOKEN=\S{20,}/, 'a generated token is printed');
   t.regex(stdout, new RegExp(`curl -s -X POST http://127\\.0\\.0\\.1:${port}/app/invoke/echo .*'\\{"request_data":\\{"text":"hello"\\}\\}'`));
@@ -31,7 +34,7 @@ test('`cornserve up --apps functions/apps` prints how to call each app, serves i
   const executorUrl = tasks[0]!.executors[0]!.url;
 
   child.kill('SIGTERM');
-  t.is(await exited, 0);
+  t.is(await exited, 0, stderr.slice(-3000));
   await t.throwsAsync(fetch(`${executorUrl}/health`), undefined, 'the executor is gone');
   await t.throwsAsync(fetch(`${base}/health`), undefined, 'the gateway is gone');
 });
