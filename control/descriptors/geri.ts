@@ -93,13 +93,16 @@ function launch(task: GeneratorTask): LaunchSpec {
   };
 }
 
-const executorName = (task: GeneratorTask) => `geri-${modalityOf(task)}-${modelBasename(task.config.modelId)}`;
+/** What both descriptors share: the name, the executor name and the launch spec. */
+const base = {
+  name: 'default',
+  executorName: (task: GeneratorTask) => `geri-${modalityOf(task)}-${modelBasename(task.config.modelId)}`,
+  launch,
+} as const;
 
 export const imageGeriDescriptor: TaskDescriptor<ImageGeneratorTask> = {
-  name: 'default',
+  ...base,
   taskClass: 'ImageGeneratorTask',
-  executorName,
-  launch,
   request: (_task, input) => {
     const i = input as ImageGeneratorInput & { embeddings: DataForward };
     return {
@@ -117,10 +120,8 @@ export const imageGeriDescriptor: TaskDescriptor<ImageGeneratorTask> = {
 };
 
 export const audioGeriDescriptor: TaskDescriptor<AudioGeneratorTask> = {
-  name: 'default',
+  ...base,
   taskClass: 'AudioGeneratorTask',
-  executorName,
-  launch,
   request: (_task, input) => {
     const i = input as AudioGeneratorInput & { embeddings: DataForward };
     return { path: '/audio/generate', body: { embedding_data_id: i.embeddings.id, chunk_size: i.chunk_size, left_context_size: i.left_context_size } };

@@ -20,6 +20,7 @@ import { tensor } from '../../sidecar/tensor.js';
 import { Prng } from '../../executors/models/onnx/prng.js';
 import { modelsDir } from './models.js';
 import { repoRoot } from './repo.js';
+import { type SidecarCluster, startSidecars } from './sidecar.js';
 
 export const IMAGE_GEN_ID = 'cornserve/tiny-image-gen';
 export const AUDIO_GEN_ID = 'cornserve/tiny-audio-gen';
@@ -127,5 +128,38 @@ export async function sendEmbeddings(
     const from = Math.floor((k * rows) / chunks);
     const to = Math.floor(((k + 1) * rows) / chunks);
     await producer.send(tensor('f32', [to - from, hidden], emb.data.slice(from * hidden, to * hidden)), id, dst, { chunk: k, numChunks: chunks });
+  }
+}
+
+/** A sidecar node serving ranks 0 (a producer client, standing for an encoder) and 1 (a Geri). */
+export interface GeriNode {
+  readonly sc: SidecarCluster;
+  readonly geri: Geri;
+  readonly producer: SidecarClient;
+  /** Where the producer sends: Geri's rank group. */
+  readonly toGeri: number[][];
+  /** Resolves once the sidecar holds no chunk and no byte (fails after 15 s naming what it waited for). */
+  memoryFreed(): Promise<void>;
+  stop(): Promise<void>;
+}
+
+export async function startGeriNode(o: Omit<GeriOptions, 'sidecar' | 'ranks'>): Promise<GeriNode> {
+  const sc = await startSidecars({ nodes: [[0, 1]] });
+  try {
+    const [geri, producer] = await Promise.all([startGeri({ ...o, sidecar: sc.nodes[0]!.socketPath, ranks: [1] }), sc.client(0)]);
+    return {
+      sc, geri, producer, toGeri: [[1]],
+      memoryFreed: () => waitUntil('sidecar memory back to zero', async () => {
+        const h = await sc.nodes[0]!.health();
+        return h.bytesInUse === 0 && h.chunks === 0;
+      }, { timeoutMs: 15_000 }).then(() => undefined),
+      stop: async () => {
+        await geri.stop();
+        await sc.stop();
+      },
+    };
+  } catch (e) {
+    await sc.stop();
+    throw e;
   }
 }

@@ -30,6 +30,8 @@ import { audioRequestSchema, dataIdOf, imageRequestSchema } from './requests.js'
 /** The engine as the router sees it (EngineProcess + its EngineClient in main.ts). */
 export interface GeriEngineHandle {
   readonly alive: boolean;
+  /** The engine process's pid (shown in /info). */
+  readonly pid?: number;
   enqueue(items: readonly Item[], o: EnqueueOptions): Promise<EngineResponse>;
 }
 
@@ -182,7 +184,7 @@ export function buildGeriServer(o: GeriServerOptions): GeriServer {
   });
   app.get('/info', (_req, res) => {
     res.json({
-      kind: 'geri', executorId: o.executorId ?? null, modelId: o.modelId, model: o.manifest.name, modality: o.modality, hiddenSize: hidden,
+      kind: 'geri', executorId: o.executorId ?? null, enginePid: o.engine.pid ?? null, modelId: o.modelId, model: o.manifest.name, modality: o.modality, hiddenSize: hidden,
       maxBatchSize: o.maxBatchSize ?? null, sidecar: !!o.sidecar, limits: o.modality === 'image' ? imageGen : o.manifest.generation.audio,
       inflight, receiving, served,
     });

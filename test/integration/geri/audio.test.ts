@@ -9,35 +9,22 @@ import { loadModel } from '../../../executors/models/loader.js';
 import { toPcm16 } from '../../../executors/geri/protocol.js';
 import { GERI_SESSION_OPTIONS } from '../../../executors/geri/worker/jobs.js';
 import { waitUntil } from '../../../lib/wait.js';
-import type { SidecarClient } from '../../../sidecar/client/client.js';
-import { type Geri, dataId, embeddings, sendEmbeddings, startGeri } from '../../helpers/geri.js';
+import { type Geri, type GeriNode, dataId, embeddings, sendEmbeddings, startGeriNode } from '../../helpers/geri.js';
 import { modelDir } from '../../helpers/models.js';
-import { type SidecarCluster, startSidecars } from '../../helpers/sidecar.js';
 
-const GERI_RANK = 1;
-const TO_GERI = [[GERI_RANK]];
-
-let sc: SidecarCluster;
+let g: GeriNode;
 let geri: Geri;
-let producer: SidecarClient;
 
 test.before(async () => {
-  sc = await startSidecars({ nodes: [[0, GERI_RANK]] });
-  [geri, producer] = await Promise.all([
-    startGeri({ modality: 'audio', sidecar: sc.nodes[0]!.socketPath, ranks: [GERI_RANK], maxBatchSize: 4 }),
-    sc.client(0),
-  ]);
+  g = await startGeriNode({ modality: 'audio', maxBatchSize: 4 });
+  geri = g.geri;
 });
 
 test.after.always(async () => {
-  await geri?.stop();
-  await sc?.stop();
+  await g?.stop();
 });
 
-const memoryFreed = () => waitUntil('sidecar memory back to zero', async () => {
-  const h = await sc.nodes[0]!.health();
-  return h.bytesInUse === 0 && h.chunks === 0;
-}, { timeoutMs: 15_000 });
+const memoryFreed = () => g.memoryFreed();
 
 /** Every event of an SSE response. */
 async function events(res: Response) {
@@ -52,7 +39,7 @@ const pcmOf = (evs: { event: string; data: string }[]) =>
 test.serial('the audio stream\'s chunks concatenate to the direct generateAudio output as PCM16', async (t) => {
   const id = dataId();
   const emb = embeddings(40, 21);
-  await sendEmbeddings(producer, id, emb, TO_GERI, 2);
+  await sendEmbeddings(g.producer, id, emb, g.toGeri, 2);
   const res = await geri.post('/audio/generate', { embedding_data_id: id, chunk_size: 7, left_context_size: 3 });
   t.is(res.status, 200);
   t.regex(res.headers.get('content-type') ?? '', /text\/event-stream/);
@@ -68,7 +55,7 @@ test.serial('the audio stream\'s chunks concatenate to the direct generateAudio 
 
 test.serial('one SSE event per chunk, then a done event counting them', async (t) => {
   const id = dataId();
-  await sendEmbeddings(producer, id, embeddings(20), TO_GERI);
+  await sendEmbeddings(g.producer, id, embeddings(20), g.toGeri);
   const evs = await events(await geri.post('/audio/generate', { embedding_data_id: id, chunk_size: 6 }));
   t.deepEqual(evs.map((e) => e.event), ['message', 'message', 'message', 'message', 'done']);
   t.deepEqual(JSON.parse(evs.at(-1)!.data), { chunks: 4 });
@@ -76,21 +63,21 @@ test.serial('one SSE event per chunk, then a done event counting them', async (t
 
 test.serial('chunk sizes left out (or null, as the reference sends them) use the model\'s defaults', async (t) => {
   const id = dataId();
-  await sendEmbeddings(producer, id, embeddings(120), TO_GERI);
+  await sendEmbeddings(g.producer, id, embeddings(120), g.toGeri);
   const evs = await events(await geri.post('/audio/generate', { embedding_data_id: id, chunk_size: null, left_context_size: null }));
   t.is(evs.filter((e) => e.event === 'message').length, 3); // default chunk_size 50
 });
 
 test.serial('the sidecar memory of the embeddings is freed after an audio request', async (t) => {
   const id = dataId();
-  await sendEmbeddings(producer, id, embeddings(30), TO_GERI, 3);
+  await sendEmbeddings(g.producer, id, embeddings(30), g.toGeri, 3);
   await events(await geri.post('/audio/generate', { embedding_data_id: id }));
   await t.notThrowsAsync(memoryFreed());
 });
 
 test.serial('embeddings with another hidden size → 422 JSON error before any chunk, and their memory is freed', async (t) => {
   const id = dataId();
-  await sendEmbeddings(producer, id, embeddings(10, 1, 96), TO_GERI);
+  await sendEmbeddings(g.producer, id, embeddings(10, 1, 96), g.toGeri);
   const res = await geri.post('/audio/generate', { embedding_data_id: id });
   t.is(res.status, 422);
   t.is(((await res.json()) as { error: { code: string } }).error.code, 'GERI_HIDDEN_SIZE_MISMATCH');
@@ -99,7 +86,7 @@ test.serial('embeddings with another hidden size → 422 JSON error before any c
 
 test.serial('a client that leaves mid-stream is counted cancelled, and nothing stays in the sidecar', async (t) => {
   const id = dataId();
-  await sendEmbeddings(producer, id, embeddings(3000, 2), TO_GERI, 4);
+  await sendEmbeddings(g.producer, id, embeddings(3000, 2), g.toGeri, 4);
   const abort = new AbortController();
   const res = await geri.post('/audio/generate', { embedding_data_id: id, chunk_size: 1 }, { signal: abort.signal });
   const reader = res.body!.getReader();

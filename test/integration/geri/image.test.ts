@@ -9,43 +9,29 @@ import { generateImage } from '../../../executors/models/generate.js';
 import { loadModel } from '../../../executors/models/loader.js';
 import { GERI_SESSION_OPTIONS } from '../../../executors/geri/worker/jobs.js';
 import { waitUntil } from '../../../lib/wait.js';
-import type { SidecarClient } from '../../../sidecar/client/client.js';
-import { type Geri, dataId, embeddings, sendEmbeddings, startGeri } from '../../helpers/geri.js';
+import { type Geri, type GeriNode, dataId, embeddings, sendEmbeddings, startGeriNode } from '../../helpers/geri.js';
 import { modelDir } from '../../helpers/models.js';
-import { type SidecarCluster, startSidecars } from '../../helpers/sidecar.js';
 
-const GERI_RANK = 1;
-const TO_GERI = [[GERI_RANK]];
-
-let sc: SidecarCluster;
+let g: GeriNode;
 let geri: Geri;
-let producer: SidecarClient;
 
 test.before(async () => {
-  sc = await startSidecars({ nodes: [[0, GERI_RANK]] });
-  [geri, producer] = await Promise.all([
-    startGeri({ modality: 'image', sidecar: sc.nodes[0]!.socketPath, ranks: [GERI_RANK], maxBatchSize: 4 }),
-    sc.client(0),
-  ]);
+  g = await startGeriNode({ modality: 'image', maxBatchSize: 4 });
+  geri = g.geri;
 });
 
 test.after.always(async () => {
-  await geri?.stop();
-  await sc?.stop();
+  await g?.stop();
 });
 
-/** Waits until the sidecar holds nothing (chunks freed), or fails naming what is left. */
-const memoryFreed = () => waitUntil('sidecar memory back to zero', async () => {
-  const h = await sc.nodes[0]!.health();
-  return h.bytesInUse === 0 && h.chunks === 0;
-}, { timeoutMs: 15_000 });
+const memoryFreed = () => g.memoryFreed();
 
 const body = (id: string, o: Record<string, unknown> = {}) => ({ embedding_data_id: id, height: 48, width: 64, num_inference_steps: 2, ...o });
 
 test.serial('an image request answers a PNG of the requested size, equal to a direct generateImage on the same embeddings', async (t) => {
   const id = dataId();
   const emb = embeddings(30, 11);
-  await sendEmbeddings(producer, id, emb, TO_GERI, 3);
+  await sendEmbeddings(g.producer, id, emb, g.toGeri, 3);
   const res = await geri.post('/image/generate', body(id, { height: 40, width: 72, num_inference_steps: 3, skip_tokens: 2 }));
   t.is(res.status, 200);
   const json = (await res.json()) as { status: number; generated: string };
@@ -62,14 +48,14 @@ test.serial('an image request answers a PNG of the requested size, equal to a di
 
 test.serial('the sidecar memory of the embeddings is freed after a successful request', async (t) => {
   const id = dataId();
-  await sendEmbeddings(producer, id, embeddings(20), TO_GERI, 2);
+  await sendEmbeddings(g.producer, id, embeddings(20), g.toGeri, 2);
   t.is((await geri.post('/image/generate', body(id))).status, 200);
   await t.notThrowsAsync(memoryFreed());
 });
 
 test.serial('embeddings with another hidden size → 422 GERI_HIDDEN_SIZE_MISMATCH, and their memory is freed', async (t) => {
   const id = dataId();
-  await sendEmbeddings(producer, id, embeddings(10, 1, 192), TO_GERI, 2);
+  await sendEmbeddings(g.producer, id, embeddings(10, 1, 192), g.toGeri, 2);
   const res = await geri.post('/image/generate', body(id));
   t.is(res.status, 422);
   const json = (await res.json()) as { status: number; error_message: string; error: { code: string } };
@@ -95,7 +81,7 @@ test.serial('a client that leaves while its embeddings are awaited: they are sti
   await waitUntil('geri waiting for the embeddings', async () => (await geri.info()).receiving === 1);
   abort.abort();
   t.true((await pending) instanceof Error);
-  await sendEmbeddings(producer, id, embeddings(12), TO_GERI, 2);
+  await sendEmbeddings(g.producer, id, embeddings(12), g.toGeri, 2);
   await t.notThrowsAsync(memoryFreed());
   await waitUntil('the request counted as cancelled', async () => (await geri.info()).served.cancelled === 1);
 });
@@ -107,13 +93,13 @@ test.serial('sizes beyond the model\'s limits → 422 naming the field, and the 
   const json = (await res.json()) as { error: { code: string; message: string } };
   t.is(json.error.code, 'INVALID_INPUT');
   t.regex(json.error.message, /height/);
-  await sendEmbeddings(producer, id, embeddings(8), TO_GERI);
+  await sendEmbeddings(g.producer, id, embeddings(8), g.toGeri);
   await t.notThrowsAsync(memoryFreed());
 });
 
 test.serial('skip_tokens that leaves no rows → 422 GERI_EMBEDDINGS_INVALID', async (t) => {
   const id = dataId();
-  await sendEmbeddings(producer, id, embeddings(5), TO_GERI);
+  await sendEmbeddings(g.producer, id, embeddings(5), g.toGeri);
   const res = await geri.post('/image/generate', body(id, { skip_tokens: 5 }));
   t.is(res.status, 422);
   t.is(((await res.json()) as { error: { code: string } }).error.code, 'GERI_EMBEDDINGS_INVALID');
@@ -129,7 +115,7 @@ test.serial('a request on the audio route of an image Geri → 400 GERI_WRONG_MO
 test.serial('concurrent requests all get their own image', async (t) => {
   const ids = [dataId(), dataId(), dataId(), dataId()];
   const seeds = [1, 2, 3, 4];
-  await Promise.all(ids.map((id, i) => sendEmbeddings(producer, id, embeddings(16, seeds[i]), TO_GERI)));
+  await Promise.all(ids.map((id, i) => sendEmbeddings(g.producer, id, embeddings(16, seeds[i]), g.toGeri)));
   const answers = await Promise.all(ids.map((id) => geri.post('/image/generate', body(id)).then((r) => r.json() as Promise<{ generated: string }>)));
   t.is(new Set(answers.map((a) => a.generated)).size, 4);
   await t.notThrowsAsync(memoryFreed());
