@@ -3,10 +3,12 @@
  * SSE over HTTP, continuous batching) at 1, 8 and 32 concurrent requests, next to the direct in-process decode
  * loop over the same model (executors/llm/direct.ts: the same prompts as one static batch, no HTTP, no
  * scheduler) in the same run. Every request generates exactly `TOKENS` tokens (greedy, ignore_eos). Served and
- * direct runs alternate and each figure is the median of `REPS` runs.
+ * direct runs alternate in pairs (order flipped every pair); figures are medians of `REPS` runs and each ratio
+ * is the median of the per-pair ratios (the machine's load drifts; a pair sees about the same load).
  *
  *   node --import tsx test/bench/llm.ts
  */
+import { readFileSync } from 'node:fs';
 import http from 'node:http';
 import { fileURLToPath } from 'node:url';
 import { llmDescriptor } from '../../control/descriptors/llm.js';
@@ -19,12 +21,23 @@ import { formatTable, type BenchResult } from './types.js';
 
 const MODEL_ID = 'cornserve/tiny-vlm-a';
 const TOKENS = 128;
-const REPS = 3;
+const REPS = 5;
 const LEVELS = [1, 8, 32];
 /** onnxruntime threads for both the executor and the direct loop (the other core serves HTTP and the client). */
 const THREADS = Number(process.env.BENCH_LLM_THREADS ?? 1);
 
-interface Run { tokensPerSec: number; ttftMs: number }
+interface Run { tokensPerSec: number; ttftMs: number; cpuMsPerToken: number }
+
+/** CPU time (user + system, ms) of a process, from /proc (clock ticks of 10 ms). */
+function cpuOfPid(pid: number): number {
+  const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
+  return (Number(fields[11]) + Number(fields[12])) * 10; // utime, stime (fields 14 and 15 of stat)
+}
+
+const ownCpuMs = () => {
+  const u = process.cpuUsage();
+  return (u.user + u.system) / 1000;
+};
 
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
 
@@ -60,24 +73,27 @@ function streamOne(url: URL, content: string, t0: number): Promise<{ firstMs: nu
   });
 }
 
-async function served(url: string, prompts: string[]): Promise<Run> {
+async function served(url: string, pid: number, prompts: string[]): Promise<Run> {
+  const cpu0 = cpuOfPid(pid) + ownCpuMs();
   const t0 = performance.now();
   const rs = await Promise.all(prompts.map((p) => streamOne(new URL(url), p, t0)));
   const wall = performance.now() - t0;
   const tokens = rs.reduce((a, r) => a + r.tokens, 0);
   if (tokens !== prompts.length * TOKENS) throw new Error(`served ${tokens} tokens, expected ${prompts.length * TOKENS}`);
-  return { tokensPerSec: tokens / (wall / 1000), ttftMs: median(rs.map((r) => r.firstMs)) };
+  const cpu = cpuOfPid(pid) + ownCpuMs() - cpu0;
+  return { tokensPerSec: tokens / (wall / 1000), ttftMs: median(rs.map((r) => r.firstMs)), cpuMsPerToken: cpu / tokens };
 }
 
 async function direct(model: LlmModel, prompts: string[]): Promise<Run> {
   const first: number[] = [];
+  const cpu0 = ownCpuMs();
   const t0 = performance.now();
   const gens = await generateBatch(model, prompts.map((p) => userPrompt(model, p)), { maxTokens: TOKENS, temperature: 0, ignoreEos: true }, (i, _tok, text) => {
     if (first[i] === undefined && text) first[i] = performance.now() - t0;
   });
   const wall = performance.now() - t0;
   const tokens = gens.reduce((a, g) => a + g.tokens.length, 0);
-  return { tokensPerSec: tokens / (wall / 1000), ttftMs: median(first.filter((x) => x !== undefined)) };
+  return { tokensPerSec: tokens / (wall / 1000), ttftMs: median(first.filter((x) => x !== undefined)), cpuMsPerToken: (ownCpuMs() - cpu0) / tokens };
 }
 
 export async function run(): Promise<BenchResult[]> {
@@ -89,28 +105,42 @@ export async function run(): Promise<BenchResult[]> {
   const results: BenchResult[] = [];
   try {
     const all = samplePrompts(32);
-    await served(exec.url, all.slice(0, 4)); // warm-up both paths
+    await served(exec.url, exec.child.pid!, all.slice(0, 4)); // warm-up both paths
     await direct(model, all.slice(0, 4));
     for (const c of LEVELS) {
       const prompts = all.slice(0, c);
       const s: Run[] = [];
       const d: Run[] = [];
+      // Pairs in alternating order; each pair's ratio cancels the machine's slow load swings.
       for (let r = 0; r < REPS; r++) {
-        s.push(await served(exec.url, prompts));
-        d.push(await direct(model, prompts));
+        if (r % 2 === 0) {
+          s.push(await served(exec.url, exec.child.pid!, prompts));
+          d.push(await direct(model, prompts));
+        } else {
+          d.push(await direct(model, prompts));
+          s.push(await served(exec.url, exec.child.pid!, prompts));
+        }
       }
       const st = median(s.map((x) => x.tokensPerSec));
       const dt = median(d.map((x) => x.tokensPerSec));
       const sf = median(s.map((x) => x.ttftMs));
       const df = median(d.map((x) => x.ttftMs));
+      const tputRatio = median(s.map((x, i) => x.tokensPerSec / d[i]!.tokensPerSec));
+      const ttftRatio = median(s.map((x, i) => d[i]!.ttftMs / x.ttftMs));
+      const cpuRatio = median(s.map((x, i) => d[i]!.cpuMsPerToken / x.cpuMsPerToken));
       results.push({
         name: `llm decode, ${c} concurrent`, figure: st, unit: 'tok/s', baseline: dt, baselineName: `direct loop, static batch of ${c}`,
-        ratio: st / dt, ...(c === 8 ? { target: '>= 0.8 of direct' } : {}),
-        notes: `served (HTTP + SSE + continuous batching, executor process) / direct; ${TOKENS} tokens per request, greedy; ${THREADS} onnxruntime thread(s) each`,
+        ratio: tputRatio, ...(c === 8 ? { target: '>= 0.8 of direct' } : {}),
+        notes: `served (HTTP + SSE + continuous batching, executor process) / direct, median of ${REPS} per-pair ratios; ${TOKENS} tokens per request, greedy; ${THREADS} onnxruntime thread(s) each`,
       });
       results.push({
         name: `llm time to first token, ${c} concurrent`, figure: sf, unit: 'ms', baseline: df, baselineName: `direct loop, static batch of ${c}`,
-        ratio: df / sf, notes: 'median over requests; ratio = direct / served (higher is better)',
+        ratio: ttftRatio, notes: 'median over requests; ratio = direct / served (higher is better), median of per-pair ratios',
+      });
+      results.push({
+        name: `llm CPU per token, ${c} concurrent`, figure: median(s.map((x) => x.cpuMsPerToken)), unit: 'ms', baseline: median(d.map((x) => x.cpuMsPerToken)),
+        baselineName: `direct loop, static batch of ${c}`, ratio: cpuRatio,
+        notes: 'served = executor process + benchmark client; less sensitive to machine load than wall time; ratio = direct / served',
       });
     }
   } finally {
