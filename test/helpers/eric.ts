@@ -26,6 +26,8 @@ export interface EricFixtureOptions {
   ranks?: number[];
   sidecarSocket?: string;
   maxBatchSize?: number;
+  /** @default the project's built models */
+  modelsDir?: string;
   args?: string[];
   /** @default 60000 */
   startTimeoutMs?: number;
@@ -51,7 +53,7 @@ export async function startEric(o: EricFixtureOptions): Promise<EricFixture> {
     ...(o.adapterModelIds?.length ? ['--adapter-model-ids', o.adapterModelIds.join(',')] : []),
     ...(o.maxBatchSize ? ['--max-batch-size', String(o.maxBatchSize)] : []),
   ];
-  const args = ['--import', 'tsx', ...model, '--models-dir', await modelsDir(), '--preprocess-threads', '1', ...(o.args ?? [])];
+  const args = ['--import', 'tsx', ...model, '--models-dir', o.modelsDir ?? await modelsDir(), '--preprocess-threads', '1', ...(o.args ?? [])];
   const child = spawn(process.execPath, args, {
     cwd: repoRoot,
     env: {

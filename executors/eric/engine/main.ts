@@ -14,6 +14,7 @@ import { EricEngine } from './engine.js';
 export const EngineConfig = z.object({
   modelDir: z.string(),
   modelIds: z.array(z.string()).min(1),
+  modality: z.enum(['image', 'video', 'audio']),
   ranks: z.array(z.number().int().nonnegative()).min(1),
   sidecarSocket: z.string().optional(),
   maxBatchSize: z.number().int().positive().optional(),
@@ -29,7 +30,7 @@ const log = logger('eric-engine', config.executorId ? { executor: config.executo
 let pool: WorkerPool | undefined;
 const server = EngineServer.connect(log, async () => { await pool?.close(1_000); });
 const workerData: EricWorkerData = {
-  modelDir: config.modelDir, modelIds: config.modelIds, ranks: config.ranks, ...(config.sidecarSocket ? { sidecarSocket: config.sidecarSocket } : {}),
+  modelDir: config.modelDir, modality: config.modality, modelIds: config.modelIds, ranks: config.ranks, ...(config.sidecarSocket ? { sidecarSocket: config.sidecarSocket } : {}),
 };
 try {
   pool = await WorkerPool.start({ script: new URL('../worker/worker.ts', import.meta.url), size: config.ranks.length, workerData, log });

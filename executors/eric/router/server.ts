@@ -42,7 +42,7 @@ export async function startEric(o: CompiledEricOptions): Promise<RunningEric> {
     stops.push(() => preprocess.close());
 
     const config: EngineConfig = {
-      modelDir: dir, modelIds: [...o.modelIds], ranks: [...o.ranks], maxInflightBatches: o.maxInflightBatches,
+      modelDir: dir, modality: o.modality, modelIds: [...o.modelIds], ranks: [...o.ranks], maxInflightBatches: o.maxInflightBatches,
       ...(sidecarSocket ? { sidecarSocket } : {}), ...(o.maxBatchSize ? { maxBatchSize: o.maxBatchSize } : {}), ...(o.executorId ? { executorId: o.executorId } : {}),
     };
     const { engine } = await EngineProcess.start({ entry: ENGINE_MAIN, args: ['--config', JSON.stringify(config)], log });

@@ -14,17 +14,18 @@
 import { SidecarClient } from '../../../sidecar/client/client.js';
 import { tensor as sidecarTensor } from '../../../sidecar/tensor.js';
 import { toWire } from '../../common/errors.js';
-import type { Item, ItemResult } from '../../common/protocol.js';
+import { type Item, type ItemResult, tensor } from '../../common/protocol.js';
 import { type Job, serveWorker } from '../../common/worker-runtime.js';
 import { type LoadedModel, loadModel } from '../../models/loader.js';
-import type { ImagePreprocessing } from '../../models/manifest.js';
-import { type VisionInput, patchify } from '../../models/preprocess/image.js';
+import type { ImagePreprocessing, Manifest } from '../../models/manifest.js';
+import { type VisionInput, patchify, smartResize } from '../../models/preprocess/image.js';
 import { type Embeddings, asMatrix, f32, project, runAudio, runSession, runVision } from '../../models/run.js';
 import { loadRank } from '../../models/tensor-parallel.js';
 import { runVisionTp } from './tp-vision.js';
 
 export interface EricWorkerData {
   modelDir: string;
+  modality: 'image' | 'video' | 'audio';
   /** Every served model id (the base id and the adapters). */
   modelIds: string[];
   /** The executor's sidecar ranks, ascending; worker r is ranks[r]. */
@@ -62,6 +63,29 @@ async function runNchw(model: LoadedModel, it: Item, modelId: string): Promise<E
   const px = it.tensors.pixel_values!;
   const out = await runSession(model.graph('encoder'), { [g.inputs[0]!.name]: f32(px.data as Float32Array, px.shape) }, 'vision encoder');
   return project(model, modelId, asMatrix(out[g.outputs[0]!.name], 'vision encoder'));
+}
+
+/** A job of one tiny synthetic item (zeros) for the model's input layout. */
+function warmUpJob(manifest: Manifest, modality: EricWorkerData['modality'], modelId: string): Job {
+  const meta = { modality, modelId };
+  const pre = manifest.preprocessing;
+  let item: Item;
+  if (modality === 'audio') {
+    const nMels = pre.audio!.n_mels;
+    item = { id: 'warm-up', meta: {}, tensors: { mel: tensor('float32', [nMels, 100], new Float32Array(nMels * 100)) } };
+  } else if (pre.image!.layout === 'nchw') {
+    const { height, width } = pre.image!.image_size!;
+    item = { id: 'warm-up', meta: { layout: 'nchw' }, tensors: { pixel_values: tensor('float32', [1, 3, height, width], new Float32Array(3 * height * width)) } };
+  } else {
+    const img = pre.image!;
+    const f = img.patch_size * img.merge_size;
+    const { height, width } = smartResize(2 * f, 2 * f, { factor: f, minPixels: img.min_pixels!, maxPixels: img.max_pixels! });
+    item = {
+      id: 'warm-up', meta: { layout: 'patches', frameIndex: Array(img.temporal_patch_size).fill(0) },
+      tensors: { frames: tensor('uint8', [1, height, width, 3], new Uint8Array(height * width * 3)) },
+    };
+  }
+  return { jobId: 0, meta, items: [item] };
 }
 
 await serveWorker<EricWorkerData>(async (ctx) => {
@@ -112,6 +136,9 @@ await serveWorker<EricWorkerData>(async (ctx) => {
         return { id: it.id, ok: false, error: toWire(e) };
       }
     };
+
+    // One small run before `ready`, so the first request does not pay onnxruntime's first-run set-up.
+    await encode(warmUpJob(body.manifest, ctx.data.modality, modelIds[0]!));
 
     return {
       async run(job) {
