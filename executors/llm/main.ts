@@ -45,7 +45,7 @@ const o = program.opts<{
 const executorId = process.env[EXECUTOR_ENV.executorId];
 const log = logger('llm', { executor: executorId });
 
-const dir = o.modelDir ?? (await findModel(o.modelId, 'text', o.modelsDir)).dir;
+const dir = o.modelDir ?? (await findModel(o.modelId, 'text', o.modelsDir, 'llm')).dir;
 const model = await LlmModel.load(dir, o.threads ? { threads: o.threads } : {});
 const sidecarAddress = o.sidecarSocket ?? process.env[EXECUTOR_ENV.sidecar];
 const socket = sidecarAddress ? await resolveSidecarSocket(sidecarAddress) : undefined;

@@ -7,7 +7,7 @@ import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { isModelError, modelErrors } from './errors.js';
 import { loadManifest } from './loader.js';
-import type { Manifest, Modality } from './manifest.js';
+import type { Family, Manifest, Modality } from './manifest.js';
 
 const REPO = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..');
 
@@ -39,10 +39,13 @@ export async function listModels(modelsDir = defaultModelsDir()): Promise<Catalo
   return out;
 }
 
-/** The folder serving `modelId` for `modality`; MODEL_NOT_FOUND names what was searched. */
-export async function findModel(modelId: string, modality: Modality, modelsDir = defaultModelsDir()): Promise<CatalogEntry> {
+/**
+ * The folder serving `modelId` for `modality`; MODEL_NOT_FOUND names what was searched. Give `family` when
+ * several kinds of folder take the same modality (an LLM that accepts image embeddings vs the vision encoder).
+ */
+export async function findModel(modelId: string, modality: Modality, modelsDir = defaultModelsDir(), family?: Family): Promise<CatalogEntry> {
   const cat = await listModels(modelsDir);
-  const hit = cat.entries.find((e) => e.manifest.modalities.includes(modality) && modelId in e.manifest.model_ids);
+  const hit = cat.entries.find((e) => (!family || e.manifest.family === family) && e.manifest.modalities.includes(modality) && modelId in e.manifest.model_ids);
   if (hit) return hit;
   const served = cat.entries.map((e) => `${e.manifest.name} (${e.manifest.modalities.join('/')}: ${Object.keys(e.manifest.model_ids).join(', ')})`);
   throw modelErrors.notFound(`no model folder in ${modelsDir} serves '${modelId}' for modality '${modality}'`, {

@@ -37,7 +37,7 @@ test('every built model has a valid manifest and stamp', async (t) => {
   const out = await tmp();
   await buildModels({ out });
   const names = (await readdir(out)).filter((n) => !n.startsWith('.')).sort();
-  t.deepEqual(names, ['tiny-audio', 'tiny-audio-gen', 'tiny-image-gen', 'tiny-vision']);
+  t.deepEqual(names, ['tiny-audio', 'tiny-audio-gen', 'tiny-image-gen', 'tiny-lm-a', 'tiny-lm-b', 'tiny-vision']);
   for (const n of names) {
     const m = await loadManifest(join(out, n));
     t.is(m.name, n);

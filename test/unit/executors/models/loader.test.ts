@@ -80,12 +80,12 @@ test('the llm family is accepted by the schema', async (t) => {
 });
 
 test('the catalog finds the folder serving a model id for a modality', async (t) => {
-  const hit = await findModel('cornserve/tiny-vlm-b', 'video', await modelsDir());
+  const hit = await findModel('cornserve/tiny-vlm-b', 'video', await modelsDir(), 'vision-encoder');
   t.is(hit.manifest.name, 'tiny-vision');
 });
 
 test('the catalog tells audio and image encoders apart for the same model id', async (t) => {
-  const hit = await findModel('cornserve/tiny-vlm-a', 'audio', await modelsDir());
+  const hit = await findModel('cornserve/tiny-vlm-a', 'audio', await modelsDir(), 'audio-encoder');
   t.is(hit.manifest.name, 'tiny-audio');
 });
 
