@@ -12,7 +12,6 @@ import { CloudEvent, HTTP } from 'cloudevents';
 import {
   DEADLINE_HEADER,
   DispatchError,
-  deadlineSignal,
   readDispatchResponse,
   type DispatchOptions,
   type DispatchResult,
@@ -76,6 +75,8 @@ function readJsonOutputs(res: IncomingMessage): Promise<DispatchResult> {
   });
 }
 
+const cancelled = () => new DispatchError('the request was cancelled', 499, undefined, 'CANCELLED');
+
 export class CloudEventDispatcher implements GraphDispatcher {
   readonly #agent: Agent;
   readonly #url: URL;
@@ -96,35 +97,37 @@ export class CloudEventDispatcher implements GraphDispatcher {
         // The active span (this one) is the parent of the dispatcher's span; fall back to the scope's traceparent.
         const traceparent = currentTraceparent() ?? options.traceparent;
         const { headers, body } = taskGraphEvent(graph, appId, options.deadline, traceparent);
-        const signal = deadlineSignal(options.deadline, options.signal);
-        return this.#post(headers, body, signal);
+        return this.#post(headers, body, options.deadline, options.signal);
       },
       { 'cornserve.app_id': appId, 'cornserve.invocations': graph.invocations.length },
       SpanKind.CLIENT,
     );
   }
 
-  #post(headers: Record<string, string>, body: string, signal: AbortSignal): Promise<DispatchResult> {
+  /**
+   * One POST. The deadline (a timer) and the caller's signal destroy the request — also while a streamed
+   * reply is being read — with a DispatchError saying which; both are released when the reply ends.
+   */
+  #post(headers: Record<string, string>, body: string, deadline: number, signal?: AbortSignal): Promise<DispatchResult> {
     return new Promise((resolve, reject) => {
-      const req = request(
-        this.#url,
-        { method: 'POST', agent: this.#agent, headers: { ...headers, 'content-length': String(Buffer.byteLength(body)) }, signal },
-        (res) => {
-          // Fast path for the common reply (200 JSON outputs); streams and errors go through readDispatchResponse.
-          if (res.statusCode === 200 && String(res.headers['content-type'] ?? '').startsWith('application/json')) readJsonOutputs(res).then(resolve, reject);
-          else readDispatchResponse(toResponse(res)).then(resolve, reject);
-        },
-      );
+      if (signal?.aborted) return reject(cancelled());
+      const req = request(this.#url, { method: 'POST', agent: this.#agent, headers: { ...headers, 'content-length': String(Buffer.byteLength(body)) } });
+      const onAbort = () => req.destroy(cancelled());
+      const timer = setTimeout(() => req.destroy(new DispatchError('the task graph did not finish before the request deadline', 504, undefined, 'DEADLINE_EXCEEDED')), Math.max(0, deadline - Date.now()));
+      const release = () => {
+        clearTimeout(timer);
+        signal?.removeEventListener('abort', onAbort);
+      };
+      signal?.addEventListener('abort', onAbort, { once: true });
+      req.on('response', (res) => {
+        res.on('close', release);
+        // Fast path for the common reply (200 JSON outputs); streams and errors go through readDispatchResponse.
+        if (res.statusCode === 200 && String(res.headers['content-type'] ?? '').startsWith('application/json')) readJsonOutputs(res).then(resolve, reject);
+        else readDispatchResponse(toResponse(res)).then(resolve, reject);
+      });
       req.on('error', (e) => {
-        if (signal.aborted) {
-          const reason = signal.reason as Error | undefined;
-          const timedOut = reason?.name === 'TimeoutError';
-          reject(
-            timedOut
-              ? new DispatchError('the task graph did not finish before the request deadline', 504, undefined, 'DEADLINE_EXCEEDED')
-              : new DispatchError('the request was cancelled', 499, undefined, 'CANCELLED'),
-          );
-        } else reject(new DispatchError(`cannot reach the dispatcher at ${this.#url.origin}: ${e.message}`, 503, undefined, 'DISPATCHER_UNAVAILABLE'));
+        release();
+        reject(e instanceof DispatchError ? e : new DispatchError(`cannot reach the dispatcher at ${this.#url.origin}: ${e.message}`, 503, undefined, 'DISPATCHER_UNAVAILABLE'));
       });
       req.end(body);
     });

@@ -19,7 +19,9 @@ test.before(async () => {
     const event = HTTP.toEvent({ headers: req.headers, body: req.body as string }) as CloudEvent<unknown>;
     received.push({ event, headers: req.headers });
     const graph = event.data as TaskGraphJSON;
-    if ((graph.invocations[0]!.input as { fail?: boolean }).fail) return void res.status(504).json({ error: { code: 'DEADLINE_EXCEEDED', message: 'too slow' } });
+    const input = graph.invocations[0]!.input as { fail?: boolean; hang?: boolean };
+    if (input.fail) return void res.status(504).json({ error: { code: 'DEADLINE_EXCEEDED', message: 'too slow' } });
+    if (input.hang) return; // never answers: only the caller's deadline or signal ends the call
     const outputs = graph.invocations.map((i) => i.input);
     if (!graph.is_streaming) return void res.json(outputs);
     res.setHeader('content-type', 'application/x-ndjson');
@@ -86,6 +88,23 @@ test.serial('an unreachable dispatcher is a 503 DISPATCHER_UNAVAILABLE', async (
   const err = await t.throwsAsync(d.dispatch(graph({ text: 'x' }), { deadline: Date.now() + 10_000 }), { instanceOf: DispatchError });
   t.is(err!.code, 'DISPATCHER_UNAVAILABLE');
   t.is(err!.status, 503);
+});
+
+test.serial('a call still unanswered at its deadline fails with DEADLINE_EXCEEDED', async (t) => {
+  const d = new CloudEventDispatcher(url);
+  const err = await t.throwsAsync(d.dispatch(graph({ hang: true }), { deadline: Date.now() + 200 }), { instanceOf: DispatchError });
+  d.close();
+  t.is(err!.code, 'DEADLINE_EXCEEDED');
+  t.is(err!.status, 504);
+});
+
+test.serial('aborting the signal cancels the call', async (t) => {
+  const d = new CloudEventDispatcher(url);
+  const abort = new AbortController();
+  setTimeout(() => abort.abort(), 100);
+  const err = await t.throwsAsync(d.dispatch(graph({ hang: true }), { deadline: Date.now() + 10_000, signal: abort.signal }), { instanceOf: DispatchError });
+  d.close();
+  t.is(err!.code, 'CANCELLED');
 });
 
 test.serial('keep-alive: consecutive calls reuse one connection', async (t) => {
