@@ -34,6 +34,11 @@ export interface SidecarClientOptions {
   ttlMs?: number;
   /** Payloads up to this size travel inside the request (one round trip); larger ones are copied straight into shared memory. @default 65536 */
   inlineBytes?: number;
+  /**
+   * A large send may be answered with memory lent for the next one (saving it a round trip); lent memory unused
+   * for this long is given back. 0: never borrow. @default 250
+   */
+  leaseIdleMs?: number;
 }
 
 export interface CallOptions {
@@ -97,7 +102,8 @@ export class SidecarClient {
     if (this.closed) return Promise.reject(new SidecarError('SIDECAR_UNAVAILABLE', 'the client is closed'));
     if (this.conn?.alive) return Promise.resolve(this.conn);
     this.connecting ??= Connection.open(this.opts.socketPath,
-      { rank: this.rank, group: this.group, ...(this.opts.memoryHint ? { hint: this.opts.memoryHint } : {}) }, d, this.conn)
+      { rank: this.rank, group: this.group, ...(this.opts.memoryHint ? { hint: this.opts.memoryHint } : {}) }, d,
+      { reuse: this.conn, ...(this.opts.leaseIdleMs !== undefined ? { leaseIdleMs: this.opts.leaseIdleMs } : {}) })
       .then((c) => { this.conn = c; return c; })
       .finally(() => { this.connecting = undefined; });
     return this.connecting;

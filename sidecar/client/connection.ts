@@ -30,9 +30,10 @@ export class Connection {
   /** The sidecar's shared memory, mapped into this process. */
   segment!: { buffer: ArrayBuffer; bytes: Uint8Array };
   /** Memory the sidecar lent on this connection (given back with `cancel`). */
-  readonly leases = new Leases((alloc) => { if (this.alive) writeFrame(this.sock, { op: 'cancel', rid: alloc }); });
+  readonly leases: Leases;
 
-  private constructor(private readonly sock: Socket) {
+  private constructor(private readonly sock: Socket, leaseIdleMs: number) {
+    this.leases = new Leases((alloc) => { if (this.alive) writeFrame(this.sock, { op: 'cancel', rid: alloc }); }, leaseIdleMs);
     new FrameReader<Reply>(sock, {
       target: () => undefined,
       frame: (r) => this.onReply(r),
@@ -50,7 +51,7 @@ export class Connection {
 
   /** Connects (retrying while the socket is missing or refused, until the deadline) and says hello. */
   static async open(socketPath: string, hello: { rank: number; group: number[]; hint?: number }, d: Deadline,
-    reuse?: Connection): Promise<Connection> {
+    { reuse, leaseIdleMs = 250 }: { reuse?: Connection | undefined; leaseIdleMs?: number } = {}): Promise<Connection> {
     let lastErr = '';
     for (;;) {
       if (d.signal?.aborted) throw new SidecarError('SIDECAR_ABORTED', 'connecting to the sidecar was aborted');
@@ -59,7 +60,7 @@ export class Connection {
           const s = connect(socketPath, () => { s.off('error', reject); resolve(s); });
           s.once('error', reject);
         });
-        const conn = new Connection(sock);
+        const conn = new Connection(sock, leaseIdleMs);
         try {
           conn.hello = (await conn.call({ op: 'hello', ...hello }, undefined, d)) as unknown as HelloReply;
           const seg = conn.hello.segment;

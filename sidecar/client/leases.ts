@@ -10,10 +10,11 @@ export class Leases {
   private readonly held: Array<Lease & { at: number }> = [];
   private timer: NodeJS.Timeout | undefined;
 
-  constructor(private readonly giveBack: (alloc: number) => void, private readonly max = 4, private readonly idleMs = 250) {}
+  /** `idleMs` 0: no leases. */
+  constructor(private readonly giveBack: (alloc: number) => void, private readonly idleMs = 250, private readonly max = 4) {}
 
   /** Whether to ask for another lease with the next put. */
-  get wanted(): boolean { return this.held.length < this.max; }
+  get wanted(): boolean { return this.idleMs > 0 && this.held.length < this.max; }
 
   /** The smallest lease holding at least `size` bytes (removed from the pool), if any. */
   take(size: number): Lease | undefined {

@@ -79,6 +79,19 @@ test.serial('after a sidecar crash and restart, waiting recvs fail, stale memory
   await cons.markDone(id);
 });
 
+test.serial('a chunk pushed while the receiving node\'s sidecar is down is delivered once it is back', async (t) => {
+  const n1 = sc.nodes[1]!;
+  const prod = await sc.client(0);
+  const cons = await sc.client(2);
+  await n1.stop();
+  const id = newId();
+  const sent = makeTensor('f32', [29, 4096]);
+  await prod.send(sent, id, [[2]]); // held on n0 until n1 dials back in
+  await n1.start();
+  assertSameTensor(t, await cons.recv(id), sent, 'delivered after the restart');
+  await cons.markDone(id);
+});
+
 test.serial('stopping the sidecars leaves no shared memory behind', async (t) => {
   const other = await startSidecars({ nodes: [[10], [11]] });
   const names = await Promise.all(other.nodes.map(async (n) => (await n.health()).segment));

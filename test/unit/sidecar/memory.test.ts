@@ -33,6 +33,16 @@ test('data larger than every slab fails at once with SIDECAR_TOO_LARGE', async (
   t.is((err as SidecarError).code, 'SIDECAR_TOO_LARGE');
 });
 
+test('trimming an allocation keeps its first slots and frees the rest', async (t) => {
+  const m = mem(t);
+  const a = await m.alloc(4 * 4096, { deadline: Date.now() + 1000 });
+  const b = m.trim(a, 4096 + 1);
+  t.is(b.offset, a.offset);
+  t.is(b.reserved, 2 * 4096);
+  t.is(m.bytesInUse, 2 * 4096);
+  t.is((await m.alloc(2 * 4096, { deadline: Date.now() + 1000 })).offset, 2 * 4096);
+});
+
 test('a view writes through to the shared segment', async (t) => {
   const m = mem(t);
   const a = await m.alloc(3, { deadline: Date.now() + 1000 });

@@ -1,0 +1,94 @@
+/** DirectFrameReader over a real TCP socket: payloads are read by the kernel straight into their targets. */
+import test from 'ava';
+import { connect, createServer, type Server, type Socket } from 'node:net';
+import { randomBytes } from 'node:crypto';
+import { DirectFrameReader } from '../../../sidecar/wire/direct-reader.js';
+import { writeFrame, type PayloadTarget } from '../../../sidecar/wire/frames.js';
+
+interface Got { header: { n: number }; payload: Buffer | null }
+
+/**
+ * A writer (the accepting side) and a reader (the dialing side, with onread). `target` picks each payload's
+ * place; every buffer the socket was asked to read into is recorded.
+ */
+async function link(t: { teardown(fn: () => void): void }, target: (h: { n: number }, len: number) => PayloadTarget | Promise<PayloadTarget>) {
+  const got: Got[] = [];
+  const errors: Error[] = [];
+  const reads: Uint8Array[] = [];
+  const server: Server = createServer();
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  const accepted = new Promise<Socket>((r) => server.once('connection', r));
+  const reader = new DirectFrameReader<{ n: number }>({ target, frame: (header, payload) => got.push({ header, payload }), error: (e) => errors.push(e) });
+  const onread = { buffer: () => { const b = reader.onread.buffer(); reads.push(b); return b; }, callback: reader.onread.callback };
+  const sock = connect({ port: (server.address() as { port: number }).port, host: '127.0.0.1', onread });
+  reader.attach(sock);
+  const writer = await accepted;
+  const closed = new Promise<void>((r) => sock.once('close', () => r()));
+  t.teardown(() => { sock.destroy(); writer.destroy(); server.close(); });
+  return { writer, got, errors, reads, closed };
+}
+
+const until = async (what: string, ok: () => boolean) => {
+  for (let i = 0; i < 400 && !ok(); i++) await new Promise((r) => setTimeout(r, 5));
+  if (!ok()) throw new Error(`timed out waiting for ${what}`);
+};
+
+test('a large payload is read into its target and nowhere else', async (t) => {
+  const target = Buffer.alloc(3 * 1024 * 1024);
+  const { writer, got, reads } = await link(t, () => target);
+  const payload = randomBytes(target.length);
+  writeFrame(writer, { n: 1 }, payload);
+  await until('frame', () => got.length === 1);
+  t.true(target.equals(payload));
+  t.is(got[0]!.payload, target);
+  const intoTarget = reads.filter((b) => b.buffer === target.buffer);
+  t.true(intoTarget.length > 0);
+  t.is(reads.filter((b) => b.byteLength > 64 * 1024 && b.buffer !== target.buffer).length, 0, 'no large read went anywhere else');
+});
+
+test('back-to-back frames each land in their own target', async (t) => {
+  const targets = [Buffer.alloc(100_000), Buffer.alloc(10), Buffer.alloc(300_000)];
+  const { writer, got } = await link(t, (h) => targets[h.n]!);
+  const payloads = targets.map((b) => randomBytes(b.length));
+  payloads.forEach((p, n) => writeFrame(writer, { n }, p));
+  await until('frames', () => got.length === 3);
+  t.deepEqual(got.map((g) => g.header.n), [0, 1, 2]);
+  payloads.forEach((p, n) => t.true(targets[n]!.equals(p), `frame ${n}`));
+});
+
+test('while a target is pending reading stops, and the bytes arrive intact once it is given', async (t) => {
+  const target = Buffer.alloc(500_000);
+  let give: ((b: Buffer) => void) | undefined;
+  const { writer, got, reads } = await link(t, (h) => (h.n === 0 ? new Promise<Buffer>((r) => { give = r; }) : Buffer.alloc(4)));
+  const payload = randomBytes(target.length);
+  writeFrame(writer, { n: 0 }, payload);
+  writeFrame(writer, { n: 1 }, Buffer.from('next'));
+  await until('the target asked for', () => give !== undefined);
+  const readsWhileWaiting = reads.length;
+  await new Promise((r) => setTimeout(r, 50));
+  t.is(reads.length, readsWhileWaiting, 'no read while the target is pending');
+  t.is(got.length, 0);
+  give!(target);
+  await until('frames', () => got.length === 2);
+  t.true(target.equals(payload));
+  t.is(got[1]!.payload!.toString(), 'next');
+});
+
+test('a discarded payload is skipped and the next frame still parses', async (t) => {
+  const { writer, got } = await link(t, (h) => (h.n === 0 ? null : undefined));
+  writeFrame(writer, { n: 0 }, randomBytes(1_000_000));
+  writeFrame(writer, { n: 1 }, Buffer.from('kept'));
+  await until('frames', () => got.length === 2);
+  t.is(got[0]!.payload, null);
+  t.is(got[1]!.payload!.toString(), 'kept');
+});
+
+test('a malformed header drops the connection with an error', async (t) => {
+  const { writer, errors, closed } = await link(t, () => undefined);
+  const bad = Buffer.alloc(8 + 3);
+  bad.writeUInt32LE(3, 0);
+  bad.write('{x}', 8);
+  writer.write(bad);
+  await closed;
+  t.regex(errors[0]!.message, /malformed frame header/);
+});
