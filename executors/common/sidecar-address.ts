@@ -1,11 +1,13 @@
 /**
  * Where an executor's SidecarClient connects: CORNSERVE_SIDECAR_URL may be the node sidecar's unix socket
- * path (`/run/cs.sock` or `unix:/run/cs.sock`) or its HTTP URL (`http://host:port`), whose GET /info names
- * the socket (`socketPath`).
+ * (`/run/cs.sock`, `unix:/run/cs.sock`, `unix:///run/cs.sock`; see sidecar-url.ts) or its HTTP URL
+ * (`http://host:port`), whose GET /info names the socket (`socketPath`).
  */
+import { socketPathOf } from './sidecar-url.js';
+
 export async function resolveSidecarSocket(address: string, timeoutMs = 10_000): Promise<string> {
-  if (address.startsWith('unix:')) return address.slice('unix:'.length).replace(/^\/\/(?=\/)/, '');
-  if (address.startsWith('/')) return address;
+  const path = socketPathOf(address);
+  if (path) return path;
   if (!/^https?:\/\//.test(address)) throw new Error(`sidecar address must be a socket path, unix:<path> or http(s)://host:port, got ${address}`);
   const res = await fetch(new URL('/info', address), { signal: AbortSignal.timeout(timeoutMs) });
   if (!res.ok) throw new Error(`sidecar ${address}/info answered ${res.status}`);

@@ -7,6 +7,8 @@
  *   await eric.stop();
  */
 import { spawn, type ChildProcess } from 'node:child_process';
+import type { SidecarClient } from '../../sidecar/client/client.js';
+import type { Tensor } from '../../sidecar/tensor.js';
 import { EXECUTOR_ENV } from '../../control/descriptors/types.js';
 import { freePort } from '../../lib/net.js';
 import { waitUntil } from '../../lib/wait.js';
@@ -105,3 +107,18 @@ export async function startEric(o: EricFixtureOptions): Promise<EricFixture> {
 
 /** A data: URL of `bytes` with media type `mime`. */
 export const dataUrl = (mime: string, bytes: Uint8Array) => `data:${mime};base64,${Buffer.from(bytes).toString('base64')}`;
+
+/** Receives chunk 0 of `id` at `consumer`, copies it out of shared memory and marks it done. */
+export async function receiveEmbedding(consumer: SidecarClient, id: string, timeoutMs = 20_000): Promise<Tensor> {
+  const t = (await consumer.recv(id, 0, { timeoutMs })) as Tensor;
+  const copy = { ...t, shape: [...t.shape], data: t.data.slice() };
+  await consumer.markDone(id, 0);
+  return copy;
+}
+
+/** Largest element-wise difference of two equally long arrays. */
+export const maxAbsDiff = (a: ArrayLike<number>, b: ArrayLike<number>) => {
+  let m = 0;
+  for (let i = 0; i < a.length; i++) m = Math.max(m, Math.abs(a[i]! - b[i]!));
+  return m;
+};

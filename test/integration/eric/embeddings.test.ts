@@ -7,7 +7,7 @@ import { SidecarClient } from '../../../sidecar/client/client.js';
 import type { Tensor } from '../../../sidecar/tensor.js';
 import { type LoadedModel, loadModel } from '../../../executors/models/loader.js';
 import { encodeImage, type Embeddings } from '../../../executors/models/run.js';
-import { type EricFixture, TINY_A, TINY_B, dataUrl, startEric } from '../../helpers/eric.js';
+import { type EricFixture, TINY_A, TINY_B, dataUrl, maxAbsDiff, receiveEmbedding, startEric } from '../../helpers/eric.js';
 import { uniquePrefix } from '../../helpers/ids.js';
 import { makeImage } from '../../helpers/media.js';
 import { modelDir } from '../../helpers/models.js';
@@ -30,19 +30,7 @@ test.after.always(async () => {
   await direct?.close();
 });
 
-function maxAbsDiff(a: ArrayLike<number>, b: ArrayLike<number>): number {
-  let m = 0;
-  for (let i = 0; i < a.length; i++) m = Math.max(m, Math.abs(a[i]! - b[i]!));
-  return m;
-}
-
-/** Receives `id` at rank 1, copies it out of shared memory, and marks it done. */
-async function received(id: string): Promise<Tensor> {
-  const t = (await consumer.recv(id, 0, { timeoutMs: 20_000 })) as Tensor;
-  const copy = { ...t, data: (t.data as Float32Array).slice() };
-  await consumer.markDone(id, 0);
-  return copy;
-}
+const received = (id: string) => receiveEmbedding(consumer, id);
 
 function assertEqualEmbeddings(t: import('ava').ExecutionContext, got: Tensor, want: Embeddings, tol: number): void {
   t.is(got.dtype, 'f32');

@@ -1,11 +1,10 @@
 /** Audio and video Erics: forwarded embeddings equal the direct runners (encodeAudio, encodeVideo). */
 import test from 'ava';
 import type { SidecarClient } from '../../../sidecar/client/client.js';
-import type { Tensor } from '../../../sidecar/tensor.js';
 import { loadModel } from '../../../executors/models/loader.js';
 import { encodeAudio, encodeVideo, type Embeddings } from '../../../executors/models/run.js';
 import { encodeWav } from '../../../executors/models/preprocess/wav.js';
-import { type EricFixture, TINY_A, dataUrl, startEric } from '../../helpers/eric.js';
+import { type EricFixture, TINY_A, dataUrl, maxAbsDiff, receiveEmbedding, startEric } from '../../helpers/eric.js';
 import { uniquePrefix } from '../../helpers/ids.js';
 import { makeImage, tone } from '../../helpers/media.js';
 import { modelDir } from '../../helpers/models.js';
@@ -25,10 +24,9 @@ test.after.always(async () => {
 });
 
 async function expectEqual(t: import('ava').ExecutionContext, id: string, want: Embeddings): Promise<void> {
-  const got = (await consumer.recv(id, 0, { timeoutMs: 20_000 })) as Tensor;
+  const got = await receiveEmbedding(consumer, id);
   t.deepEqual(got.shape, want.shape);
-  const d = (got.data as Float32Array).reduce((m, v, i) => Math.max(m, Math.abs(v - want.data[i]!)), 0);
-  await consumer.markDone(id, 0);
+  const d = maxAbsDiff(got.data as Float32Array, want.data);
   t.true(d <= 1e-5, `max abs diff ${d}`);
 }
 

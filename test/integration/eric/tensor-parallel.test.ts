@@ -1,10 +1,9 @@
 /** Eric with two workers (TP degree 2, sidecar ranks 0 and 1): shard graphs + shared-memory all-reduce. */
 import test from 'ava';
 import { SidecarClient } from '../../../sidecar/client/client.js';
-import type { Tensor } from '../../../sidecar/tensor.js';
 import { type LoadedModel, loadModel } from '../../../executors/models/loader.js';
 import { encodeImage, encodeVideo } from '../../../executors/models/run.js';
-import { type EricFixture, TINY_A, TINY_B, dataUrl, startEric } from '../../helpers/eric.js';
+import { type EricFixture, TINY_A, TINY_B, dataUrl, maxAbsDiff, receiveEmbedding, startEric } from '../../helpers/eric.js';
 import { uniquePrefix } from '../../helpers/ids.js';
 import { makeImage } from '../../helpers/media.js';
 import { modelDir } from '../../helpers/models.js';
@@ -27,14 +26,7 @@ test.after.always(async () => {
   await single?.close();
 });
 
-async function received(id: string): Promise<Tensor> {
-  const t = (await consumer.recv(id, 0, { timeoutMs: 20_000 })) as Tensor;
-  const copy = { ...t, data: (t.data as Float32Array).slice() };
-  await consumer.markDone(id, 0);
-  return copy;
-}
-
-const maxAbsDiff = (a: Float32Array, b: Float32Array) => a.reduce((m, v, i) => Math.max(m, Math.abs(v - b[i]!)), 0);
+const received = (id: string) => receiveEmbedding(consumer, id);
 
 test('Eric reports two workers and both ranks', async (t) => {
   t.like(await eric.info(), { tpSize: 2, sidecarRanks: [0, 1] });
