@@ -1,12 +1,14 @@
 /**
  * Eric, the multimodal encoder server:
  *   node --import tsx executors/eric/main.ts --model-id cornserve/tiny-vlm-a --modality image [--tp-size 2] ...
- * Environment (from the platform, see control/descriptors/types.ts EXECUTOR_ENV): PORT, CORNSERVE_SIDECAR_RANKS,
- * CORNSERVE_SIDECAR_URL, CORNSERVE_EXECUTOR_ID; flags win over the environment.
+ * Environment (from the platform, see control/descriptors/types.ts EXECUTOR_ENV): PORT, HOST, CORNSERVE_SIDECAR_RANKS,
+ * CORNSERVE_SIDECAR_URL, CORNSERVE_EXECUTOR_ID, OTEL_* (spans exported when OTEL_EXPORTER_OTLP_ENDPOINT is set);
+ * flags win over the environment.
  */
 import { Command, InvalidArgumentError } from 'commander';
 import { EXECUTOR_ENV } from '../../control/descriptors/types.js';
 import { logger } from '../../lib/log.js';
+import { startTelemetry } from '../../lib/telemetry.js';
 import { MODALITIES, compileEricOptions, type EricModality } from './options.js';
 import { startEric } from './router/server.js';
 
@@ -34,7 +36,7 @@ const program = new Command('eric')
   .option('--url-allowlist <hosts>', 'hosts http(s) URLs may use (comma-separated; *.domain for sub-domains)', list, [] as string[])
   .option('--sidecar-ranks <ranks>', `sidecar ranks (default: $${EXECUTOR_ENV.ranks})`, ranks)
   .option('--sidecar <address>', `node sidecar: socket path or http URL (default: $${EXECUTOR_ENV.sidecar})`)
-  .option('--host <host>', 'address to bind', '127.0.0.1')
+  .option('--host <host>', 'address to bind (default: $HOST or 127.0.0.1)')
   .option('--port <port>', `HTTP port (default: $${EXECUTOR_ENV.port} or 8000)`, int)
   .option('--preprocess-threads <n>', 'preprocessing threads', int, 2)
   .option('--max-input-bytes <n>', 'largest input per item, in bytes', int)
@@ -44,7 +46,7 @@ const program = new Command('eric')
 
 const f = program.opts<{
   modelId: string; adapterModelIds: string[]; modality: EricModality; tpSize?: number; maxBatchSize?: number; modelsDir?: string;
-  allowFileUrls: boolean; urlAllowlist: string[]; sidecarRanks?: number[]; sidecar?: string; host: string; port?: number;
+  allowFileUrls: boolean; urlAllowlist: string[]; sidecarRanks?: number[]; sidecar?: string; host?: string; port?: number;
   preprocessThreads: number; maxInputBytes?: number; fetchTimeoutMs?: number; maxInflightBatches?: number;
 }>();
 const env = process.env;
@@ -57,11 +59,12 @@ const opt = <K extends string, V>(k: K, v: V | undefined) => (v === undefined ? 
 try {
   const options = compileEricOptions({
     modelId: f.modelId, adapterModelIds: f.adapterModelIds, modality: f.modality, allowFileUrls: f.allowFileUrls, urlAllowlist: f.urlAllowlist,
-    host: f.host, port: f.port ?? Number(env[EXECUTOR_ENV.port] ?? 8000), preprocessThreads: f.preprocessThreads,
+    host: f.host ?? env.HOST ?? '127.0.0.1', port: f.port ?? Number(env[EXECUTOR_ENV.port] ?? 8000), preprocessThreads: f.preprocessThreads,
     ...opt('tpSize', f.tpSize), ...opt('maxBatchSize', f.maxBatchSize), ...opt('modelsDir', f.modelsDir), ...opt('ranks', f.sidecarRanks ?? envRanks),
     ...opt('sidecar', sidecar), ...opt('maxInputBytes', f.maxInputBytes), ...opt('fetchTimeoutMs', f.fetchTimeoutMs),
     ...opt('maxInflightBatches', f.maxInflightBatches), ...opt('executorId', executorId),
   });
+  if (env.OTEL_EXPORTER_OTLP_ENDPOINT) await startTelemetry('eric');
   const eric = await startEric(options);
   let stopping = false;
   const stop = async (sig: string) => {

@@ -28,7 +28,9 @@ const EmbeddingData = z.object({
   url: z.string().min(1),
   receiver_sidecar_ranks: z.array(z.array(z.number().int().nonnegative()).min(1)).min(1).nullable().optional(),
 });
-export const EmbeddingRequest = z.object({ data: z.array(EmbeddingData).min(1) });
+/** Items per request: far above what a task graph sends, low enough that one request cannot queue unbounded work. */
+export const MAX_ITEMS_PER_REQUEST = 1024;
+export const EmbeddingRequest = z.object({ data: z.array(EmbeddingData).min(1).max(MAX_ITEMS_PER_REQUEST) });
 export type EmbeddingData = z.infer<typeof EmbeddingData>;
 
 export interface Forward { id: string; receivers: number[][] }
