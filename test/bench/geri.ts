@@ -1,0 +1,174 @@
+/**
+ * Geri benchmark: generation throughput served through the whole Geri path — a producer puts the embeddings
+ * into the sidecar (as Eric would), HTTP POST → router (sidecar receive, copy, free) → ZeroMQ → engine
+ * (batches of identical parameters up to MAX_BATCH) → shared-memory ring → worker thread (onnxruntime,
+ * intraOpNumThreads 1) → PNG / PCM16 back — next to a direct loop over the same model, embeddings and
+ * parameters (models/generate.ts in this process, same session options), measured in the same run.
+ *
+ * The served side has CLIENTS concurrent requests in flight, the direct side one loop: both have one
+ * onnxruntime thread generating. Rounds alternate served / direct (order flipped every pair); each pair
+ * gives one ratio (served / direct, higher is better); the table shows medians.
+ * Run alone: node --import tsx test/bench/geri.ts
+ */
+import { readFileSync } from 'node:fs';
+import { generateAudio, generateImage } from '../../executors/models/generate.js';
+import { type LoadedModel, loadModel } from '../../executors/models/loader.js';
+import { GERI_SESSION_OPTIONS } from '../../executors/geri/worker/jobs.js';
+import { type GeriNode, dataId, embeddings, sendEmbeddings, startGeriNode } from '../helpers/geri.js';
+import { modelDir } from '../helpers/models.js';
+import { formatTable, type BenchResult } from './types.js';
+
+const CLIENTS = 8;
+const MAX_BATCH = 4;
+const ROUND_MS = 3_000;
+const PAIRS = 4;
+/** A small image (per-request costs dominate) and a larger one (generation dominates, as with real models). */
+const IMAGES = [{ height: 64, width: 64, steps: 4, tokens: 64 }, { height: 256, width: 256, steps: 8, tokens: 64 }];
+const AUDIO = { frames: 200, chunk: 50 };
+
+const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
+
+/** CPU ms (user + system, all threads) a process used so far, from /proc/<pid>/stat (0 off Linux). */
+function processCpuMs(pid: number): number {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    return (Number(f[11]) + Number(f[12])) * 10; // utime + stime in USER_HZ (100)
+  } catch {
+    return 0;
+  }
+}
+const ownCpuMs = () => { const u = process.cpuUsage(); return (u.user + u.system) / 1000; };
+
+/**
+ * CPU per completion of `step`: of the given processes (served: Geri's router and engine, the sidecar), or of
+ * this process (direct). Load-independent, unlike the rates.
+ */
+async function cpuPer(loops: number, pids: number[] | undefined, step: () => Promise<void>): Promise<number> {
+  const cpu = () => (pids ? pids.reduce((n, p) => n + processCpuMs(p), 0) : ownCpuMs());
+  const c0 = cpu();
+  let done = 0;
+  await Promise.all(Array.from({ length: loops }, async () => { for (let i = 0; i < 40 / loops; i++) { await step(); done++; } }));
+  return (cpu() - c0) / done;
+}
+
+/** Completions per second of `step` run back to back by `loops` concurrent loops for about `ms`. */
+async function perSecond(ms: number, loops: number, step: () => Promise<void>): Promise<number> {
+  const t0 = performance.now();
+  let done = 0;
+  await Promise.all(Array.from({ length: loops }, async () => {
+    while (performance.now() - t0 < ms) {
+      await step();
+      done++;
+    }
+  }));
+  return done / ((performance.now() - t0) / 1000);
+}
+
+/** Alternating served / direct rounds: medians of both and of the per-pair ratios. */
+async function pairs(served: () => Promise<number>, direct: () => Promise<number>): Promise<{ s: number; d: number; ratio: number }> {
+  const s: number[] = [];
+  const d: number[] = [];
+  for (let i = 0; i < PAIRS; i++) {
+    if (i % 2 === 0) { s.push(await served()); d.push(await direct()); } else { d.push(await direct()); s.push(await served()); }
+  }
+  return { s: median(s), d: median(d), ratio: median(s.map((x, i) => x / d[i]!)) };
+}
+
+/** CPU ms per request: Geri (router + engine + worker) and the sidecar vs the direct loop's process. */
+async function cpuNote(node: GeriNode, servedStep: () => Promise<void>, directStep: () => Promise<void>): Promise<string> {
+  const { enginePid } = (await node.geri.info()) as unknown as { enginePid: number };
+  const geri = await cpuPer(CLIENTS, [node.geri.pid, enginePid], servedStep);
+  const sidecar = await cpuPer(CLIENTS, [node.sc.nodes[0]!.pid()!], servedStep);
+  const direct = await cpuPer(1, undefined, directStep);
+  return `CPU per request: geri ${geri.toFixed(1)} ms + sidecar ${sidecar.toFixed(1)} ms vs direct ${direct.toFixed(1)} ms`;
+}
+
+async function imageRow(IMAGE: (typeof IMAGES)[number]): Promise<BenchResult> {
+  const emb = embeddings(IMAGE.tokens, 7);
+  const body = { height: IMAGE.height, width: IMAGE.width, num_inference_steps: IMAGE.steps };
+  let g: GeriNode | undefined;
+  let model: LoadedModel | undefined;
+  try {
+    [g, model] = await Promise.all([
+      startGeriNode({ modality: 'image', maxBatchSize: MAX_BATCH }),
+      loadModel(await modelDir('tiny-image-gen'), { sessionOptions: GERI_SESSION_OPTIONS }),
+    ]);
+    const node = g;
+    const servedStep = async () => {
+      const id = dataId();
+      await sendEmbeddings(node.producer, id, emb, node.toGeri);
+      const res = await node.geri.post('/image/generate', { embedding_data_id: id, ...body });
+      if (res.status !== 200) throw new Error(`geri answered ${res.status}: ${await res.text()}`);
+      await res.arrayBuffer();
+    };
+    const m = model;
+    const directStep = async () => {
+      await generateImage(m, emb, { height: IMAGE.height, width: IMAGE.width, numInferenceSteps: IMAGE.steps });
+    };
+    const served = () => perSecond(ROUND_MS, CLIENTS, servedStep);
+    const direct = () => perSecond(ROUND_MS, 1, directStep);
+    await served(); // warm-up (sessions, connections)
+    const r = await pairs(served, direct);
+    const cpu = await cpuNote(node, servedStep, directStep);
+    return {
+      name: `geri served images/s (${IMAGE.width}x${IMAGE.height}, ${IMAGE.steps} steps, ${IMAGE.tokens}-token embeddings via sidecar)`,
+      figure: r.s, unit: 'img/s', baseline: r.d, baselineName: 'direct generateImage loop', ratio: r.ratio,
+      notes: `ratio = served / direct (median of ${PAIRS} alternating pairs); ${CLIENTS} clients, max batch ${MAX_BATCH}; served includes the producer's sidecar send; ${cpu}`,
+    };
+  } finally {
+    await g?.stop();
+    await model?.close();
+  }
+}
+
+async function audioRows(): Promise<BenchResult[]> {
+  const emb = embeddings(AUDIO.frames, 8);
+  let g: GeriNode | undefined;
+  let model: LoadedModel | undefined;
+  try {
+    [g, model] = await Promise.all([
+      startGeriNode({ modality: 'audio', maxBatchSize: MAX_BATCH }),
+      loadModel(await modelDir('tiny-audio-gen'), { sessionOptions: GERI_SESSION_OPTIONS }),
+    ]);
+    const node = g;
+    const servedStep = async () => {
+      const id = dataId();
+      await sendEmbeddings(node.producer, id, emb, node.toGeri);
+      const res = await node.geri.post('/audio/generate', { embedding_data_id: id, chunk_size: AUDIO.chunk });
+      const text = await res.text();
+      if (res.status !== 200 || !text.includes('event: done')) throw new Error(`geri answered ${res.status}: ${text.slice(0, 200)}`);
+    };
+    const m = model;
+    const directStep = async () => {
+      for await (const _ of generateAudio(m, emb, { chunkSize: AUDIO.chunk })) { /* drain */ }
+    };
+    const served = () => perSecond(ROUND_MS, CLIENTS, servedStep);
+    const direct = () => perSecond(ROUND_MS, 1, directStep);
+    await served();
+    const r = await pairs(served, direct);
+    const cpu = await cpuNote(node, servedStep, directStep);
+    const seconds = (AUDIO.frames * 240) / 24_000; // audio seconds per request
+    return [{
+      name: `geri served audio s/s (${AUDIO.frames} frames = ${seconds} s of audio per request, chunk ${AUDIO.chunk}, SSE PCM16)`,
+      figure: r.s * seconds, unit: 'audio s/s', baseline: r.d * seconds, baselineName: 'direct generateAudio loop', ratio: r.ratio,
+      notes: `ratio = served / direct (median of ${PAIRS} alternating pairs); ${CLIENTS} clients, max batch ${MAX_BATCH}; ${cpu}`,
+    }];
+  } finally {
+    await g?.stop();
+    await model?.close();
+  }
+}
+
+export async function run(): Promise<BenchResult[]> {
+  const rows: BenchResult[] = [];
+  for (const image of IMAGES) rows.push(await imageRow(image));
+  return [...rows, ...(await audioRows())];
+}
+
+if (import.meta.url === `file://${process.argv[1]}`) {
+  const results = await run();
+  console.log(formatTable(results));
+  for (const r of results) if (r.notes) console.log(`- ${r.name}: ${r.notes}`);
+  process.exit(0);
+}
