@@ -1,5 +1,9 @@
 import { createServer, type Server } from 'node:http';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import type { AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { pathToFileURL } from 'node:url';
 import test from 'ava';
 import { loadUrl, type UrlLoaderOptions } from '../../../../../executors/eric/router/url-loader.js';
 
@@ -60,6 +64,18 @@ test('a host outside the allowlist is ERIC_URL_NOT_ALLOWED; *.domain matches sub
   t.is(await code(loadUrl('http://a.b.example.com/x', { ...o, allowHosts: ['*.other.org'] })), 'ERIC_URL_NOT_ALLOWED');
   // Allowed, so it gets as far as the network (which cannot resolve .invalid).
   t.not(await code(loadUrl('http://sub.example.invalid/x', { ...o, allowHosts: ['*.example.invalid'], timeoutMs: 500 })), 'ERIC_URL_NOT_ALLOWED');
+});
+
+test('file: URLs are read only when allowed, within the size limit', async (t) => {
+  const dir = mkdtempSync(join(tmpdir(), 'eric-url-'));
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }));
+  writeFileSync(join(dir, 'small'), Buffer.from([4, 5]));
+  writeFileSync(join(dir, 'big'), Buffer.alloc(2000));
+  const url = (name: string) => pathToFileURL(join(dir, name)).href;
+  t.is(await code(loadUrl(url('small'), o)), 'ERIC_URL_NOT_ALLOWED');
+  t.deepEqual([...(await loadUrl(url('small'), { ...o, allowFile: true })).parts[0]!], [4, 5]);
+  t.is(await code(loadUrl(url('big'), { ...o, allowFile: true })), 'ERIC_INPUT_TOO_LARGE');
+  t.is(await code(loadUrl(url('missing'), { ...o, allowFile: true })), 'ERIC_URL_FETCH_FAILED');
 });
 
 test('unknown schemes are ERIC_URL_NOT_ALLOWED', async (t) => {
