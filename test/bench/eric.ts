@@ -102,10 +102,12 @@ export async function run(): Promise<BenchResult[]> {
     const directLoop = async () => { await encodeImages(direct, jpegs, TINY_A); };
     const bareLoop = async () => { await runVision(direct, pre, TINY_A); };
 
+    const sidecarPids = sc.nodes.map((x) => x.pid()!);
     const measureServed = async (forward: boolean) => {
       const c0 = cpuMs(ericPids);
+      const s0 = cpuMs(sidecarPids);
       const r = await rate(ROUND_MS, CLIENTS, 1, served(forward));
-      return { rate: r.rate, cpu: (cpuMs(ericPids) - c0) / r.items };
+      return { rate: r.rate, cpu: (cpuMs(ericPids) - c0) / r.items, sidecarCpu: (cpuMs(sidecarPids) - s0) / r.items };
     };
     const measureDirect = async () => {
       const c0 = process.cpuUsage();
@@ -117,7 +119,7 @@ export async function run(): Promise<BenchResult[]> {
     await rate(1_500, CLIENTS, 1, served(true)); // warm-up: sessions, JIT, sharp, connections
     await rate(1_000, 1, BATCH, directLoop);
     const s: { rate: number; cpu: number }[] = [];
-    const sf: { rate: number; cpu: number }[] = [];
+    const sf: { rate: number; cpu: number; sidecarCpu: number }[] = [];
     const d: { rate: number; cpu: number }[] = [];
     const bare: number[] = [];
     for (let p = 0; p < PAIRS; p++) {
@@ -142,7 +144,8 @@ export async function run(): Promise<BenchResult[]> {
     });
     return [
       row('eric served img/s (HTTP → engine → worker, no forwarding)', s, setup, '≥ 0.85'),
-      row('eric served img/s with sidecar forwarding (+ receiver recv/markDone)', sf, 'same, every embedding [64, 256] f32 sent to rank 1 and read there'),
+      row('eric served img/s with sidecar forwarding (+ receiver recv/markDone)', sf,
+        `same, every embedding [64, 256] f32 sent to rank 1 and read there by the bench process; the sidecar server takes ${median(sf.map((x) => x.sidecarCpu)).toFixed(2)} ms CPU per image more on the same 2 cores`),
       {
         name: 'direct loop vs bare encoder+projector runs on preprocessed input', figure: med(d), unit: 'img/s', baseline: median(bare),
         baselineName: `runVision(${BATCH} preprocessed)`, ratio: med(d) / median(bare), notes: 'context: the share of the direct loop that is decode + preprocessing',
