@@ -78,7 +78,8 @@ export interface Cornserve {
 export async function startCornserve(opts: CornserveOptions = {}): Promise<Cornserve> {
   const log = logger('up');
   const adminToken = opts.adminToken || randomBytes(24).toString('base64url');
-  await startTelemetry('cornserve');
+  // Spans only when something collects them (a test may have started telemetry with its own exporter already).
+  if (process.env.OTEL_EXPORTER_OTLP_ENDPOINT) await startTelemetry('cornserve');
   const store = createStore(opts.redisUrl ? { redisUrl: opts.redisUrl, ...(opts.redisPrefix ? { prefix: opts.redisPrefix } : {}) } : {});
   const closers: Array<() => Promise<unknown>> = [() => store.close()];
   const stopAll = async () => {

@@ -22,6 +22,8 @@ export interface ForwardOptions {
   agent: Agent;
   /** Extra request headers (e.g. CloudEvent attributes). */
   headers?: Record<string, string>;
+  /** The caller's traceparent, passed on when no telemetry is running (no active span to inject). */
+  traceparent?: string;
   /** Names the upstream in the deadline error. */
   what: string;
   /** Maps an upstream connection failure (before any reply) to the error the client gets. */
@@ -68,6 +70,7 @@ export function forward(res: Response, opts: ForwardOptions): Promise<number> {
         'content-type': 'application/json',
         'content-length': String(Buffer.byteLength(opts.body)),
         [DEADLINE_HEADER]: String(opts.deadline),
+        ...(opts.traceparent ? { traceparent: opts.traceparent } : {}),
         ...traceHeaders(),
         ...opts.headers,
       },

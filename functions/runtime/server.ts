@@ -154,7 +154,8 @@ export function buildFunctionServer(options: FunctionServerOptions): Server {
       if (!res.writableFinished) abort.abort(new DOMException('the client disconnected', 'AbortError'));
     });
     try {
-      const reply = await runServe(parsed.data, abort.signal, deadline, currentTraceparent());
+      const incoming = typeof req.headers.traceparent === 'string' ? req.headers.traceparent : undefined;
+      const reply = await runServe(parsed.data, abort.signal, deadline, currentTraceparent() ?? incoming);
       if (reply.kind === 'stream') return await streamReply(res, reply, abort.signal);
       const text = JSON.stringify(reply.value);
       res.writeHead(200, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(text) });

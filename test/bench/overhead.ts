@@ -1,17 +1,22 @@
 /**
- * Platform overhead: the echo app (zero service time) end to end through the gateway
- * (client -> gateway -> app function -> dispatcher -> echo executor) versus a direct keep-alive HTTP call
+ * Platform overhead: the echo app (zero service time) end to end through the gateway of a `cornserve up`
+ * process (client -> gateway -> app function -> dispatcher -> echo executor) versus a direct keep-alive HTTP call
  * to the same echo executor, measured in the same run with the same client (node:http, keep-alive agent),
  * in alternating rounds so machine noise hits both alike. Then requests/s at saturation (32 concurrent
  * callers) through the gateway versus directly.
  * Target: median added latency (gateway median - direct median) at most 4x the direct round trip.
  */
+import { readdirSync, readFileSync, readlinkSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import { Agent, request } from 'node:http';
-import { startCornserve } from '../../control/cli/up.js';
+import { spawn } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+import { freePort } from '../../lib/net.js';
+import { waitUntil } from '../../lib/wait.js';
 import type { BenchResult } from './types.js';
 import { formatTable } from './types.js';
 
+const REPO = fileURLToPath(new URL('../../', import.meta.url));
 const agent = new Agent({ keepAlive: true, maxSockets: 64 });
 
 function post(url: URL, body: string): Promise<void> {
@@ -53,18 +58,68 @@ async function saturate(call: () => Promise<void>, concurrency: number, ms: numb
   return done / (ms / 1000);
 }
 
+/** `cornserve up` as its own process (as a user runs it): the client below does not share its event loop. */
+/** CPU ms used so far by a process and all its descendants (Linux /proc; clock ticks of 10 ms). */
+function treeCpuMs(root: number): number {
+  const stats = readdirSync('/proc')
+    .filter((d) => /^\d+$/.test(d))
+    .map((pid) => {
+      try {
+        const f = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
+        return { pid: Number(pid), ppid: Number(f[1]), cpu: (Number(f[11]) + Number(f[12])) * 10 };
+      } catch {
+        return undefined;
+      }
+    })
+    .filter((x) => x !== undefined);
+  const tree = new Set([root]);
+  for (let grew = true; grew; ) {
+    grew = false;
+    for (const s of stats) if (!tree.has(s.pid) && tree.has(s.ppid)) (tree.add(s.pid), (grew = true));
+  }
+  return stats.filter((s) => tree.has(s.pid)).reduce((n, s) => n + s.cpu, 0);
+}
+
+function pidListeningOn(url: string): number | undefined {
+  const port = Number(new URL(url).port).toString(16).toUpperCase().padStart(4, '0');
+  const inode = readFileSync('/proc/net/tcp', 'utf8').split('\n').find((l) => l.split(/\s+/)[2]?.endsWith(`:${port}`) && l.split(/\s+/)[4] === '0A')?.trim().split(/\s+/)[9];
+  if (!inode) return undefined;
+  for (const pid of readdirSync('/proc').filter((d) => /^\d+$/.test(d))) {
+    try {
+      if (readdirSync(`/proc/${pid}/fd`).some((fd) => readlinkSync(`/proc/${pid}/fd/${fd}`) === `socket:[${inode}]`)) return Number(pid);
+    } catch {
+      /* gone or not ours */
+    }
+  }
+  return undefined;
+}
+
+async function startUp(): Promise<{ url: string; pid: number; stop: () => Promise<void> }> {
+  const port = await freePort();
+  const env: NodeJS.ProcessEnv = { ...process.env, CORNSERVE_LOG_LEVEL: 'warn', CORNSERVE_ADMIN_TOKEN: 'bench' };
+  const child = spawn(process.execPath, ['--import', 'tsx', 'control/cli/main.ts', 'up', '--port', String(port), '--devices', '1'], { cwd: REPO, env, stdio: ['ignore', 'pipe', 'inherit'] });
+  const exited = new Promise<void>((r) => child.once('exit', () => r()));
+  let out = '';
+  child.stdout.on('data', (d: Buffer) => (out += d.toString()));
+  await waitUntil('cornserve up', () => out.includes('Cornserve is up'), { timeoutMs: 60_000 });
+  return { url: `http://127.0.0.1:${port}`, pid: child.pid!, stop: async () => { child.kill('SIGTERM'); await exited; } };
+}
+
+async function registerEcho(url: string): Promise<string> {
+  const source = await readFile(new URL('../../functions/apps/echo.ts', import.meta.url), 'utf8');
+  const res = await fetch(`${url}/app/register`, { method: 'POST', headers: { authorization: 'Bearer bench', 'content-type': 'application/json' }, body: JSON.stringify({ source }) });
+  const text = await res.text();
+  if (!text.includes('"type":"final"')) throw new Error(`registering echo failed: ${text}`);
+  const tasks = (await (await fetch(`${url}/tasks/list`)).json()) as Array<{ executors: Array<{ url: string }> }>;
+  return tasks[0]!.executors[0]!.url;
+}
+
 export async function run(): Promise<BenchResult[]> {
-  const cs = await startCornserve({ port: 0, devices: 1, adminToken: 'bench', logSink: () => {} });
+  const up = await startUp();
   try {
-    let failure: string | undefined;
-    await cs.apps.register({ source: await readFile(new URL('../../functions/apps/echo.ts', import.meta.url), 'utf8') }, (e) => {
-      if (e.type === 'error') failure = e.message;
-    });
-    if (failure) throw new Error(`registering echo failed: ${failure}`);
-    const echo = cs.apps.resolve('echo');
-    const [route] = await cs.store.listExecutors(echo.taskIds[0]!);
-    const direct = () => post(new URL('/echo', route!.url), '{"text":"x"}');
-    const gateway = () => post(new URL('/app/invoke/echo', cs.gatewayUrl), '{"request_data":{"text":"x"}}');
+    const executorUrl = await registerEcho(up.url);
+    const direct = () => post(new URL('/echo', executorUrl), '{"text":"x"}');
+    const gateway = () => post(new URL('/app/invoke/echo', up.url), '{"request_data":{"text":"x"}}');
 
     await timeCalls(direct, 300, []); // warm-up: JIT, connections
     await timeCalls(gateway, 300, []);
@@ -77,6 +132,17 @@ export async function run(): Promise<BenchResult[]> {
     const dMed = quantile(d, 0.5);
     const gMed = quantile(g, 0.5);
     const added = gMed - dMed;
+    const executorPid = pidListeningOn(executorUrl);
+    let cpu = { direct: NaN, gateway: NaN };
+    if (executorPid !== undefined) {
+      const n = 2_000;
+      const e0 = treeCpuMs(executorPid);
+      await timeCalls(direct, n, []);
+      const perDirect = (treeCpuMs(executorPid) - e0) / n;
+      const p0 = treeCpuMs(up.pid);
+      await timeCalls(gateway, n, []);
+      cpu = { direct: perDirect, gateway: (treeCpuMs(up.pid) - p0) / n };
+    }
     const directRps = await saturate(direct, 32, 3_000);
     const gatewayRps = await saturate(gateway, 32, 3_000);
     return [
@@ -100,6 +166,15 @@ export async function run(): Promise<BenchResult[]> {
         notes: 'ratio = gateway p99 / direct p99 (lower is better)',
       },
       {
+        name: 'overhead: CPU per request, whole platform',
+        figure: cpu.gateway,
+        unit: 'ms CPU',
+        baseline: cpu.direct,
+        baselineName: 'echo executor alone, direct call',
+        ratio: cpu.gateway / cpu.direct,
+        notes: 'CPU time of every platform process (gateway, dispatcher, app function, executor) per request; independent of other load on the machine',
+      },
+      {
         name: 'overhead: requests/s at saturation (32 callers)',
         figure: gatewayRps,
         unit: 'req/s',
@@ -111,7 +186,7 @@ export async function run(): Promise<BenchResult[]> {
     ];
   } finally {
     agent.destroy();
-    await cs.stop();
+    await up.stop();
   }
 }
 

@@ -71,6 +71,7 @@ export function appRoutes(deps: AppRoutesDeps): Router {
       url: `${target.url}/invoke`,
       body: Buffer.isBuffer(req.body) ? req.body : Buffer.alloc(0),
       deadline,
+      ...(typeof req.headers.traceparent === 'string' ? { traceparent: req.headers.traceparent } : {}),
       agent,
       what: `app ${entry.name}`,
       onFailure: async (err) => new AppFunctionFailedError(entry.name, await functions.crashed(entry.appId, target.generation), err.message),

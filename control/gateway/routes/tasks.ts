@@ -64,6 +64,7 @@ export function taskRoutes(deps: TaskRoutesDeps): Router {
       url: new URL('/graph', deps.dispatcherUrl).href,
       body: JSON.stringify(req.body),
       deadline,
+      ...(typeof req.headers.traceparent === 'string' ? { traceparent: req.headers.traceparent } : {}),
       agent: deps.agent,
       what: 'the dispatcher',
       onFailure: (err) => new DispatcherUnavailableError(err.message),
