@@ -84,86 +84,77 @@ async function cpuNote(node: GeriNode, servedStep: () => Promise<void>, directSt
   return `CPU per request: geri ${geri.toFixed(1)} ms + sidecar ${sidecar.toFixed(1)} ms vs direct ${direct.toFixed(1)} ms`;
 }
 
-async function imageRow(IMAGE: (typeof IMAGES)[number]): Promise<BenchResult> {
-  const emb = embeddings(IMAGE.tokens, 7);
-  const body = { height: IMAGE.height, width: IMAGE.width, num_inference_steps: IMAGE.steps };
+interface Comparison { s: number; d: number; ratio: number; notes: string }
+
+/**
+ * Starts a Geri (+ sidecar) and the same model for the direct loop, then compares served requests (the
+ * producer sends `emb`, then `post` answers one request) with `direct` steps.
+ */
+async function compare(
+  modality: 'image' | 'audio', emb: ReturnType<typeof embeddings>,
+  post: (node: GeriNode, id: string) => Promise<void>, direct: (model: LoadedModel) => Promise<void>,
+): Promise<Comparison> {
   let g: GeriNode | undefined;
   let model: LoadedModel | undefined;
   try {
     [g, model] = await Promise.all([
-      startGeriNode({ modality: 'image', maxBatchSize: MAX_BATCH }),
-      loadModel(await modelDir('tiny-image-gen'), { sessionOptions: GERI_SESSION_OPTIONS }),
+      startGeriNode({ modality, maxBatchSize: MAX_BATCH }),
+      loadModel(await modelDir(modality === 'image' ? 'tiny-image-gen' : 'tiny-audio-gen'), { sessionOptions: GERI_SESSION_OPTIONS }),
     ]);
     const node = g;
+    const m = model;
     const servedStep = async () => {
       const id = dataId();
       await sendEmbeddings(node.producer, id, emb, node.toGeri);
-      const res = await node.geri.post('/image/generate', { embedding_data_id: id, ...body });
-      if (res.status !== 200) throw new Error(`geri answered ${res.status}: ${await res.text()}`);
-      await res.arrayBuffer();
+      await post(node, id);
     };
-    const m = model;
-    const directStep = async () => {
-      await generateImage(m, emb, { height: IMAGE.height, width: IMAGE.width, numInferenceSteps: IMAGE.steps });
-    };
+    const directStep = () => direct(m);
     const served = () => perSecond(ROUND_MS, CLIENTS, servedStep);
-    const direct = () => perSecond(ROUND_MS, 1, directStep);
     await served(); // warm-up (sessions, connections)
-    const r = await pairs(served, direct);
+    const r = await pairs(served, () => perSecond(ROUND_MS, 1, directStep));
     const cpu = await cpuNote(node, servedStep, directStep);
-    return {
-      name: `geri served images/s (${IMAGE.width}x${IMAGE.height}, ${IMAGE.steps} steps, ${IMAGE.tokens}-token embeddings via sidecar)`,
-      figure: r.s, unit: 'img/s', baseline: r.d, baselineName: 'direct generateImage loop', ratio: r.ratio,
-      notes: `ratio = served / direct (median of ${PAIRS} alternating pairs); ${CLIENTS} clients, max batch ${MAX_BATCH}; served includes the producer's sidecar send; ${cpu}`,
-    };
+    return { ...r, notes: `ratio = served / direct (median of ${PAIRS} alternating pairs); ${CLIENTS} clients, max batch ${MAX_BATCH}; served includes the producer's sidecar send; ${cpu}` };
   } finally {
     await g?.stop();
     await model?.close();
   }
 }
 
-async function audioRows(): Promise<BenchResult[]> {
+async function imageRow(image: (typeof IMAGES)[number]): Promise<BenchResult> {
+  const emb = embeddings(image.tokens, 7);
+  const r = await compare('image', emb, async (node, id) => {
+    const res = await node.geri.post('/image/generate', { embedding_data_id: id, height: image.height, width: image.width, num_inference_steps: image.steps });
+    if (res.status !== 200) throw new Error(`geri answered ${res.status}: ${await res.text()}`);
+    await res.arrayBuffer();
+  }, async (model) => {
+    await generateImage(model, emb, { height: image.height, width: image.width, numInferenceSteps: image.steps });
+  });
+  return {
+    name: `geri served images/s (${image.width}x${image.height}, ${image.steps} steps, ${image.tokens}-token embeddings via sidecar)`,
+    figure: r.s, unit: 'img/s', baseline: r.d, baselineName: 'direct generateImage loop', ratio: r.ratio, notes: r.notes,
+  };
+}
+
+async function audioRow(): Promise<BenchResult> {
   const emb = embeddings(AUDIO.frames, 8);
-  let g: GeriNode | undefined;
-  let model: LoadedModel | undefined;
-  try {
-    [g, model] = await Promise.all([
-      startGeriNode({ modality: 'audio', maxBatchSize: MAX_BATCH }),
-      loadModel(await modelDir('tiny-audio-gen'), { sessionOptions: GERI_SESSION_OPTIONS }),
-    ]);
-    const node = g;
-    const servedStep = async () => {
-      const id = dataId();
-      await sendEmbeddings(node.producer, id, emb, node.toGeri);
-      const res = await node.geri.post('/audio/generate', { embedding_data_id: id, chunk_size: AUDIO.chunk });
-      const text = await res.text();
-      if (res.status !== 200 || !text.includes('event: done')) throw new Error(`geri answered ${res.status}: ${text.slice(0, 200)}`);
-    };
-    const m = model;
-    const directStep = async () => {
-      for await (const _ of generateAudio(m, emb, { chunkSize: AUDIO.chunk })) { /* drain */ }
-    };
-    const served = () => perSecond(ROUND_MS, CLIENTS, servedStep);
-    const direct = () => perSecond(ROUND_MS, 1, directStep);
-    await served();
-    const r = await pairs(served, direct);
-    const cpu = await cpuNote(node, servedStep, directStep);
-    const seconds = (AUDIO.frames * 240) / 24_000; // audio seconds per request
-    return [{
-      name: `geri served audio s/s (${AUDIO.frames} frames = ${seconds} s of audio per request, chunk ${AUDIO.chunk}, SSE PCM16)`,
-      figure: r.s * seconds, unit: 'audio s/s', baseline: r.d * seconds, baselineName: 'direct generateAudio loop', ratio: r.ratio,
-      notes: `ratio = served / direct (median of ${PAIRS} alternating pairs); ${CLIENTS} clients, max batch ${MAX_BATCH}; ${cpu}`,
-    }];
-  } finally {
-    await g?.stop();
-    await model?.close();
-  }
+  const r = await compare('audio', emb, async (node, id) => {
+    const res = await node.geri.post('/audio/generate', { embedding_data_id: id, chunk_size: AUDIO.chunk });
+    const text = await res.text();
+    if (res.status !== 200 || !text.includes('event: done')) throw new Error(`geri answered ${res.status}: ${text.slice(0, 200)}`);
+  }, async (model) => {
+    for await (const _ of generateAudio(model, emb, { chunkSize: AUDIO.chunk })) { /* drain */ }
+  });
+  const seconds = (AUDIO.frames * 240) / 24_000; // audio seconds per request
+  return {
+    name: `geri served audio s/s (${AUDIO.frames} frames = ${seconds} s of audio per request, chunk ${AUDIO.chunk}, SSE PCM16)`,
+    figure: r.s * seconds, unit: 'audio s/s', baseline: r.d * seconds, baselineName: 'direct generateAudio loop', ratio: r.ratio, notes: r.notes,
+  };
 }
 
 export async function run(): Promise<BenchResult[]> {
   const rows: BenchResult[] = [];
   for (const image of IMAGES) rows.push(await imageRow(image));
-  return [...rows, ...(await audioRows())];
+  return [...rows, await audioRow()];
 }
 
 if (import.meta.url === `file://${process.argv[1]}`) {
