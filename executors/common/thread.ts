@@ -8,5 +8,7 @@ const ENTRY = new URL('./thread-entry.mjs', import.meta.url);
 
 export function startThread(script: URL, options: Omit<WorkerOptions, 'argv'> = {}): Worker {
   if (!script.pathname.endsWith('.ts')) return new Worker(script, options);
-  return new Worker(ENTRY, { ...options, argv: [script.href] });
+  // execArgv: [] — the parent's `--import` flags (tsx, the local platform's .ts preloads) must not run in the
+  // thread before thread-entry.mjs has registered tsx there.
+  return new Worker(ENTRY, { execArgv: [], ...options, argv: [script.href] });
 }

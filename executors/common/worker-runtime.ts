@@ -37,10 +37,20 @@ export interface WorkerContext<D> {
   stream(job: Job, itemId: string, seq: number, meta?: Record<string, unknown>, tensors?: Tensors): Promise<void>;
 }
 
+/**
+ * A job whose computation is over but whose results wait on I/O (e.g. sidecar sends): the worker reads the
+ * next job meanwhile and answers this one when `pending` settles. Computation stays strictly one job at a
+ * time (tensor-parallel ranks must meet at the same all-reduce steps); only the I/O tail overlaps.
+ */
+export interface Deferred { pending: Promise<ItemResult[]> }
+
 export interface WorkerHandler {
-  run(job: Job): Promise<ItemResult[]>;
+  run(job: Job): Promise<ItemResult[] | Deferred>;
   close?(): Promise<void> | void;
 }
+
+/** Deferred jobs a worker lets run in the background before it waits for the oldest. */
+const MAX_DEFERRED = 4;
 
 export async function serveWorker<D>(init: (ctx: WorkerContext<D>) => Promise<WorkerHandler>): Promise<void> {
   const boot = workerData as WorkerBootstrap;
@@ -65,16 +75,26 @@ export async function serveWorker<D>(init: (ctx: WorkerContext<D>) => Promise<Wo
   }
   await send({ type: 'ready', rank: boot.rank, info: {} });
 
+  const done = (jobId: number, results: ItemResult[]) => {
+    const out: Uint8Array[] = [];
+    return send({ type: 'done', jobId, items: resultsToWire(results, out) }, out);
+  };
+  const failed = (jobId: number, e: unknown) => send({ type: 'failed', jobId, error: toWire(e) }).catch(() => undefined);
+  const deferred = new Set<Promise<unknown>>();
   const runJob = async (m: Extract<WorkerInbound, { type: 'job' }>, blobs: Uint8Array[]) => {
     if (m.resetReduce) reduce.resetLocal();
+    let r: ItemResult[] | Deferred;
     try {
-      const results = await handler.run({ jobId: m.jobId, meta: m.meta, items: itemsFromWire(m.items, blobs) });
-      const out: Uint8Array[] = [];
-      await send({ type: 'done', jobId: m.jobId, items: resultsToWire(results, out) }, out);
+      r = await handler.run({ jobId: m.jobId, meta: m.meta, items: itemsFromWire(m.items, blobs) });
     } catch (e) {
       if (boot.size > 1) reduce.abort();
-      await send({ type: 'failed', jobId: m.jobId, error: toWire(e) }).catch(() => undefined);
+      await failed(m.jobId, e);
+      return;
     }
+    if (Array.isArray(r)) { await done(m.jobId, r); return; }
+    const tail = r.pending.then((results) => done(m.jobId, results), (e: unknown) => failed(m.jobId, e)).finally(() => deferred.delete(tail));
+    deferred.add(tail);
+    if (deferred.size >= MAX_DEFERRED) await Promise.race(deferred);
   };
   let stopping = false;
   const handlers: Handlers<WorkerInbound> = {
@@ -84,8 +104,9 @@ export async function serveWorker<D>(init: (ctx: WorkerContext<D>) => Promise<Wo
   while (!stopping) {
     let parts: Uint8Array[];
     try {
-      // Idle in a blocking wait (fast wake-up), returning to the event loop every IDLE_MS for sidecar I/O.
-      if (!inbox.waitForData(IDLE_MS)) { await new Promise((r) => setImmediate(r)); continue; }
+      // Idle in a blocking wait (fast wake-up), returning to the event loop every IDLE_MS; while deferred
+      // jobs wait on I/O, wait without blocking so their I/O completes.
+      if (deferred.size === 0 && !inbox.waitForData(IDLE_MS)) { await new Promise((r) => setImmediate(r)); continue; }
       parts = await inbox.read();
     } catch {
       break; // the engine closed the ring
@@ -93,5 +114,6 @@ export async function serveWorker<D>(init: (ctx: WorkerContext<D>) => Promise<Wo
     const { header, blobs } = fromFrames(parts, WorkerInbound, 'engine → worker');
     await dispatch(handlers, header, blobs);
   }
+  await Promise.all(deferred);
   await handler.close?.();
 }

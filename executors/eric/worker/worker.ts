@@ -144,7 +144,8 @@ await serveWorker<EricWorkerData>(async (ctx) => {
       async run(job) {
         const embs = await encode(job);
         if (!embs) return job.items.map((it) => ({ id: it.id, ok: true }));
-        return Promise.all(job.items.map((it, i) => forward(it, embs[i]!)));
+        // The sends are I/O: the next job's forward pass starts while they complete.
+        return { pending: Promise.all(job.items.map((it, i) => forward(it, embs[i]!))) };
       },
       close,
     };

@@ -55,3 +55,15 @@ test('a worker whose model fails to load makes start fail with that error', asyn
   const err = await t.throwsAsync(WorkerPool.start({ script: SCRIPT, size: 2, workerData: { failInit: true }, log }));
   t.regex(err!.message, /no such model/);
 });
+
+test('a job deferred on I/O does not hold up the next job, and still answers its results', async (t) => {
+  const pool = await WorkerPool.start({ script: SCRIPT, size: 2, log });
+  t.teardown(() => pool.close());
+  const order: string[] = [];
+  const slow = pool.run({ deferMs: 3_000 }, [item('slow', [1])]).then((r) => { order.push('slow'); return r; });
+  const fast = pool.run({}, [item('fast', [1])]).then((r) => { order.push('fast'); return r; });
+  const [s] = await slow;
+  await fast;
+  t.deepEqual(order, ['fast', 'slow']);
+  t.deepEqual([...(s!.tensors!.sum!.data as Float32Array)], [3]);
+});
