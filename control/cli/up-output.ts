@@ -27,7 +27,7 @@ export function printAppUsage(gatewayUrl: string, app: AppEntry, io: Io): void {
   io.out(`  cornserve invoke ${app.name} ${shellQuote(example)}`);
   const full = JSON.stringify(app.requestExampleFull ?? {});
   if (app.requestExampleFull !== undefined && full !== example) {
-    io.out(`  with the optional fields (a streaming app streams NDJSON lines):`);
+    io.out('  with every field:');
     io.out(`  curl -sN -X POST ${gatewayUrl}/app/invoke/${app.name} -H 'content-type: application/json' -d ${shellQuote(JSON.stringify({ request_data: app.requestExampleFull }))}`);
     io.out(`  cornserve invoke ${app.name} ${shellQuote(full)}`);
   }

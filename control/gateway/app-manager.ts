@@ -144,7 +144,7 @@ export class AppManager {
       const onProgress = (p: DeployProgress) => {
         if ((p.state === 'ready' || p.state === 'shared') && !reported.has(p.taskId)) {
           reported.add(p.taskId);
-          emit({ type: 'progress', task: p.task, task_id: p.taskId, state: p.state });
+          emit({ type: 'progress', task: taskNames[taskIds.indexOf(p.taskId)] ?? p.task, task_id: p.taskId, state: p.state });
         }
       };
       const ids = await resources.deploy(tasks, onProgress);

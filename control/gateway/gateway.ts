@@ -17,6 +17,7 @@ import type { GatewayMetrics } from './metrics.js';
 import { keepAliveAgent } from './proxy.js';
 import { appRoutes, jsonBody, rawBody } from './routes/apps.js';
 import { healthRoutes } from './routes/health.js';
+import { openaiRoutes } from './routes/openai.js';
 import { taskRoutes } from './routes/tasks.js';
 
 export interface GatewayDeps {
@@ -61,6 +62,7 @@ export function buildGateway(deps: GatewayDeps): express.Express {
   app.use(appRoutes({ apps: deps.apps, functions: deps.functions, metrics, agent, admin, json, raw, ...(deps.restartWaitMs ? { restartWaitMs: deps.restartWaitMs } : {}) }));
   app.use(taskRoutes({ resources: deps.resources, dispatcherUrl: deps.dispatcherUrl, metrics, agent, admin, json }));
   app.use(healthRoutes(metrics, deps.extraRegistries));
+  app.use(openaiRoutes({ apps: deps.apps, functions: deps.functions, metrics, agent, json, log, ...(deps.restartWaitMs ? { restartWaitMs: deps.restartWaitMs } : {}) }));
   app.use((req, _res, next) => next(notFound(`route ${req.method} ${req.path}`)));
   const handle = errorHandler(log);
   const countErrors: ErrorRequestHandler = (err, req, res, next) => {

@@ -1,0 +1,318 @@
+/**
+ * The OpenAI-compatible routes (DESIGN.md §4): `POST /v1/chat/completions`, `GET /v1/models[/:model]`.
+ *
+ *  - `model` names an app (its name or alias); the whole body is that app's request_data, sent to the
+ *    app function's /invoke like POST /app/invoke does.
+ *  - The app's NDJSON chunks become OpenAI SSE (`data: {chunk}` per chunk, then `data: [DONE]`); with
+ *    `stream` false/absent they are aggregated into one `chat.completion` (content, finish_reason, usage).
+ *    A chunk that is not a chat chunk (e.g. arena's `{model_name: delta}`) is streamed as is; aggregated,
+ *    such chunks are merged key by key and returned as the message content (JSON text).
+ *  - Errors are OpenAI's shape `{error: {message, type, param, code}}`: unknown model 404 `model_not_found`,
+ *    a request the app rejects 400 `invalid_request_error` (param = the first bad field), 5xx `server_error`.
+ *    An error after the stream started is sent as one `data: {"error": ...}` event, and the stream ends.
+ *  - Which apps are chat apps: an app whose minimal request example (derived from its request schema by the
+ *    registration check, AppEntry.requestExample) is itself a chat request (`model` + `messages`). Only those
+ *    are listed by GET /v1/models; /v1/chat/completions forwards to any app and lets it validate.
+ */
+import { request, type Agent, type IncomingMessage } from 'node:http';
+import { Router, type ErrorRequestHandler, type RequestHandler, type Response } from 'express';
+import { z } from 'zod';
+import { DEADLINE_HEADER } from '../../../functions/sdk/index.js';
+import { toErrorBody } from '../../../lib/http.js';
+import type { Logger } from '../../../lib/log.js';
+import { traceHeaders } from '../../../lib/telemetry.js';
+import type { AppFunctions } from '../app-functions.js';
+import type { AppEntry, AppManager } from '../app-manager.js';
+import { requestDeadline } from '../deadline.js';
+import { AppFunctionFailedError, AppNotReadyError, GatewayDeadlineError } from '../errors.js';
+import type { GatewayMetrics } from '../metrics.js';
+
+export interface OpenAIRoutesDeps {
+  apps: AppManager;
+  functions: AppFunctions;
+  metrics: GatewayMetrics;
+  agent: Agent;
+  json: RequestHandler;
+  log: Logger;
+  /** How long a request waits for a restarting app function. @default 30 s */
+  restartWaitMs?: number;
+}
+
+/** OpenAI's error body. */
+export interface OpenAIError {
+  error: { message: string; type: string; param: string | null; code: string | null };
+}
+
+const minimalChat = z.object({
+  model: z.string().min(1),
+  messages: z.array(z.object({ role: z.string(), content: z.unknown() })).min(1),
+});
+
+/** A chat app: its minimal request example is a chat request. */
+export const isChatApp = (entry: Pick<AppEntry, 'requestExample'>): boolean => minimalChat.safeParse(entry.requestExample).success;
+
+type Chunk = Record<string, unknown>;
+interface ChatChunkChoice {
+  index: number;
+  delta?: { role?: string; content?: string | null; audio?: { data?: string } };
+  finish_reason?: string | null;
+}
+
+export function openaiRoutes(deps: OpenAIRoutesDeps): Router {
+  const { apps, functions, metrics } = deps;
+  const r = Router();
+  const created = new Map<string, number>();
+  const model = (e: AppEntry) => {
+    if (!created.has(e.appId)) created.set(e.appId, Math.floor(Date.now() / 1000));
+    return { id: e.name, object: 'model' as const, created: created.get(e.appId)!, owned_by: 'cornserve' };
+  };
+
+  r.get('/v1/models', (_req, res) => {
+    res.json({ object: 'list', data: apps.entries().filter((e) => e.state === 'ready' && isChatApp(e)).map(model) });
+  });
+
+  r.get('/v1/models/:model', (req, res) => {
+    res.json(model(resolveModel(apps, String(req.params.model))));
+  });
+
+  r.post('/v1/chat/completions', deps.json, async (req, res) => {
+    const body = req.body as unknown;
+    const parsed = minimalChat.safeParse(body);
+    if (!parsed.success) {
+      const issue = parsed.error.issues[0]!;
+      throw new OpenAIRequestError(400, `${issue.path.join('.') || 'body'}: ${issue.message}`, issue.path.map(String).join('.') || null);
+    }
+    const entry = resolveModel(apps, parsed.data.model);
+    if (entry.state !== 'ready' && functions.state(entry.appId) === undefined) throw new AppNotReadyError(entry.name);
+    const stream = (body as { stream?: unknown }).stream === true;
+    const deadline = requestDeadline(req);
+    const done = metrics.invocationStarted(entry.name);
+    res.on('close', () => done(res.statusCode));
+    const target = await functions.waitReady(entry.appId, Math.min(deadline, Date.now() + (deps.restartWaitMs ?? 30_000)));
+    const abort = new AbortController();
+    res.on('close', () => {
+      if (!res.writableFinished) abort.abort();
+    });
+    let up: IncomingMessage;
+    try {
+      // Aggregated replies report usage, so the LLM is asked for it.
+      const requestData = stream ? body : { ...(body as object), stream_options: { include_usage: true } };
+      up = await invokeFunction(`${target.url}/invoke`, JSON.stringify({ request_data: requestData }), {
+        agent: deps.agent, deadline, signal: abort.signal,
+        ...(typeof req.headers.traceparent === 'string' ? { traceparent: req.headers.traceparent } : {}),
+      });
+    } catch (e) {
+      if (abort.signal.aborted) return;
+      if (e instanceof GatewayDeadlineError) throw e;
+      throw new AppFunctionFailedError(entry.name, await functions.crashed(entry.appId, target.generation), (e as Error).message);
+    }
+    const status = up.statusCode ?? 502;
+    if (status >= 400) throw new UpstreamError(status, await readAll(up));
+    const chunks = String(up.headers['content-type'] ?? '').includes('ndjson') ? ndjsonLines(up) : jsonValue(up);
+    if (stream) await streamSse(res, chunks, (err) => metrics.errors.inc({ code: err.error.code ?? 'unknown' }));
+    else res.json(await aggregate(chunks, parsed.data.model));
+  });
+
+  r.use('/v1', (req, _res, next) => next(new OpenAIRequestError(404, `route ${req.method} /v1${req.path} not found`, null, 'not_found')));
+
+  const onError: ErrorRequestHandler = (err, req, res, _next) => {
+    const { status, body } = toOpenAIError(err);
+    metrics.errors.inc({ code: body.error.code ?? body.error.type });
+    if (status >= 500) deps.log.error({ err, path: req.path }, body.error.message);
+    if (res.headersSent) return void res.end();
+    res.status(status).json(body);
+  };
+  r.use('/v1', onError);
+  return r;
+}
+
+function resolveModel(apps: AppManager, name: string): AppEntry {
+  try {
+    return apps.resolve(name);
+  } catch {
+    throw new OpenAIRequestError(404, `The model \`${name}\` does not exist: no app or alias of that name is registered`, 'model', 'model_not_found');
+  }
+}
+
+/** An error already in OpenAI's terms. */
+class OpenAIRequestError extends Error {
+  constructor(readonly status: number, message: string, readonly param: string | null, readonly code: string | null = 'invalid_request') {
+    super(message);
+  }
+}
+
+/** The app function's error reply (Cornserve's `{error: {code, message, details?}}`). */
+class UpstreamError extends Error {
+  constructor(readonly status: number, readonly body: string) {
+    super(`app function answered ${status}`);
+  }
+}
+
+const typeFor = (status: number) =>
+  status === 401 || status === 403 ? 'authentication_error' : status === 429 ? 'rate_limit_error' : status >= 500 ? 'server_error' : 'invalid_request_error';
+
+/** Any thrown value (ours, the app function's, a body-parser's) in OpenAI's error shape. */
+export function toOpenAIError(err: unknown): { status: number; body: OpenAIError } {
+  if (err instanceof OpenAIRequestError) return { status: err.status, body: { error: { message: err.message, type: typeFor(err.status), param: err.param, code: err.code } } };
+  let status: number;
+  let cs: { code: string; message: string; details?: unknown };
+  if (err instanceof UpstreamError) {
+    status = err.status;
+    try {
+      cs = (JSON.parse(err.body) as { error: typeof cs }).error;
+    } catch {
+      cs = { code: 'UPSTREAM_ERROR', message: err.body.slice(0, 500) || err.message };
+    }
+  } else {
+    ({ status, body: { error: cs } } = toErrorBody(err));
+  }
+  // Our 422 (a field failed validation) is OpenAI's 400.
+  if (status === 422) status = 400;
+  const issues = Array.isArray(cs.details) ? (cs.details as Array<{ path?: unknown }>) : [];
+  const param = typeof issues[0]?.path === 'string' && issues[0].path !== '(root)' ? issues[0].path : null;
+  return { status, body: { error: { message: cs.message, type: typeFor(status), param, code: cs.code.toLowerCase() } } };
+}
+
+interface InvokeOptions {
+  agent: Agent;
+  deadline: number;
+  signal: AbortSignal;
+  traceparent?: string;
+}
+
+/** POST to the app function; resolves with its response (any status), rejects on connection failure or the deadline. */
+function invokeFunction(url: string, body: string, o: InvokeOptions): Promise<IncomingMessage> {
+  return new Promise((resolve, reject) => {
+    const req = request(url, {
+      method: 'POST',
+      agent: o.agent,
+      headers: {
+        'content-type': 'application/json',
+        'content-length': String(Buffer.byteLength(body)),
+        [DEADLINE_HEADER]: String(o.deadline),
+        ...(o.traceparent ? { traceparent: o.traceparent } : {}),
+        ...traceHeaders(),
+      },
+    });
+    // Past the deadline (+1 s for the function's own, more precise, 504) the gateway gives up itself.
+    const timer = setTimeout(() => req.destroy(new GatewayDeadlineError('the app function')), Math.max(0, o.deadline - Date.now()) + 1_000);
+    const cancel = () => req.destroy(new Error('the client disconnected'));
+    o.signal.addEventListener('abort', cancel, { once: true });
+    req.on('error', (e) => {
+      clearTimeout(timer);
+      reject(e);
+    });
+    req.on('response', (res) => {
+      res.on('close', () => {
+        clearTimeout(timer);
+        o.signal.removeEventListener('abort', cancel);
+      });
+      // The deadline and a disconnect keep applying while the body streams.
+      req.on('error', (e) => res.destroy(e));
+      resolve(res);
+    });
+    req.end(body);
+  });
+}
+
+async function readAll(up: IncomingMessage): Promise<string> {
+  const parts: Buffer[] = [];
+  for await (const p of up as AsyncIterable<Buffer>) parts.push(p);
+  return Buffer.concat(parts).toString('utf8');
+}
+
+/** The app function's NDJSON chunks; its final `{"error": ...}` line is thrown as that error. */
+async function* ndjsonLines(up: IncomingMessage): AsyncGenerator<Chunk> {
+  let buf = '';
+  const parse = (line: string): Chunk => {
+    const value = JSON.parse(line) as Chunk;
+    if (Object.keys(value).length === 1 && typeof value.error === 'object' && value.error !== null && 'code' in value.error)
+      throw new UpstreamError(502, line);
+    return value;
+  };
+  for await (const part of up as AsyncIterable<Buffer>) {
+    buf += part.toString('utf8');
+    let nl: number;
+    while ((nl = buf.indexOf('\n')) >= 0) {
+      const line = buf.slice(0, nl).trim();
+      buf = buf.slice(nl + 1);
+      if (line) yield parse(line);
+    }
+  }
+  if (!up.complete) throw new UpstreamError(502, JSON.stringify({ error: { code: 'STREAM_CUT', message: 'the app function closed the stream mid-reply' } }));
+  if (buf.trim()) yield parse(buf.trim());
+}
+
+/** A non-streaming app's JSON value, as a one-chunk stream. */
+async function* jsonValue(up: IncomingMessage): AsyncGenerator<Chunk> {
+  yield JSON.parse(await readAll(up)) as Chunk;
+}
+
+async function streamSse(res: Response, chunks: AsyncGenerator<Chunk>, onError: (e: OpenAIError) => void): Promise<void> {
+  let started = false;
+  try {
+    for await (const chunk of chunks) {
+      if (res.destroyed) return void (await chunks.return(undefined));
+      if (!started) {
+        res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache', connection: 'keep-alive', 'x-accel-buffering': 'no' });
+        started = true;
+      }
+      if (!res.write(`data: ${JSON.stringify(chunk)}\n\n`)) await new Promise((ok) => res.once('drain', ok).once('close', ok));
+    }
+  } catch (e) {
+    if (!started) throw e;
+    const { body } = toOpenAIError(e);
+    onError(body);
+    res.end(`data: ${JSON.stringify(body)}\n\n`);
+    return;
+  }
+  if (!started) res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache' });
+  res.end('data: [DONE]\n\n');
+}
+
+const isChatChunk = (c: Chunk): c is Chunk & { choices: ChatChunkChoice[] } => c.object === 'chat.completion.chunk' && Array.isArray(c.choices);
+
+/** Chunks -> one `chat.completion` (OpenAI's non-streaming reply). */
+export async function aggregate(chunks: AsyncIterable<Chunk>, requestedModel: string): Promise<Record<string, unknown>> {
+  let head: Chunk | undefined;
+  let usage: unknown = null;
+  const choices = new Map<number, { content: string; finish: string | null; audio: Buffer[] }>();
+  const other: Record<string, string> = {};
+  let others = false;
+  for await (const c of chunks) {
+    if (c.object === 'chat.completion') return c; // the app answered a completion itself
+    if (!isChatChunk(c)) {
+      others = true;
+      for (const [k, v] of Object.entries(c)) other[k] = (other[k] ?? '') + (typeof v === 'string' ? v : JSON.stringify(v));
+      continue;
+    }
+    head ??= c;
+    if (c.usage) usage = c.usage;
+    for (const ch of c.choices) {
+      const acc = choices.get(ch.index) ?? { content: '', finish: null, audio: [] };
+      choices.set(ch.index, acc);
+      if (typeof ch.delta?.content === 'string') acc.content += ch.delta.content;
+      if (ch.delta?.audio?.data) acc.audio.push(Buffer.from(ch.delta.audio.data, 'base64'));
+      if (ch.finish_reason) acc.finish = ch.finish_reason;
+    }
+  }
+  if (others && choices.size === 0) choices.set(0, { content: JSON.stringify(other), finish: 'stop', audio: [] });
+  return {
+    id: typeof head?.id === 'string' ? head.id : `chatcmpl-${Date.now().toString(36)}`,
+    object: 'chat.completion',
+    created: typeof head?.created === 'number' ? head.created : Math.floor(Date.now() / 1000),
+    model: typeof head?.model === 'string' && head.model ? head.model : requestedModel,
+    choices: [...choices.entries()].sort(([a], [b]) => a - b).map(([index, acc]) => ({
+      index,
+      message: {
+        role: 'assistant',
+        content: acc.content,
+        refusal: null,
+        ...(acc.audio.length ? { audio: { data: Buffer.concat(acc.audio).toString('base64') } } : {}),
+      },
+      finish_reason: acc.finish ?? 'stop',
+      logprobs: null,
+    })),
+    usage,
+  };
+}
