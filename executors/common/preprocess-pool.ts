@@ -66,7 +66,6 @@ export class PreprocessPool<In, Out> {
   }
 
   get queued(): number { return this.queue.length; }
-  get busy(): number { return [...this.threads].filter((t) => t.busy).length; }
 
   private spawn(): Promise<void> {
     const worker = startThread(this.opts.script, { workerData: this.opts.workerData });

@@ -69,8 +69,6 @@ export class WorkerPool {
   private markDead!: (e: ExecutorError) => void;
   /** Resolves with the cause when any worker dies (never rejects). */
   readonly dead: Promise<ExecutorError> = new Promise((resolve) => { this.markDead = resolve; });
-  /** What each worker reported when ready, by rank. */
-  readonly info: Record<string, unknown>[] = [];
 
   private constructor(private readonly opts: WorkerPoolOptions) {
     this.reduce = ShmAllReduce.create(opts.size, opts.reduceSlotFloats ?? 1 << 16);
@@ -90,7 +88,6 @@ export class WorkerPool {
 
   get size(): number { return this.opts.size; }
   get alive(): boolean { return this.failure === undefined; }
-  get inflight(): number { return this.jobs.size; }
 
   private async spawnAll(): Promise<void> {
     const ready = Array.from({ length: this.opts.size }, (_, rank) => this.spawn(rank));
@@ -122,7 +119,7 @@ export class WorkerPool {
     return new Promise<void>((resolve, reject) => {
       let started = false;
       const handlers: Handlers<WorkerOutbound> = {
-        ready: (m) => { started = true; this.info[rank] = m.info ?? {}; resolve(); },
+        ready: () => { started = true; resolve(); },
         fatal: (m) => {
           const e = fromWire(m.error);
           if (!started) reject(e);
