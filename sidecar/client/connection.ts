@@ -12,9 +12,24 @@ import { sleep } from '../../lib/wait.js';
 import { currentTraceparent } from '../../lib/telemetry.js';
 import { Leases } from './leases.js';
 
+/** A request waiting for its reply (no per-call closures: this runs for every call). */
 interface Pending {
+  rid: number;
+  msg: Record<string, unknown>;
   resolve(r: Record<string, unknown>): void;
   reject(e: Error): void;
+  timer: NodeJS.Timeout | undefined;
+  signal: AbortSignal | undefined;
+  onAbort: (() => void) | undefined;
+}
+
+const what = (p: Pending) => `${String(p.msg.op)} ${p.msg.id ?? ''}`;
+const timedOut = (conn: Connection, p: Pending) => conn.giveUp(p, new SidecarError('SIDECAR_TIMEOUT', `${what(p)} did not complete before the deadline`));
+
+/** The call is over (replied, given up or the connection closed): stop its timer and abort listener. */
+function settle(p: Pending): void {
+  clearTimeout(p.timer);
+  if (p.onAbort) p.signal!.removeEventListener('abort', p.onAbort);
 }
 
 export interface Deadline {
@@ -44,7 +59,7 @@ export class Connection {
       this.alive = false;
       this.leases.clear();
       const err = new SidecarError('SIDECAR_UNAVAILABLE', 'the connection to the local sidecar closed (sidecar stopped or restarted)');
-      for (const p of this.pending.values()) p.reject(err);
+      for (const p of this.pending.values()) { settle(p); p.reject(err); }
       this.pending.clear();
     });
   }
@@ -84,33 +99,33 @@ export class Connection {
     const p = this.pending.get(r.rid);
     if (!p) return; // already given up on (deadline/abort); the sidecar was told to cancel
     this.pending.delete(r.rid);
+    settle(p);
     if (r.ok) p.resolve(r);
     else p.reject(errorFromWire(r.error));
+  }
+
+  /** Stops waiting for `p` (deadline or abort) and tells the sidecar to stop working on it. */
+  giveUp(p: Pending, err: SidecarError): void {
+    if (!this.pending.delete(p.rid)) return;
+    settle(p);
+    if (this.alive) writeFrame(this.sock, { op: 'cancel', rid: p.rid });
+    p.reject(err);
   }
 
   /** Sends one request and waits for its reply, until `d.deadline` or `d.signal`. */
   call(msg: Record<string, unknown>, payload: Uint8Array | undefined, d: Deadline): Promise<Record<string, unknown>> {
     if (!this.alive) return Promise.reject(new SidecarError('SIDECAR_UNAVAILABLE', 'the connection to the local sidecar is closed'));
-    const rid = this.nextRid++;
     return new Promise((resolve, reject) => {
-      const giveUp = (err: SidecarError) => {
-        if (!this.pending.delete(rid)) return;
-        cleanup();
-        if (this.alive) writeFrame(this.sock, { op: 'cancel', rid });
-        reject(err);
-      };
-      const timer = setTimeout(() => giveUp(new SidecarError('SIDECAR_TIMEOUT', `${String(msg.op)} ${msg.id ?? ''} did not complete before the deadline`)),
-        Math.max(0, d.deadline - Date.now()));
-      const onAbort = () => giveUp(new SidecarError('SIDECAR_ABORTED', `${String(msg.op)} ${msg.id ?? ''} was aborted`));
-      const cleanup = () => { clearTimeout(timer); d.signal?.removeEventListener('abort', onAbort); };
-      this.pending.set(rid, {
-        resolve: (r) => { cleanup(); resolve(r); },
-        reject: (e) => { cleanup(); reject(e); },
-      });
-      if (d.signal?.aborted) return onAbort();
-      d.signal?.addEventListener('abort', onAbort, { once: true });
+      const p: Pending = { rid: this.nextRid++, msg, resolve, reject, timer: undefined, signal: d.signal, onAbort: undefined };
+      if (d.signal) {
+        p.onAbort = () => this.giveUp(p, new SidecarError('SIDECAR_ABORTED', `${what(p)} was aborted`));
+        if (d.signal.aborted) { this.pending.set(p.rid, p); return p.onAbort(); }
+        d.signal.addEventListener('abort', p.onAbort, { once: true });
+      }
+      p.timer = setTimeout(timedOut, Math.max(0, d.deadline - Date.now()), this, p);
+      this.pending.set(p.rid, p);
       const traceparent = currentTraceparent(); // the caller's span (see SidecarClient.traced)
-      writeFrame(this.sock, { ...msg, rid, ...(traceparent ? { traceparent } : {}) }, payload);
+      writeFrame(this.sock, { ...msg, rid: p.rid, ...(traceparent ? { traceparent } : {}) }, payload);
     });
   }
 

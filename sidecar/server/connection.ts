@@ -6,6 +6,7 @@
 import type { Socket } from 'node:net';
 import { SidecarError, badRequest, errorToWire } from '../errors.js';
 import type { Allocation } from '../shm/memory.js';
+import { Cancel, type Cancellable } from '../cancel.js';
 import { FrameReader, writeFrame } from '../wire/frames.js';
 import { ClientRequest, type Lease, type PutReply, type PutReq, type RecvReply } from '../wire/protocol.js';
 import type { SidecarServer } from './server.js';
@@ -23,7 +24,7 @@ export class ClientConnection {
   private group: number[] = [];
   private hint: number | undefined;
   private readonly reservations = new Map<number, Allocation>();
-  private readonly inflight = new Map<number, AbortController>();
+  private readonly inflight = new Map<number, Cancel>();
   private readonly open = new Map<string, OpenId>();
   private leases = 0;
 
@@ -52,14 +53,20 @@ export class ClientConnection {
     const req = parsed.data;
     if (req.op === 'cancel') { this.cancel(req.rid); return; }
     if (req.op !== 'hello' && this.rank === undefined) { this.fail(req.rid, badRequest('send hello first')); return; }
-    const ac = new AbortController();
-    this.inflight.set(req.rid, ac);
-    const attributes = { 'sidecar.rank': this.rank ?? -1, ...('id' in req ? { 'sidecar.id': req.id } : {}), ...('chunk' in req ? { 'sidecar.chunk': req.chunk } : {}) };
+    const cancel = new Cancel();
+    const rid = req.rid;
+    this.inflight.set(rid, cancel);
     const traceparent = 'traceparent' in req ? req.traceparent : undefined;
-    serveTraced(`sidecar.server.${req.op}`, traceparent, attributes, () => this.dispatch(req, payload, ac.signal)).then(
-      (body) => this.reply(req.rid, body),
-      (err) => this.fail(req.rid, err),
-    ).finally(() => this.inflight.delete(req.rid));
+    const served = traceparent ? this.traced(req, traceparent, () => this.dispatch(req, payload, cancel)) : this.dispatch(req, payload, cancel);
+    served.then(
+      (body) => { this.inflight.delete(rid); this.reply(rid, body); },
+      (err) => { this.inflight.delete(rid); this.fail(rid, err); },
+    );
+  }
+
+  private traced<T>(req: Exclude<ClientRequest, { op: 'cancel' }>, traceparent: string, fn: () => Promise<T>): Promise<T> {
+    const attributes = { 'sidecar.rank': this.rank ?? -1, ...('id' in req ? { 'sidecar.id': req.id } : {}), ...('chunk' in req ? { 'sidecar.chunk': req.chunk } : {}) };
+    return serveTraced(`sidecar.server.${req.op}`, traceparent, attributes, fn);
   }
 
   private fail(rid: number, err: unknown): void {
@@ -67,7 +74,7 @@ export class ClientConnection {
     if (!this.sock.destroyed) writeFrame(this.sock, { rid, ok: false, error: errorToWire(err) });
   }
 
-  private async dispatch(req: Exclude<ClientRequest, { op: 'cancel' }>, payload: Buffer | null, signal: AbortSignal): Promise<Record<string, unknown>> {
+  private async dispatch(req: Exclude<ClientRequest, { op: 'cancel' }>, payload: Buffer | null, signal: Cancellable): Promise<Record<string, unknown>> {
     const srv = this.srv;
     switch (req.op) {
       case 'hello': {
@@ -122,7 +129,7 @@ export class ClientConnection {
     }
   }
 
-  private async put(req: PutReq, payload: Buffer | null, signal: AbortSignal): Promise<PutReply> {
+  private async put(req: PutReq, payload: Buffer | null, signal: Cancellable): Promise<PutReply> {
     const srv = this.srv;
     let reserved = req.alloc === undefined ? undefined : this.reservations.get(req.alloc);
     if (req.alloc !== undefined) {

@@ -13,6 +13,7 @@
  *  - an id's entry (with the tombstones that let late recvs fail fast) is dropped once it is idle past the ttl.
  */
 import { SidecarError } from '../errors.js';
+import type { Cancellable } from '../cancel.js';
 import type { Allocation } from '../shm/memory.js';
 import type { ChunkKind } from '../wire/protocol.js';
 import type { DType } from '../tensor.js';
@@ -122,7 +123,7 @@ export class Ledger {
   }
 
   /** The chunk, or null past the last chunk; waits until `deadline` for it to arrive. */
-  recv(id: string, chunk: number, rank: number, deadline: number, signal?: AbortSignal): Promise<ChunkRecord | null> {
+  recv(id: string, chunk: number, rank: number, deadline: number, signal?: Cancellable): Promise<ChunkRecord | null> {
     const e = this.entry(id);
     try {
       const now = this.lookup(e, id, chunk);

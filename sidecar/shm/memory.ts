@@ -5,6 +5,7 @@
  * (back-pressure: never dropped), failing with SIDECAR_TIMEOUT at its deadline.
  */
 import { SidecarError } from '../errors.js';
+import type { Cancellable } from '../cancel.js';
 import { Slab } from './slab.js';
 import { createSegment, type Segment } from './segment.js';
 
@@ -24,7 +25,7 @@ export interface Allocation {
 
 export interface AllocOptions {
   deadline: number; // epoch ms
-  signal?: AbortSignal;
+  signal?: Cancellable;
   hint?: number; // bytes per row the client expects: picks the slab
 }
 

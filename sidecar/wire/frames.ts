@@ -61,7 +61,8 @@ export interface FrameHandler<H> {
 }
 
 export class FrameReader<H> {
-  private pending: Buffer[] = [];
+  private readonly pending: Buffer[] = []; // unread bytes: pending[0] from `at` on, then the others whole
+  private at = 0;
   private pendingBytes = 0;
   private header: H | undefined;
   private payloadLen = 0;
@@ -75,20 +76,21 @@ export class FrameReader<H> {
   }
 
   private push(chunk: Buffer): void {
+    let from = 0;
     if (this.inPayload && !this.waiting && this.pendingBytes === 0) {
-      const used = this.fill(chunk, 0);
-      if (used === chunk.length) return;
-      chunk = chunk.subarray(used);
+      from = this.fill(chunk, 0);
+      if (from === chunk.length) return;
     }
+    if (this.pendingBytes === 0) { this.pending.length = 0; this.at = from; } // start over at this chunk
     this.pending.push(chunk);
-    this.pendingBytes += chunk.length;
+    this.pendingBytes += chunk.length - from;
     this.drain();
   }
 
   /** Copies payload bytes from `chunk[at..]`; returns the index after what was consumed. */
   private fill(chunk: Buffer, at: number): number {
     const n = Math.min(this.payloadLen - this.filled, chunk.length - at);
-    if (this.target) this.target.set(chunk.subarray(at, at + n), this.filled);
+    if (this.target) chunk.copy(this.target, this.filled, at, at + n);
     this.filled += n;
     if (this.filled === this.payloadLen) this.finish();
     return at + n;
@@ -103,54 +105,56 @@ export class FrameReader<H> {
     this.handler.frame(h, t);
   }
 
-  private take(n: number): Buffer {
-    const first = this.pending[0]!;
-    let out: Buffer;
-    if (first.length >= n) {
-      out = first.subarray(0, n);
-      if (first.length === n) this.pending.shift();
-      else this.pending[0] = first.subarray(n);
-    } else {
-      out = Buffer.allocUnsafe(n);
-      let o = 0;
-      while (o < n) {
-        const b = this.pending[0]!;
-        const k = Math.min(n - o, b.length);
-        b.copy(out, o, 0, k);
-        o += k;
-        if (k === b.length) this.pending.shift();
-        else this.pending[0] = b.subarray(k);
-      }
-    }
+  /** Drops the first `n` unread bytes. */
+  private skip(n: number): void {
     this.pendingBytes -= n;
-    return out;
+    while (n > 0) {
+      const left = this.pending[0]!.length - this.at;
+      if (n < left) { this.at += n; return; }
+      n -= left;
+      this.pending.shift();
+      this.at = 0;
+    }
+  }
+
+  /** The first `n` unread bytes in one buffer, and where they start in it (no copy unless they span chunks). */
+  private peek(n: number): [Buffer, number] {
+    const first = this.pending[0]!;
+    if (first.length - this.at >= n) return [first, this.at];
+    const out = Buffer.allocUnsafe(n);
+    for (let i = 0, o = 0, off = this.at; o < n; i++, off = 0) {
+      const b = this.pending[i]!;
+      const k = Math.min(n - o, b.length - off);
+      b.copy(out, o, off, off + k);
+      o += k;
+    }
+    return [out, 0];
   }
 
   private drain(): void {
     while (!this.waiting) {
       if (this.inPayload) {
         if (this.pendingBytes === 0) return;
-        const b = this.pending.shift()!;
-        this.pendingBytes -= b.length;
-        const used = this.fill(b, 0);
-        if (used < b.length) { this.pending.unshift(b.subarray(used)); this.pendingBytes += b.length - used; }
+        const at = this.at;
+        this.skip(this.fill(this.pending[0]!, at) - at);
         continue;
       }
       if (this.pendingBytes < PREFIX) return;
-      const first = this.pending[0]!;
-      const pre = first.length >= PREFIX ? first : Buffer.concat(this.pending, PREFIX);
-      const hlen = pre.readUInt32LE(0);
-      const plen = pre.readUInt32LE(4);
+      const [pre, p] = this.peek(PREFIX);
+      const hlen = pre.readUInt32LE(p);
+      const plen = pre.readUInt32LE(p + 4);
       if (this.pendingBytes < PREFIX + hlen) return;
-      this.take(PREFIX);
+      this.skip(PREFIX);
+      const [hb, h] = this.peek(hlen);
       let header: H;
       try {
-        header = JSON.parse(this.take(hlen).toString('utf8')) as H;
+        header = JSON.parse(hb.toString('utf8', h, h + hlen)) as H;
       } catch (err) {
         this.handler.error(new Error(`malformed frame header: ${(err as Error).message}`));
         this.sock.destroy();
         return;
       }
+      this.skip(hlen);
       this.header = header;
       this.payloadLen = plen;
       this.filled = 0;
