@@ -46,6 +46,12 @@ export interface DispatchDeps {
   observer?: DispatchObserver;
 }
 
+/** How long a consumer's "my producer failed" waits for the producer's own error (see GraphRun.fail). */
+const PRODUCER_ERROR_GRACE_MS = 500;
+
+const isProducerFailure = (e: Error): boolean =>
+  e instanceof TaskFailedError && JSON.stringify((e as TaskFailedError).details ?? {}).includes('SIDECAR_PRODUCER_FAILED');
+
 export function dispatchGraph(graph: TaskGraph, options: DispatchGraphOptions, deps: DispatchDeps): Promise<DispatchResult> {
   return withTraceparent(options.traceparent, () => {
     const span = tracer().startSpan('dispatcher.invoke', {
@@ -91,9 +97,21 @@ class GraphRun {
     return timer;
   }
 
-  /** The first failure wins; it aborts every call still running. */
+  private secondary: { error: Error; timer: NodeJS.Timeout } | undefined;
+
+  /**
+   * The first failure wins and aborts every call still running — except a consumer that failed only because
+   * its producer did (the sidecar said SIDECAR_PRODUCER_FAILED): that is not the root cause, so the producer's
+   * own error gets a short grace to arrive and be reported instead.
+   */
   private fail(e: Error): void {
     if (this.failure) return;
+    if (isProducerFailure(e) && this.pending.size > 1 && !this.secondary) {
+      this.secondary = { error: e, timer: setTimeout(() => this.fail(e), PRODUCER_ERROR_GRACE_MS) };
+      this.secondary.timer.unref();
+      return;
+    }
+    if (this.secondary) clearTimeout(this.secondary.timer);
     this.failure = e;
     this.abort.abort(e);
   }
@@ -128,6 +146,7 @@ class GraphRun {
       const descriptors = this.graph.invocations.map((inv) => (this.deps.descriptors ?? descriptorFor)(inv.task));
       const requests = this.graph.invocations.map((inv, i) => descriptors[i]!.request(inv.task, inv.input, inv.output));
       const settled = await Promise.allSettled(requests.map((request, i) => this.invoke(i, descriptors[i]!, request, leases[i]!)));
+      if (!this.failure && this.secondary) this.fail(this.secondary.error); // no root cause came: report what we have
       if (this.failure) throw this.failure;
       const results = settled.map((s) => (s as PromiseFulfilledResult<InvocationResult>).value);
       return this.result(results);

@@ -79,12 +79,15 @@ export interface FailureSite {
   url: string;
 }
 
+/** Executor statuses that mean "this input is bad": the caller gets them as they are, not a 502. */
+const INPUT_ERROR_STATUSES = new Set([400, 413, 422]);
+
 export class TaskFailedError extends DispatcherError {
-  constructor(site: FailureSite, what: string, extra: Record<string, unknown> = {}) {
+  constructor(site: FailureSite, what: string, extra: { status?: number; [k: string]: unknown } = {}) {
     super(
       'TASK_FAILED',
       `invocation ${site.invocation} (${site.task}) failed on executor ${site.executorId}: ${what}`,
-      502,
+      extra.status !== undefined && INPUT_ERROR_STATUSES.has(extra.status) ? extra.status : 502,
       { ...site, ...extra },
     );
   }

@@ -3,17 +3,9 @@
  * dispatcher, which runs Eric (vision encoder) and Geri (image generator) started by the local platform from
  * their descriptors; the embeddings go Eric → sidecar → Geri.
  *
- * `cornserve up` does not start sidecars yet, so the test starts the node's sidecar itself (ranks 0..3, the
- * platform's 4 virtual devices) and hands its socket to the platform (setSidecarUrl) before registering.
- *
- * Known blocker: the local platform preloads control/platform/orphan-guard.ts (`--import`) into every child,
- * worker threads inherit that flag, and a thread started through executors/common/thread.ts fails on the .ts
- * preload before tsx is registered in it — so Eric's preprocessing threads cannot start on the local platform.
- * A probe (fixtures/thread-probe.ts, run with the platform's flags) detects this; while it holds, these tests
- * are skipped with the reason in their title. The fix is one line in thread.ts: `execArgv: []` for `.ts`
- * modules (thread-entry.mjs registers tsx itself).
+ * The test starts the node's sidecar itself (ranks 0..3, the platform's 4 virtual devices) and hands its
+ * socket to the platform (setSidecarUrl) before registering.
  */
-import { spawnSync } from 'node:child_process';
 import test from 'ava';
 import sharp from 'sharp';
 import { waitUntil } from '../../../lib/wait.js';
@@ -26,21 +18,10 @@ import { type SidecarCluster, startSidecars } from '../../helpers/sidecar.js';
 
 const APP = `${repoRoot}/functions/apps/image-variation.ts`;
 
-/** Worker threads under the local platform's node flags (see the header): undefined = they start. */
-const threadProblem = (() => {
-  const r = spawnSync(process.execPath, ['--import', 'tsx', '--import', './control/platform/orphan-guard.ts', 'test/integration/geri/fixtures/thread-probe.ts'], {
-    cwd: repoRoot, encoding: 'utf8', timeout: 30_000,
-  });
-  return r.stdout.trim() === 'ok' ? undefined : (r.stdout.trim() || r.stderr.trim().split('\n').at(-1) || `probe exited with ${r.status}`);
-})();
-const e2e = threadProblem ? test.serial.skip : test.serial;
-const titled = (title: string) => (threadProblem ? `${title} [skipped: worker threads cannot start under the local platform: ${threadProblem}]` : title);
-
 let sc: SidecarCluster;
 let p: TestPlatform;
 
 test.before(async () => {
-  if (threadProblem) return;
   const models = await modelsDir();
   sc = await startSidecars({ nodes: [[0, 1, 2, 3]] });
   p = await startPlatform({ devices: 4, childEnv: { CORNSERVE_MODELS_DIR: models } });
@@ -53,7 +34,7 @@ test.after.always(async () => {
   await sc?.stop();
 });
 
-e2e(titled('image-variation returns a PNG of the requested size, and the sidecar holds nothing afterwards'), async (t) => {
+test.serial('image-variation returns a PNG of the requested size, and the sidecar holds nothing afterwards', async (t) => {
   const res = await p.invoke('image-variation', { image_url: dataUrl('image/png', await makeImage(112, 84, { seed: 4 })), width: 96, height: 64 });
   t.is(res.status, 200, await res.clone().text());
   const { image } = (await res.json()) as { image: string };
@@ -62,16 +43,16 @@ e2e(titled('image-variation returns a PNG of the requested size, and the sidecar
   await t.notThrowsAsync(waitUntil('sidecar memory back to zero', async () => (await sc.nodes[0]!.health()).bytesInUse === 0, { timeoutMs: 15_000 }));
 });
 
-e2e(titled('without a size the variation is 256x256'), async (t) => {
+test.serial('without a size the variation is 256x256', async (t) => {
   const res = await p.invoke('image-variation', { image_url: dataUrl('image/jpeg', await makeImage(64, 64, { format: 'jpeg' })) });
   t.is(res.status, 200);
   const meta = await sharp(Buffer.from(((await res.json()) as { image: string }).image, 'base64')).metadata();
   t.deepEqual([meta.width, meta.height], [256, 256]);
 });
 
-e2e(titled('a corrupt image fails the invocation naming the problem; Geri stops waiting and the sidecar holds nothing'), async (t) => {
+test.serial('a corrupt image fails the invocation naming the problem; Geri stops waiting and the sidecar holds nothing', async (t) => {
   const res = await p.invoke('image-variation', { image_url: 'data:image/png;base64,aGVsbG8=' });
-  t.not(res.status, 200);
+  t.is(res.status, 422); // bad input stays a 4xx through dispatcher, function and gateway
   t.regex(await res.text(), /cannot be decoded/);
   const geri = (await p.store.listExecutors()).find((r) => r.executorId.startsWith('geri-'))!;
   await t.notThrowsAsync(waitUntil('geri no longer waiting for the embeddings', async () => {
