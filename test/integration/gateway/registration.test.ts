@@ -1,5 +1,5 @@
 import test from 'ava';
-import { ECHO_APP, echoAppSource, startPlatform, type TestPlatform } from '../../helpers/platform.js';
+import { ECHO_APP, TEST_ADMIN_TOKEN, echoAppSource, startPlatform, type TestPlatform } from '../../helpers/platform.js';
 
 let p: TestPlatform;
 test.before(async () => {
@@ -88,6 +88,43 @@ test.serial('unregistering the last user of a task tears it down', async (t) => 
   t.is((await p.admin(`/app/unregister/alone`)).status, 200);
   t.is(await p.store.getTask(taskId), undefined);
   t.deepEqual(await p.store.listExecutors(taskId), []);
+});
+
+test.serial('an app invoked while its registration is still deploying is a 409', async (t) => {
+  const res = await fetch(`${p.gatewayUrl}/app/register`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${TEST_ADMIN_TOKEN}`, 'content-type': 'application/json' },
+    body: JSON.stringify({ source: app('early', 13) }),
+  });
+  const reader = res.body!.getReader();
+  let seen = '';
+  while (!seen.includes('"initial"')) seen += new TextDecoder().decode((await reader.read()).value);
+  const early = await p.invoke('early', { text: 'too soon' });
+  t.is(early.status, 409);
+  t.is(((await early.json()) as { error: { code: string } }).error.code, 'APP_NOT_READY');
+  while (!(await reader.read()).done); // let the registration finish
+  t.is((await p.invoke('early', { text: 'now' })).status, 200);
+});
+
+test.serial('a registration whose tasks cannot all get devices is rolled back and says why', async (t) => {
+  const free = 4 - (await p.store.listTasks()).reduce((n, x) => n + x.devices.length, 0);
+  const before = await snapshot();
+  const tasks = Array.from({ length: free + 1 }, (_, i) => `t${i}: new EchoTask({ serviceTimeMs: ${100 + i} })`);
+  const src = `
+import { z } from 'zod';
+import { defineApp } from 'cornserve/sdk';
+import { EchoTask } from 'cornserve/tasks';
+export default defineApp({
+  name: 'greedy', tasks: { ${tasks.join(', ')} },
+  request: z.object({}), response: z.object({}),
+  async serve() { return {}; },
+});`;
+  const events = await p.registerEvents(src);
+  const last = events.at(-1) as { type: string; message: string };
+  t.is(last.type, 'error');
+  t.regex(last.message, /rolled back/);
+  t.regex(last.message, /device/i);
+  await nothingDeployed(t, before);
 });
 
 test('unregistering an unknown app is a 404', async (t) => {
