@@ -19,6 +19,7 @@ import { AppManager, type RegistrationEvent } from '../gateway/app-manager.js';
 import { buildGateway } from '../gateway/gateway.js';
 import { GatewayMetrics } from '../gateway/metrics.js';
 import { REPO_ROOT } from '../gateway/paths.js';
+import { HIDDEN_FROM_APPS } from '../gateway/source-check.js';
 import { listen, type ListeningServer } from '../gateway/server.js';
 import { LocalPlatform } from '../platform/local.js';
 import type { LogSink } from '../platform/child.js';
@@ -116,7 +117,12 @@ export async function startCornserve(opts: CornserveOptions = {}): Promise<Corns
       platform,
       dispatcherUrl: dispatcher.url,
       log: logger('app-functions'),
-      env: { ...opts.childEnv, ...(opts.bodyLimitBytes ? { CORNSERVE_BODY_LIMIT_BYTES: String(opts.bodyLimitBytes) } : {}) },
+      // The platform passes its own environment on; user code must not see the admin token.
+      env: {
+        ...opts.childEnv,
+        ...Object.fromEntries(HIDDEN_FROM_APPS.map((k) => [k, ''])),
+        ...(opts.bodyLimitBytes ? { CORNSERVE_BODY_LIMIT_BYTES: String(opts.bodyLimitBytes) } : {}),
+      },
       onStateChange: (appId, state) => apps?.onFunctionState(appId, state),
     });
     closers.push(() => functions.close());

@@ -17,6 +17,16 @@ export interface SourceCheckOptions {
 
 const MAX_OUTPUT = 1 << 20;
 
+/** Secrets of the control plane that user code (app sources, app functions) must not see. */
+export const HIDDEN_FROM_APPS = ['CORNSERVE_ADMIN_TOKEN'];
+
+/** This process's environment without the control plane's secrets. */
+export function userCodeEnv(): NodeJS.ProcessEnv {
+  const env = { ...process.env };
+  for (const k of HIDDEN_FROM_APPS) delete env[k];
+  return env;
+}
+
 export async function checkAppSource(source: string, options: SourceCheckOptions = {}): Promise<CheckResult> {
   const dir = await mkdtemp(join(tmpdir(), 'cornserve-check-'));
   const file = join(dir, 'app.ts');
@@ -32,7 +42,7 @@ function runCheck(file: string, timeoutMs: number): Promise<CheckResult> {
   return new Promise((resolve) => {
     const child = spawn(process.execPath, ['--import', 'tsx', RUNTIME_ENTRY, '--check', file], {
       cwd: REPO_ROOT,
-      env: { ...process.env, CORNSERVE_LOG_LEVEL: 'error' },
+      env: { ...userCodeEnv(), CORNSERVE_LOG_LEVEL: 'error' },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     let stdout = '';

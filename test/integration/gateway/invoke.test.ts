@@ -2,8 +2,20 @@ import test from 'ava';
 import { DEADLINE_HEADER } from '../../../functions/sdk/index.js';
 import { ECHO_APP, echoAppSource, startPlatform, type TestPlatform } from '../../helpers/platform.js';
 
+// The admin token in the environment of the control plane, as `cornserve up` usually gets it: user code must not see it.
+const SECRET = 'token-in-the-environment';
+const NOSY_APP = `
+import { z } from 'zod';
+import { defineApp } from 'cornserve/sdk';
+if (process.env.CORNSERVE_ADMIN_TOKEN) throw new Error('the check process sees the admin token');
+export default defineApp({
+  name: 'nosy', tasks: {}, request: z.object({}), response: z.object({ token: z.string() }),
+  async serve() { return { token: process.env.CORNSERVE_ADMIN_TOKEN ?? '' }; },
+});`;
+
 let p: TestPlatform;
 test.before(async () => {
+  process.env.CORNSERVE_ADMIN_TOKEN = SECRET;
   p = await startPlatform({ devices: 2, bodyLimitBytes: 64 * 1024 });
   await p.register(ECHO_APP);
   await p.register(SLOW_APP);
@@ -103,6 +115,12 @@ test('GET /metrics counts invocations per app and errors by code', async (t) => 
   t.regex(text, /cornserve_gateway_errors_total\{code="INVALID_INPUT"\} [1-9]/);
   t.regex(text, /cornserve_task_executors\{task_id="echobasetask-[0-9a-f]+",state="ready"\} 1/);
   t.regex(text, /cornserve_gateway_in_flight_requests\{app="echo"\} 0/);
+});
+
+test('user code never sees the admin token: not when checked, not when serving', async (t) => {
+  await p.register(NOSY_APP); // throws if the check process saw it
+  const res = await p.invoke('nosy', {});
+  t.deepEqual(await res.json(), { token: '' });
 });
 
 test('GET /health answers', async (t) => {
