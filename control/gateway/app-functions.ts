@@ -10,7 +10,7 @@ import { mkdir, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { LaunchSpec } from '../descriptors/types.js';
-import type { Platform, PlatformEvent } from '../platform/types.js';
+import type { AppFunctionPlatform, PlatformEvent } from '../platform/types.js';
 import type { Logger } from '../../lib/log.js';
 import { sleep } from '../../lib/wait.js';
 import { AppFunctionUnavailableError } from './errors.js';
@@ -42,7 +42,8 @@ interface Entry {
 }
 
 export interface AppFunctionsOptions {
-  platform: Platform;
+  /** The local platform, or the resource manager's HTTP API (ResourceManagerClient) when the gateway runs apart. */
+  platform: AppFunctionPlatform;
   dispatcherUrl: string;
   log: Logger;
   /** Folder for app sources. @default a fresh folder under the OS temp dir */

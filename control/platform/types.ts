@@ -69,3 +69,6 @@ export interface Platform {
   /** Stops everything it started. Idempotent. */
   shutdown(): Promise<void>;
 }
+
+/** (Added.) The part of a Platform that app functions need: what the gateway uses, in process or through the resource manager's HTTP API. */
+export type AppFunctionPlatform = Pick<Platform, 'deployAppFunction' | 'deleteAppFunction' | 'onEvent'>;

@@ -76,3 +76,10 @@ export class DeployError extends CornserveError {
     });
   }
 }
+
+/** The remote resource manager (ResourceManagerClient) could not be reached or answered nonsense. 503. */
+export class ResourceManagerUnreachableError extends CornserveError {
+  constructor(readonly url: string, reason: string) {
+    super('RESOURCE_MANAGER_UNREACHABLE', `the resource manager at ${url} is unreachable: ${reason}`, 503, { url });
+  }
+}
