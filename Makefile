@@ -43,7 +43,7 @@ test: deps redis-server kubectl models typecheck
 	bash test/run-tests.sh
 
 run: deps models
-	$(NODE) control/cli/main.ts up --apps functions/apps
+	$(NODE) control/cli/main.ts up --apps functions/apps --devices 10
 
 bench: deps models
 	$(NODE) test/bench/main.ts
