@@ -55,7 +55,7 @@ async function serve(): Promise<void> {
     ...(env[RUNTIME_ENV.bodyLimit] ? { bodyLimitBytes: Number(env[RUNTIME_ENV.bodyLimit]) } : {}),
   });
   const port = Number(env[RUNTIME_ENV.port] ?? 8000);
-  server.listen(port, env[RUNTIME_ENV.host] ?? '127.0.0.1', () => log.info({ port, app: app.name }, 'app function listening'));
+  server.listen(port, env[RUNTIME_ENV.host] ?? env.HOST ?? '127.0.0.1', () => log.info({ port, app: app.name }, 'app function listening'));
   const stop = () => {
     server.close(() => void stopTelemetry().finally(() => process.exit(0)));
     server.closeIdleConnections();
