@@ -1,0 +1,96 @@
+/**
+ * `cornserve resource-manager --platform kubernetes` as a real process against the fake API server (and a
+ * real Redis): a task deploy through its HTTP API becomes a Deployment pinned to a GPU node, an app function
+ * a Knative Service with its source ConfigMap. No executor can answer at a cluster address here, so the
+ * task deploy ends in a health timeout and is rolled back; that is asserted too.
+ */
+import test from 'ava';
+import { ResourceManagerClient } from '../../../control/resources/client.js';
+import { EchoTask } from '../../../functions/tasks/echo.js';
+import { waitUntil } from '../../../lib/wait.js';
+import { startFakeKubeApi, type FakeKubeApi } from '../../helpers/fake-kube-api.js';
+import { validateManifest } from '../../helpers/kube-models.js';
+import { startRedis, type RedisServer } from '../../helpers/redis.js';
+import { CLI, startRole, writeKubeconfig, type RoleProcess } from '../../helpers/roles.js';
+import { knativeReady, NS } from '../kubernetes/fixtures.js';
+
+let api: FakeKubeApi;
+let redis: RedisServer;
+let rm: RoleProcess;
+let kubeconfig: { path: string; remove: () => Promise<void> };
+let client: ResourceManagerClient;
+
+test.before(async () => {
+  api = await startFakeKubeApi();
+  api.put({
+    apiVersion: 'v1',
+    kind: 'Node',
+    metadata: { name: 'gpu-a' },
+    status: { allocatable: { 'nvidia.com/gpu': '2' }, conditions: [{ type: 'Ready', status: 'True' }], addresses: [{ type: 'InternalIP', address: '10.1.0.1' }] },
+  });
+  redis = await startRedis();
+  kubeconfig = await writeKubeconfig(api.url);
+  rm = await startRole(CLI, ['resource-manager', '--redis', redis.url, '--platform', 'kubernetes', '--health-timeout-ms', '3000'], {
+    KUBECONFIG: kubeconfig.path,
+    CORNSERVE_NAMESPACE: NS,
+    CORNSERVE_STORE_URL: 'redis://redis.cornserve.svc.cluster.local:6379',
+    CORNSERVE_DISPATCHER_URL: 'http://dispatcher.cornserve.svc.cluster.local:8000',
+  });
+  client = new ResourceManagerClient(rm.url);
+});
+
+test.after.always(async () => {
+  await rm?.stop();
+  await redis?.stop();
+  await api?.close();
+  await kubeconfig?.remove();
+});
+
+test.serial('the resource manager reports the kubernetes platform on /health', async (t) => {
+  t.is((await client.health()).platform, 'kubernetes');
+});
+
+test.serial('a task deployed through the resource manager becomes a Deployment with a GPU limit on the GPU node (rolled back when it never gets healthy)', async (t) => {
+  const progress: string[] = [];
+  const deploying = client.deploy([new EchoTask({ serviceTimeMs: 0 })], (p) => progress.push(p.state));
+  const deployment = await waitUntil('the executor Deployment', () => api.list('apps/v1', 'Deployment', NS)[0], { timeoutMs: 20_000 });
+  validateManifest({ apiVersion: 'apps/v1', kind: 'Deployment', ...deployment });
+  const pod = deployment.spec.template.spec;
+  t.is(pod.containers[0].resources.limits['nvidia.com/gpu'], '1');
+  t.deepEqual(pod.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms[0].matchFields[0].values, ['gpu-a'], 'pinned to its node');
+  t.is(deployment.spec.replicas, 1);
+
+  const e = await t.throwsAsync(deploying);
+  t.regex(e.message, /nothing was deployed/);
+  t.deepEqual(progress, ['deploying', 'failed']);
+  t.deepEqual(api.list('apps/v1', 'Deployment', NS), [], 'rolled back');
+  t.deepEqual(await client.listTasks(), []);
+});
+
+test.serial('an app function deployed through the resource manager becomes a Knative Service with its source ConfigMap', async (t) => {
+  const source = "export default defineApp({ name: 'hello' });\n";
+  const deploying = client.deployAppFunction({
+    appId: 'app-0123',
+    name: 'hello',
+    source,
+    launch: { kind: 'app-function', entry: 'functions/runtime/main.ts', image: 'cornserve/app-function', args: [], devicesPerExecutor: 0 },
+    env: { CORNSERVE_APP_SOURCE: '/tmp/gateway-local/app.ts', CORNSERVE_DISPATCHER_URL: 'http://dispatcher.cornserve.svc.cluster.local:8000' },
+  });
+  await waitUntil('the Knative Service', () => api.get('serving.knative.dev/v1', 'Service', NS, 'cs-app-hello'), { timeoutMs: 20_000 });
+  knativeReady(api, 'cs-app-hello');
+  const instance = await deploying;
+  t.is(instance.url, `http://cs-app-hello.${NS}.svc.cluster.local`);
+
+  const ksvc = api.get('serving.knative.dev/v1', 'Service', NS, 'cs-app-hello')!;
+  const configMap = api.get('v1', 'ConfigMap', NS, 'cs-app-hello-source')!;
+  validateManifest({ apiVersion: 'serving.knative.dev/v1', kind: 'Service', ...ksvc });
+  validateManifest({ apiVersion: 'v1', kind: 'ConfigMap', ...configMap });
+  t.is((configMap.data as Record<string, string>)['app.ts'], source);
+  const container = ksvc.spec.template.spec.containers[0];
+  t.regex(container.image, /cornserve\/app-runtime/, 'the runtime image, not the local launch spec');
+  const sourceEnv = container.env.filter((v: { name: string }) => v.name === 'CORNSERVE_APP_SOURCE');
+  t.deepEqual(sourceEnv.map((v: { value: string }) => v.value), ['/etc/cornserve/app/app.ts'], "the gateway's local path is dropped");
+
+  await client.deleteAppFunction('app-0123');
+  t.is(api.get('serving.knative.dev/v1', 'Service', NS, 'cs-app-hello'), undefined);
+});
