@@ -55,7 +55,7 @@ export interface AppEntry {
   aliases: string[];
   taskIds: string[];
   state: AppState;
-  /** From the registration check (absent for apps recovered after a restart). */
+  /** From the source check (at registration, and again when the app is recovered after a restart). */
   requestExample?: unknown;
   /** With the optional fields filled in too. */
   requestExampleFull?: unknown;
@@ -135,7 +135,7 @@ export class AppManager {
       throw e;
     }
     this.#remember(record);
-    Object.assign(this.#apps.get(appId)!, { requestExample: check.request_example, requestExampleFull: check.request_example_full, requestFields: check.request_fields });
+    this.#setRequestInfo(appId, check);
     emit({ type: 'initial', app_id: appId, task_names: taskNames });
 
     let deployed = false;
@@ -202,6 +202,10 @@ export class AppManager {
         if (missing.length) throw new Error(`its unit tasks ${missing.join(', ')} are gone`);
         await this.opts.store.setAppState(app.appId, 'not ready');
         await this.opts.functions.start({ appId: app.appId, name: app.name, source: app.source });
+        // The check runs the source in a throwaway process, never here; it gives back the request example
+        // (the OpenAI route lists chat apps by it).
+        const check = await (this.opts.checkSource ?? checkAppSource)(app.source);
+        if (check.ok) this.#setRequestInfo(app.appId, check);
         await this.opts.store.setAppState(app.appId, 'ready');
         this.#apps.get(app.appId)!.state = 'ready';
         this.opts.log.info({ appId: app.appId, name: app.name }, 'app recovered');
@@ -210,6 +214,10 @@ export class AppManager {
         await this.#undo(app.appId, app.taskIds.filter((id) => !missing.includes(id)));
       }
     }));
+  }
+
+  #setRequestInfo(appId: string, check: Extract<CheckResult, { ok: true }>): void {
+    Object.assign(this.#apps.get(appId)!, { requestExample: check.request_example, requestExampleFull: check.request_example_full, requestFields: check.request_fields });
   }
 
   #remember(app: Pick<AppRecord, 'appId' | 'name' | 'aliases' | 'taskIds' | 'state'>): void {
