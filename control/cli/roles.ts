@@ -3,7 +3,8 @@
  *
  *   cornserve resource-manager --redis URL --platform local|kubernetes --port 8001
  *     store -> platform (local: child processes + one sidecar per node; kubernetes: KubernetesPlatform from
- *     the environment, reconcile(desiredStateFromStore)) -> ResourceManager.recover() -> its HTTP API (server.ts)
+ *     the environment, reconcile(desiredStateFromStore)) -> ResourceManager (+ recover() on the local platform)
+ *     -> its HTTP API (server.ts)
  *   cornserve gateway --redis URL --port 8000   (CORNSERVE_RESOURCE_MANAGER_URL, CORNSERVE_DISPATCHER_URL)
  *     store -> ResourceManagerClient (RM API + app functions) -> AppFunctions + AppManager -> gateway -> recover()
  * The dispatcher has its own entry (control/dispatcher/main.ts). `cornserve up` stays the one-process composition.
@@ -109,8 +110,8 @@ export function startResourceManagerRole(opts: ResourceManagerRoleOptions): Prom
     }
     const resources = new ResourceManager({ store, platform, sidecarUrls, ...(opts.healthTimeoutMs ? { healthTimeoutMs: opts.healthTimeoutMs } : {}) });
     closers.push(() => resources.close());
-    const recovery = await resources.recover();
-    log.info(recovery, 'tasks recovered');
+    // Kubernetes: reconcile (above) adopted the running executors, which keep serving; recover() would replace them.
+    if (platform.kind === 'local') log.info(await resources.recover(), 'tasks recovered');
     const app = buildResourceServer({ resources, platform, ...(platform.kind === 'kubernetes' ? { appLaunch: DEFAULT_APP_LAUNCH } : {}) });
     const server = await listen(app, opts.port, opts.host ?? '127.0.0.1');
     closers.push(() => server.close(1_000));

@@ -17,6 +17,8 @@ import { knativeReady, NS } from '../kubernetes/fixtures.js';
 let api: FakeKubeApi;
 let redis: RedisServer;
 let rm: RoleProcess;
+let rmEnv: Record<string, string>;
+const rmArgs = ['resource-manager', '--redis', '', '--platform', 'kubernetes', '--health-timeout-ms', '3000'];
 let kubeconfig: { path: string; remove: () => Promise<void> };
 let client: ResourceManagerClient;
 
@@ -30,12 +32,14 @@ test.before(async () => {
   });
   redis = await startRedis();
   kubeconfig = await writeKubeconfig(api.url);
-  rm = await startRole(CLI, ['resource-manager', '--redis', redis.url, '--platform', 'kubernetes', '--health-timeout-ms', '3000'], {
+  rmArgs[2] = redis.url;
+  rmEnv = {
     KUBECONFIG: kubeconfig.path,
     CORNSERVE_NAMESPACE: NS,
     CORNSERVE_STORE_URL: 'redis://redis.cornserve.svc.cluster.local:6379',
     CORNSERVE_DISPATCHER_URL: 'http://dispatcher.cornserve.svc.cluster.local:8000',
-  });
+  };
+  rm = await startRole(CLI, rmArgs, rmEnv);
   client = new ResourceManagerClient(rm.url);
 });
 
@@ -93,4 +97,17 @@ test.serial('an app function deployed through the resource manager becomes a Kna
 
   await client.deleteAppFunction('app-0123');
   t.is(api.get('serving.knative.dev/v1', 'Service', NS, 'cs-app-hello'), undefined);
+});
+
+test.serial('a restarted resource-manager process reconciles the cluster with the store (a labelled object nobody knows is deleted)', async (t) => {
+  await rm.stop();
+  const labels = { 'app.kubernetes.io/managed-by': 'cornserve', 'app.kubernetes.io/component': 'executor', 'cornserve.ai/executor-id': 'stray' };
+  api.put({
+    apiVersion: 'apps/v1',
+    kind: 'Deployment',
+    metadata: { name: 'cs-exec-stray', namespace: NS, labels },
+    spec: { replicas: 1, selector: { matchLabels: labels }, template: { metadata: { labels }, spec: { containers: [{ name: 'executor', image: 'x' }] } } },
+  });
+  rm = await startRole(CLI, rmArgs, rmEnv, rm.port);
+  t.is(api.get('apps/v1', 'Deployment', NS, 'cs-exec-stray'), undefined);
 });
