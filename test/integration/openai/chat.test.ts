@@ -117,7 +117,7 @@ test.serial('a corrupt image fails the request cleanly before its deadline; noth
     { headers: { 'x-cornserve-deadline': String(started + 60_000) } },
   ));
   t.true(err instanceof OpenAI.APIError);
-  t.is((err as InstanceType<typeof OpenAI.APIError>).status, 422); // bad input stays a 4xx end to end
+  t.is((err as InstanceType<typeof OpenAI.APIError>).status, 400); // bad input stays a 4xx end to end (OpenAI says 400)
   t.regex((err as Error).message, /cannot be decoded/);
   t.true(Date.now() < started + 60_000);
   await t.notThrowsAsync(ap.idle());
