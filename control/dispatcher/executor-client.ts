@@ -3,23 +3,18 @@
  * pool, with the trace context and the graph's deadline in the headers. Failures become TaskFailedErrors
  * naming the invocation, task and executor; a non-2xx reply carries the executor's error body in details.
  *
- * The pool is an undici Agent (undici 7, already installed for @kubernetes/client-node) given to the
- * global fetch as its dispatcher. Its own timeouts are off: the graph's AbortSignal bounds every call.
+ * The pool is a node:http keep-alive Agent (measured cheaper per call than fetch/undici, see
+ * docs/control-plane.md "Overhead"). It has no timeouts of its own: the graph's AbortSignal bounds every call.
+ * The reply is handed to the descriptor as a web `Response`: a JSON reply with a Content-Length is read whole
+ * first (the common, cheap case); anything else (NDJSON, SSE, chunked) streams through as it arrives.
  */
-import { Agent } from 'undici';
+import { Agent, request, type IncomingMessage } from 'node:http';
+import { Readable } from 'node:stream';
 import { DEADLINE_HEADER } from '../../functions/sdk/index.js';
 import type { ExecutorRequest } from '../descriptors/types.js';
 import { TaskFailedError, type FailureSite } from './errors.js';
 
-export const executorAgent = new Agent({
-  keepAliveTimeout: 30_000,
-  keepAliveMaxTimeout: 600_000,
-  headersTimeout: 0, // the deadline bounds the wait, not undici
-  bodyTimeout: 0,
-});
-
-/** The same Agent, typed for the global fetch (whose types come from Node's bundled undici 6). */
-const poolForFetch = executorAgent as unknown as NonNullable<RequestInit['dispatcher']>;
+export const executorAgent = new Agent({ keepAlive: true, keepAliveMsecs: 30_000, maxSockets: Infinity, maxFreeSockets: 256 });
 
 /** Largest error body kept in an error's details. */
 const MAX_ERROR_BODY = 8 * 1024;
@@ -33,34 +28,79 @@ export interface ExecutorCall {
   signal: AbortSignal;
 }
 
-/** A short description of a fetch failure: "connect ECONNREFUSED 127.0.0.1:1234", "other side closed", ... */
+/** A short description of a request failure: "connect ECONNREFUSED 127.0.0.1:1234", "socket hang up", ... */
 export function describeFailure(e: unknown): string {
   const err = e as { message?: string; cause?: { message?: string; code?: string } };
   const cause = err?.cause?.message ?? err?.cause?.code;
   return cause ? `${err.message ?? 'error'} (${cause})` : (err?.message ?? String(e));
 }
 
-/** Sends the call; resolves with the 2xx Response (body unread). Rejects with `signal.reason` once aborted. */
+function webHeaders(res: IncomingMessage): Headers {
+  const headers = new Headers();
+  for (const [k, v] of Object.entries(res.headers)) if (v !== undefined) headers.set(k, Array.isArray(v) ? v.join(', ') : v);
+  return headers;
+}
+
+/** Reads the whole body; rejects if the connection breaks first. */
+function readAll(res: IncomingMessage): Promise<Buffer> {
+  return new Promise((resolve, reject) => {
+    const parts: Buffer[] = [];
+    res.on('data', (d: Buffer) => parts.push(d));
+    res.once('end', () => resolve(parts.length === 1 ? parts[0]! : Buffer.concat(parts)));
+    res.once('error', reject);
+    res.once('aborted', () => reject(new Error('the executor closed the connection mid-reply')));
+  });
+}
+
+/** Whether the reply is small, finite JSON that can be read whole before the descriptor sees it. */
+const readWhole = (res: IncomingMessage) =>
+  res.headers['content-length'] !== undefined && String(res.headers['content-type'] ?? '').startsWith('application/json');
+
+/** POSTs the call; resolves with the reply once its headers (or, for JSON, its whole body) arrived. */
+function post(url: URL, call: ExecutorCall): Promise<{ res: IncomingMessage; body?: Buffer }> {
+  const body = JSON.stringify(call.request.body);
+  return new Promise((resolve, reject) => {
+    const req = request(url, {
+      method: 'POST',
+      agent: executorAgent,
+      headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body), [DEADLINE_HEADER]: String(call.deadline), ...call.headers },
+    });
+    // Once aborted, the request (and a reply still streaming) is destroyed; callers see signal.reason.
+    const onAbort = () => req.destroy(call.signal.reason as Error);
+    call.signal.addEventListener('abort', onAbort, { once: true });
+    req.once('close', () => call.signal.removeEventListener('abort', onAbort));
+    req.once('error', reject);
+    req.once('response', (res) => {
+      if (!readWhole(res)) return resolve({ res });
+      readAll(res).then((b) => resolve({ res, body: b }), reject);
+    });
+    req.end(body);
+  });
+}
+
+/** Sends the call; resolves with the 2xx Response. Rejects with `signal.reason` once aborted. */
 export async function callExecutor(call: ExecutorCall): Promise<Response> {
   const url = new URL(call.request.path, call.site.url);
-  let res: Response;
+  if (call.signal.aborted) throw call.signal.reason;
+  let reply: { res: IncomingMessage; body?: Buffer };
   try {
-    res = await fetch(url, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json', [DEADLINE_HEADER]: String(call.deadline), ...call.headers },
-      body: JSON.stringify(call.request.body),
-      signal: call.signal,
-      dispatcher: poolForFetch,
-    });
+    reply = await post(url, call);
   } catch (e) {
     if (call.signal.aborted) throw call.signal.reason;
     throw new TaskFailedError(call.site, `request to ${url.href} failed: ${describeFailure(e)}`);
   }
-  if (res.ok) return res;
+  const { res } = reply;
+  const status = res.statusCode ?? 500;
+  if (status >= 200 && status < 300) {
+    const noBody = status === 204 || status === 304;
+    if (noBody) res.resume();
+    const body = noBody ? null : (reply.body ?? (Readable.toWeb(res) as ReadableStream<Uint8Array>));
+    return new Response(body, { status, statusText: res.statusMessage ?? '', headers: webHeaders(res) });
+  }
   let text = '';
   try {
-    text = await res.text();
-  } catch (e) {
+    text = (reply.body ?? (await readAll(res))).toString('utf8');
+  } catch {
     if (call.signal.aborted) throw call.signal.reason;
   }
   let body: unknown = text.slice(0, MAX_ERROR_BODY);
@@ -69,6 +109,6 @@ export async function callExecutor(call: ExecutorCall): Promise<Response> {
   } catch {
     /* not JSON: keep the text */
   }
-  const message = (body as { error?: { message?: string } })?.error?.message ?? (typeof body === 'string' && body ? body.slice(0, 200) : res.statusText);
-  throw new TaskFailedError(call.site, `HTTP ${res.status}: ${message}`, { status: res.status, executorError: body });
+  const message = (body as { error?: { message?: string } })?.error?.message ?? (typeof body === 'string' && body ? body.slice(0, 200) : (res.statusMessage ?? ''));
+  throw new TaskFailedError(call.site, `HTTP ${status}: ${message}`, { status, executorError: body });
 }

@@ -6,9 +6,9 @@
  * The W3C `traceparent` and `x-cornserve-deadline` headers are sent as well, so plain HTTP middleware
  * sees them too. The reply is read with readDispatchResponse (JSON outputs, or NDJSON for a stream).
  */
+import { randomUUID } from 'node:crypto';
 import { Agent, request, type IncomingMessage } from 'node:http';
 import { Readable } from 'node:stream';
-import { CloudEvent, HTTP } from 'cloudevents';
 import {
   DEADLINE_HEADER,
   DispatchError,
@@ -29,25 +29,24 @@ export interface CloudEventDispatcherOptions {
   agent?: Agent;
 }
 
-/** Builds the binary-mode HTTP message (headers + body) for one task graph. */
+/**
+ * Builds the binary-mode HTTP message (headers + body) for one task graph. Written directly (what
+ * `HTTP.binary(new CloudEvent(...))` produces, without its per-event schema validation: every attribute
+ * here is ours and valid by construction).
+ */
 export function taskGraphEvent(graph: TaskGraphJSON, appId: string, deadline: number, traceparent?: string): { headers: Record<string, string>; body: string } {
-  const event = new CloudEvent(
-    {
-      type: TASKGRAPH_EVENT_TYPE,
-      source: `/apps/${appId}`,
-      datacontenttype: 'application/json',
-      data: graph,
-      deadline,
-      ...(traceparent ? { traceparent } : {}),
-    },
-    false,
-  );
-  const msg = HTTP.binary(event);
-  const headers: Record<string, string> = {};
-  for (const [k, v] of Object.entries(msg.headers)) headers[k] = String(v);
-  headers[DEADLINE_HEADER] = String(deadline);
-  if (traceparent) headers.traceparent = traceparent;
-  return { headers, body: msg.body as string };
+  const headers: Record<string, string> = {
+    'content-type': 'application/json',
+    'ce-id': randomUUID(),
+    'ce-time': new Date().toISOString(),
+    'ce-type': TASKGRAPH_EVENT_TYPE,
+    'ce-source': `/apps/${appId}`,
+    'ce-specversion': '1.0',
+    'ce-deadline': String(deadline),
+    [DEADLINE_HEADER]: String(deadline),
+  };
+  if (traceparent) headers['ce-traceparent'] = headers.traceparent = traceparent;
+  return { headers, body: JSON.stringify(graph) };
 }
 
 function toResponse(res: IncomingMessage): Response {
