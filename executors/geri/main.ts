@@ -11,6 +11,7 @@ import { fileURLToPath } from 'node:url';
 import { Command, InvalidArgumentError, Option } from 'commander';
 import { EXECUTOR_ENV } from '../../control/descriptors/types.js';
 import { logger } from '../../lib/log.js';
+import { exitOnSignal } from '../../lib/shutdown.js';
 import { SidecarClient } from '../../sidecar/client/client.js';
 import { EngineProcess } from '../common/engine-process.js';
 import { socketPathOf } from '../common/sidecar-url.js';
@@ -76,19 +77,7 @@ const http = app.listen(port, o.host, () => {
 });
 http.keepAliveTimeout = 65_000;
 
-let stopping = false;
-const stop = () => {
-  if (stopping) return;
-  stopping = true;
-  http.close();
-  http.closeAllConnections();
-  void engine.stop(2_000).finally(() => {
-    sidecar?.close();
-    process.exit(0);
-  });
-};
-process.on('SIGTERM', stop);
-process.on('SIGINT', stop);
+const shutdown = exitOnSignal(http, () => engine.stop(2_000).finally(() => sidecar?.close()));
 void engine.exited.then(() => {
-  if (!stopping) log.error('the engine exited; /health answers 503 until this executor is restarted');
+  if (!shutdown.stopping) log.error('the engine exited; /health answers 503 until this executor is restarted');
 });

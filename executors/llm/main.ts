@@ -9,6 +9,7 @@
 import { Command } from 'commander';
 import { EXECUTOR_ENV } from '../../control/descriptors/types.js';
 import { logger } from '../../lib/log.js';
+import { exitOnSignal } from '../../lib/shutdown.js';
 import { SidecarClient } from '../../sidecar/client/client.js';
 import { resolveSidecarSocket } from '../common/sidecar-address.js';
 import { findModel } from '../models/catalog.js';
@@ -64,16 +65,4 @@ const http = server.app.listen(port, o.host, () => {
   log.info({ port, model: model.manifest.name, modelIds: model.modelIds, sidecar: socket ?? null }, 'llm executor listening');
 });
 http.keepAliveTimeout = 65_000;
-let stopping = false;
-const stop = () => {
-  if (stopping) return;
-  stopping = true;
-  http.close();
-  http.closeAllConnections();
-  void server.close().then(() => model.close()).finally(() => {
-    sidecar?.close();
-    process.exit(0);
-  });
-};
-process.on('SIGTERM', stop);
-process.on('SIGINT', stop);
+exitOnSignal(http, () => server.close().then(() => model.close()).finally(() => sidecar?.close()));

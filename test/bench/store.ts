@@ -13,17 +13,7 @@ import { RedisStore } from '../../control/store/redis.js';
 import { uniquePrefix } from '../helpers/ids.js';
 import { startRedis } from '../helpers/redis.js';
 import { sampleRoute, sampleTask } from '../helpers/store-records.js';
-
-export interface BenchResult {
-  name: string;
-  figure: number;
-  unit: string;
-  baseline: number;
-  baselineName: string;
-  ratio: number;
-  target?: string;
-  notes?: string;
-}
+import type { BenchResult } from './types.js';
 
 const ROUNDS = 5;
 

@@ -12,6 +12,9 @@
  * those writes emit watch events but are not recorded as requests.
  * Built-in list items carry no apiVersion/kind (as the real server does); custom resources' items do.
  */
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { randomUUID } from 'node:crypto';
 import { isDeepStrictEqual } from 'node:util';
@@ -484,4 +487,22 @@ export async function startFakeKubeApi({ garbageCollection = true }: FakeKubeApi
       await new Promise<void>((resolve) => server.close(() => resolve()));
     },
   };
+}
+
+/** A kubeconfig file for a (fake) API server at `server`, namespace cornserve; remove() deletes it. */
+export async function writeKubeconfig(server: string): Promise<{ path: string; remove: () => Promise<void> }> {
+  const dir = await mkdtemp(join(tmpdir(), 'cs-kubeconfig-'));
+  const path = join(dir, 'config');
+  await writeFile(
+    path,
+    [
+      'apiVersion: v1',
+      'kind: Config',
+      `clusters: [{name: fake, cluster: {server: "${server}", insecure-skip-tls-verify: true}}]`,
+      'users: [{name: u, user: {token: test-token}}]',
+      'contexts: [{name: fake, context: {cluster: fake, user: u, namespace: cornserve}}]',
+      'current-context: fake',
+    ].join('\n'),
+  );
+  return { path, remove: () => rm(dir, { recursive: true, force: true }) };
 }

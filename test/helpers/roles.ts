@@ -53,23 +53,4 @@ export async function startRole(entry: string, args: string[], env: Record<strin
 export const CLI = 'control/cli/main.ts';
 export const DISPATCHER = 'control/dispatcher/main.ts';
 
-/** A kubeconfig file for a (fake) API server at `server`, namespace cornserve; remove() deletes it. */
-export async function writeKubeconfig(server: string): Promise<{ path: string; remove: () => Promise<void> }> {
-  const { mkdtemp, rm, writeFile } = await import('node:fs/promises');
-  const { tmpdir } = await import('node:os');
-  const { join } = await import('node:path');
-  const dir = await mkdtemp(join(tmpdir(), 'cs-kubeconfig-'));
-  const path = join(dir, 'config');
-  await writeFile(
-    path,
-    [
-      'apiVersion: v1',
-      'kind: Config',
-      `clusters: [{name: fake, cluster: {server: "${server}", insecure-skip-tls-verify: true}}]`,
-      'users: [{name: u, user: {token: test-token}}]',
-      'contexts: [{name: fake, context: {cluster: fake, user: u, namespace: cornserve}}]',
-      'current-context: fake',
-    ].join('\n'),
-  );
-  return { path, remove: () => rm(dir, { recursive: true, force: true }) };
-}
+export { writeKubeconfig } from './fake-kube-api.js';

@@ -4,11 +4,9 @@
  */
 import test from 'ava';
 import { execFile } from 'node:child_process';
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { startFakeKubeApi, type FakeKubeApi } from '../../helpers/fake-kube-api.js';
+import { startFakeKubeApi, writeKubeconfig, type FakeKubeApi } from '../../helpers/fake-kube-api.js';
 
 const ROOT = fileURLToPath(new URL('../../../', import.meta.url));
 
@@ -20,20 +18,8 @@ const gpuNode = (name: string, gpus: string, ip: string) => ({
 });
 
 async function launch(t: { teardown(fn: () => Promise<void>): void }, api: FakeKubeApi, node: string) {
-  const dir = await mkdtemp(join(tmpdir(), 'cs-kubeconfig-'));
-  t.teardown(() => rm(dir, { recursive: true, force: true }));
-  const kubeconfig = join(dir, 'config');
-  await writeFile(
-    kubeconfig,
-    [
-      'apiVersion: v1',
-      'kind: Config',
-      `clusters: [{name: fake, cluster: {server: "${api.url}", insecure-skip-tls-verify: true}}]`,
-      'users: [{name: u, user: {token: test-token}}]',
-      'contexts: [{name: fake, context: {cluster: fake, user: u, namespace: cornserve}}]',
-      'current-context: fake',
-    ].join('\n'),
-  );
+  const { path: kubeconfig, remove } = await writeKubeconfig(api.url);
+  t.teardown(remove);
   return new Promise<{ code: number; stdout: string; stderr: string }>((resolve) => {
     execFile(
       process.execPath,
