@@ -3,7 +3,8 @@
  *
  *   cornserve resource-manager --redis URL --platform local|kubernetes --port 8001
  *     store -> platform (local: child processes + one sidecar per node; kubernetes: KubernetesPlatform from
- *     the environment, reconcile(desiredStateFromStore)) -> ResourceManager (+ recover() on the local platform)
+ *     the environment, reconcile(desiredStateFromStore)) -> ResourceManager (+ adopt() on Kubernetes: the running
+ *     executors get task managers without restarting; recover() on the local platform)
  *     -> its HTTP API (server.ts)
  *   cornserve gateway --redis URL --port 8000   (CORNSERVE_RESOURCE_MANAGER_URL, CORNSERVE_DISPATCHER_URL)
  *     store -> ResourceManagerClient (RM API + app functions) -> AppFunctions + AppManager -> gateway -> recover()
@@ -19,6 +20,7 @@ import { REPO_ROOT } from '../gateway/paths.js';
 import { listen } from '../gateway/server.js';
 import { descriptorFor } from '../descriptors/registry.js';
 import { DEFAULT_APP_LAUNCH, KubernetesPlatform, desiredStateFromStore, kubernetesOptionsFromEnv } from '../platform/kubernetes/index.js';
+import type { ReconcileReport } from '../platform/kubernetes/reconcile.js';
 import { LocalPlatform } from '../platform/local.js';
 import type { Platform } from '../platform/types.js';
 import { ResourceManagerClient } from '../resources/client.js';
@@ -80,6 +82,7 @@ export function startResourceManagerRole(opts: ResourceManagerRoleOptions): Prom
   return compose('resource-manager', async (closers, store) => {
     let platform: Platform;
     let sidecarUrls: Record<string, string> = {};
+    let reconciled: ReconcileReport | undefined;
     if (opts.platform === 'kubernetes') {
       const kc = new KubeConfig();
       kc.loadFromDefault();
@@ -95,6 +98,7 @@ export function startResourceManagerRole(opts: ResourceManagerRoleOptions): Prom
         }),
       );
       log.info(report, 'reconciled the cluster with the store');
+      reconciled = report;
       for (const n of await k8s.listNodes()) if (n.sidecarUrl) sidecarUrls[n.node] = n.sidecarUrl;
       platform = k8s;
     } else {
@@ -110,8 +114,10 @@ export function startResourceManagerRole(opts: ResourceManagerRoleOptions): Prom
     }
     const resources = new ResourceManager({ store, platform, sidecarUrls, ...(opts.healthTimeoutMs ? { healthTimeoutMs: opts.healthTimeoutMs } : {}) });
     closers.push(() => resources.close());
-    // Kubernetes: reconcile (above) adopted the running executors, which keep serving; recover() would replace them.
-    if (platform.kind === 'local') log.info(await resources.recover(), 'tasks recovered');
+    // Kubernetes: reconcile (above) adopted the running executors, which keep serving; adopt() gives them task
+    // managers again (scale, restarts) without restarting them. Local: the children died with the old process.
+    if (reconciled) log.info(await resources.adopt({ startedExecutors: reconciled.executors.created }), 'executors adopted');
+    else log.info(await resources.recover(), 'tasks recovered');
     const app = buildResourceServer({ resources, platform, ...(platform.kind === 'kubernetes' ? { appLaunch: DEFAULT_APP_LAUNCH } : {}) });
     const server = await listen(app, opts.port, opts.host ?? '127.0.0.1');
     closers.push(() => server.close(1_000));

@@ -12,7 +12,7 @@ import type { UnitTask } from '../../functions/sdk/index.js';
 import { descriptorFor } from '../descriptors/registry.js';
 import type { LaunchSpec, TaskDescriptor } from '../descriptors/types.js';
 import type { Platform } from '../platform/types.js';
-import type { DeviceRef, Store, UnitTaskRecord } from '../store/types.js';
+import type { DeviceRef, ExecutorRoute, Store, UnitTaskRecord } from '../store/types.js';
 import { TaskManager, type TaskManagerOptions } from '../taskmanager/manager.js';
 import { logger } from '../../lib/log.js';
 import {
@@ -52,6 +52,8 @@ export interface ResourceManagerOptions {
   executorEnv?: Record<string, string>;
   /** Further task-manager settings (restart backoff, poll intervals). */
   taskManager?: Partial<Omit<TaskManagerOptions, 'taskId' | 'executorName' | 'launch' | 'store' | 'platform'>>;
+  /** adopt(): bound on the health check of an executor found running. @default 10000 */
+  adoptHealthTimeoutMs?: number;
   /** Rebuilds a task from its record (recovery, adoption). @default the unit-task class registry */
   taskFromRecord?: (record: UnitTaskRecord) => UnitTask;
 }
@@ -64,6 +66,30 @@ interface Managed {
 
 export interface RecoveryReport {
   recovered: string[];
+  removed: string[];
+  failed: Array<{ taskId: string; error: string }>;
+}
+
+export interface AdoptOptions {
+  /**
+   * Executors the platform has just (re)created for their routes (Kubernetes: reconcile's `created`): they are
+   * waited for like a start (healthTimeoutMs) instead of the shorter adoption bound.
+   */
+  startedExecutors?: Iterable<string>;
+}
+
+export interface AdoptionReport {
+  /** Tasks taken over with at least one of their running executors. */
+  adopted: string[];
+  /** Executors kept as they were (healthy; not restarted). */
+  kept: string[];
+  /** Executors that were gone or unhealthy and were restarted (or wait for a retry, see TaskManager). */
+  restarted: string[];
+  /** Routes dropped: draining when the previous manager stopped, or devices that do not fit. */
+  dropped: string[];
+  /** Tasks with no executor left to adopt: brought up again as recover() does. */
+  recovered: string[];
+  /** Tasks nobody uses any more: torn down. */
   removed: string[];
   failed: Array<{ taskId: string; error: string }>;
 }
@@ -210,6 +236,27 @@ export class ResourceManager implements ResourceManagerApi {
   }
 
   /**
+   * Takes over the tasks in the Store whose executors are still running (a restarted resource manager on
+   * Kubernetes, after reconcile), without restarting them. For each task: its TaskManager is rebuilt from the
+   * Store's routes and the inventory; each executor is health-checked (bounded by adoptHealthTimeoutMs); the
+   * healthy ones are kept as they are, those gone or unhealthy are restarted through the platform on their
+   * devices. From then on the task is managed as usual (scale, drain, restart on unexpected exit). Routes that
+   * were draining are finished off; a task with no executor to adopt is brought up as recover() does; tasks
+   * nobody uses are torn down. Requires a platform that knows the executors (Kubernetes after reconcile,
+   * or the local platform instance that started them): their exits come through its events.
+   */
+  async adopt(options: AdoptOptions = {}): Promise<AdoptionReport> {
+    this.assertOpen();
+    await this.init();
+    const started = new Set(options.startedExecutors ?? []);
+    const report: AdoptionReport = { adopted: [], kept: [], restarted: [], dropped: [], recovered: [], removed: [], failed: [] };
+    const tasks = await this.opts.store.listTasks();
+    await Promise.all(tasks.map(({ taskId }) => this.taskLocks.run(taskId, () => this.adoptTask(taskId, started, report))));
+    log.info(report, 'adoption finished');
+    return report;
+  }
+
+  /**
    * Stops every executor this manager runs (no drain) and deletes their routes, but keeps the task records
    * and their usage in the Store, so a new resource manager on the same Store can recover them. Idempotent.
    */
@@ -220,7 +267,62 @@ export class ResourceManager implements ResourceManagerApi {
     await Promise.allSettled(all.map(([, m]) => m.tm.stop({ drain: false })));
   }
 
-  // ---------- deploy / teardown of one task (called with its lock held) ----------
+  // ---------- deploy / teardown / adoption of one task (called with its lock held) ----------
+
+  private async adoptTask(taskId: string, started: ReadonlySet<string>, report: AdoptionReport): Promise<void> {
+    const record = await this.opts.store.getTask(taskId);
+    if (!record || this.managed.has(taskId)) return;
+    if (record.usage <= 0 || record.state === 'tearing down') {
+      await this.teardown(taskId);
+      report.removed.push(taskId);
+      return;
+    }
+    try {
+      const task = (this.opts.taskFromRecord ?? defaultTaskFromRecord)(record);
+      const descriptor = (this.opts.descriptors ?? descriptorFor)(task);
+      const launch = descriptor.launch(task);
+      const per = launch.devicesPerExecutor;
+      const routes = await this.opts.store.listExecutors(taskId);
+      const candidates = routes.filter((r) => r.state !== 'draining' && r.devices.length === per && r.devices.every((d) => d.node === r.devices[0]!.node));
+      const keep = await this.changeInventory((inv) => {
+        let inventory = freeOwner(inv, taskId).inventory;
+        const fitting: ExecutorRoute[] = [];
+        for (const r of candidates) {
+          try {
+            inventory = claimDevices(inventory, r.devices, taskId);
+            fitting.push(r);
+          } catch {
+            // devices held by another task or not in the inventory: dropped below
+          }
+        }
+        return { inventory, result: fitting };
+      });
+      for (const r of routes.filter((x) => !keep.includes(x))) {
+        await this.opts.platform.stopExecutor(r.executorId).catch(() => {});
+        await this.opts.store.deleteExecutor(r.executorId);
+        report.dropped.push(r.executorId);
+      }
+      if (keep.length === 0) {
+        await this.opts.store.updateTask(taskId, { state: 'deploying' });
+        await this.bringUp(taskId, task, record.devices);
+        report.recovered.push(taskId);
+        return;
+      }
+      const tm = this.newTaskManager(taskId, task, descriptor, launch);
+      const adoptBound = this.opts.adoptHealthTimeoutMs ?? 10_000;
+      const startBound = this.opts.healthTimeoutMs ?? 60_000;
+      const outcome = await tm.adoptExecutors(keep.map((route) => ({ route, timeoutMs: started.has(route.executorId) ? startBound : adoptBound })));
+      this.managed.set(taskId, { tm, name: task.name, launch });
+      await this.opts.store.updateTask(taskId, { devices: tm.devices(), state: 'ready' });
+      report.adopted.push(taskId);
+      report.kept.push(...outcome.kept);
+      report.restarted.push(...outcome.restarted, ...outcome.restarting);
+    } catch (e) {
+      log.error({ task: taskId, err: (e as Error).message }, 'cannot adopt task');
+      await this.opts.store.updateTask(taskId, { state: 'failed' }).catch(() => {});
+      report.failed.push({ taskId, error: (e as Error).message });
+    }
+  }
 
   private acquire(taskId: string, task: UnitTask, onProgress: (p: DeployProgress) => void, acquired: string[]): Promise<void> {
     const name = task.name;
@@ -273,17 +375,7 @@ export class ResourceManager implements ResourceManagerApi {
       return { inventory: a.inventory, result: a.devices };
     });
     await this.opts.store.updateTask(taskId, { devices });
-    const tm = new TaskManager({
-      ...this.opts.taskManager,
-      taskId,
-      executorName: descriptor.executorName(task),
-      launch,
-      store: this.opts.store,
-      platform: this.opts.platform,
-      ...(this.opts.executorEnv ? { env: this.opts.executorEnv } : {}),
-      ...(this.opts.healthTimeoutMs !== undefined ? { healthTimeoutMs: this.opts.healthTimeoutMs } : {}),
-      ...(this.opts.drainGraceMs !== undefined ? { drainGraceMs: this.opts.drainGraceMs } : {}),
-    });
+    const tm = this.newTaskManager(taskId, task, descriptor, launch);
     try {
       await tm.addExecutors(chunk(devices, per));
     } catch (e) {
@@ -295,6 +387,20 @@ export class ResourceManager implements ResourceManagerApi {
     this.managed.set(taskId, { tm, name: task.name, launch });
     await this.opts.store.updateTask(taskId, { state: 'ready' });
     log.info({ task: taskId, name: task.name, devices: devices.map((d) => d.globalRank) }, 'task ready');
+  }
+
+  private newTaskManager(taskId: string, task: UnitTask, descriptor: TaskDescriptor, launch: LaunchSpec): TaskManager {
+    return new TaskManager({
+      ...this.opts.taskManager,
+      taskId,
+      executorName: descriptor.executorName(task),
+      launch,
+      store: this.opts.store,
+      platform: this.opts.platform,
+      ...(this.opts.executorEnv ? { env: this.opts.executorEnv } : {}),
+      ...(this.opts.healthTimeoutMs !== undefined ? { healthTimeoutMs: this.opts.healthTimeoutMs } : {}),
+      ...(this.opts.drainGraceMs !== undefined ? { drainGraceMs: this.opts.drainGraceMs } : {}),
+    });
   }
 
   /** State 'tearing down', drain and stop its executors (or stale routes), free its devices, delete it. */

@@ -76,6 +76,16 @@ interface Slot {
 
 type ExitEvent = Extract<PlatformEvent, { kind: 'executor-exited' }>;
 
+/** What adoptExecutors() did, by executor id. */
+export interface AdoptionOutcome {
+  /** Healthy: kept as they were (same process). */
+  kept: string[];
+  /** Gone or unhealthy: restarted and serving again. */
+  restarted: string[];
+  /** Gone or unhealthy, and the restart failed: retried with backoff like any crashed executor. */
+  restarting: string[];
+}
+
 export class TaskManager {
   readonly taskId: string;
   private readonly slots = new Map<string, Slot>();
@@ -138,7 +148,80 @@ export class TaskManager {
     return mine.flatMap((s) => s.devices);
   }
 
+  /**
+   * Takes over executors a previous resource manager started (their routes are in the Store), without restarting
+   * them: each is health-checked (GET healthPath, bounded by its `timeoutMs`, failing at once when the platform
+   * reports its exit); a healthy one is kept as it is (route `ready`, same process), one that is gone or
+   * unhealthy is stopped through the platform and restarted on its devices (the usual restart, with backoff
+   * when it fails again). From then on they are managed like executors this manager started. Never throws for
+   * an executor's health; resolves once every adoptee is either serving or waiting for a restart.
+   */
+  async adoptExecutors(adoptees: Array<{ route: ExecutorRoute; timeoutMs: number }>): Promise<AdoptionOutcome> {
+    if (this.closed) throw new Error(`task manager ${this.taskId} is stopped`);
+    const slots = adoptees.map(({ route }) => this.adoptSlot(route));
+    const outcome: AdoptionOutcome = { kept: [], restarted: [], restarting: [] };
+    await Promise.all(
+      adoptees.map(async ({ timeoutMs }, i) => {
+        const slot = slots[i]!;
+        const done = this.takeOver(slot, timeoutMs);
+        slot.pending = done.then(() => {});
+        const kept = await done;
+        if (kept) outcome.kept.push(slot.executorId);
+        else if (slot.phase === 'running') outcome.restarted.push(slot.executorId);
+        else if (slot.phase === 'restarting') outcome.restarting.push(slot.executorId);
+      }),
+    );
+    return outcome;
+  }
+
   // ---------- starting ----------
+
+  private adoptSlot(route: ExecutorRoute): Slot {
+    if (this.slots.has(route.executorId)) throw new Error(`executor ${route.executorId} already exists`);
+    const slot: Slot = {
+      executorId: route.executorId,
+      devices: route.devices,
+      startedAt: route.startedAt,
+      phase: 'starting',
+      url: route.url,
+      port: Number(new URL(route.url).port) || undefined,
+      restarts: 0,
+      totalRestarts: 0,
+      removed: new AbortController(),
+    };
+    this.slots.set(slot.executorId, slot);
+    return slot;
+  }
+
+  /** true: healthy and kept; false: replaced (restarted, or waiting for its next restart attempt). */
+  private async takeOver(slot: Slot, timeoutMs: number): Promise<boolean> {
+    const exited = new Promise<false>((resolve) => (slot.onExit = () => resolve(false)));
+    const healthy = await Promise.race([
+      waitHealthy(slot.url!, this.opts.launch.healthPath ?? '/health', {
+        timeoutMs,
+        intervalMs: this.opts.healthIntervalMs ?? 100,
+        signal: slot.removed.signal,
+      }).then(() => true, () => false),
+      exited,
+    ]);
+    slot.onExit = undefined;
+    if (slot.phase !== 'starting') return false; // removed meanwhile
+    if (healthy) {
+      slot.phase = 'running';
+      slot.readyAt = Date.now();
+      await this.opts.store.setExecutorState(slot.executorId, 'ready');
+      this.log.info({ executor: slot.executorId }, 'executor adopted');
+      return true;
+    }
+    this.log.warn({ executor: slot.executorId, url: slot.url }, 'adopted executor is gone or unhealthy; restarting it');
+    await this.opts.platform.stopExecutor(slot.executorId, { graceMs: this.opts.stopGraceMs ?? 5_000 }).catch((err) => this.log.warn({ err }, 'cannot stop it'));
+    if (slot.phase !== 'starting') return false;
+    slot.phase = 'restarting';
+    slot.totalRestarts++;
+    this.setState(slot, 'failed');
+    await this.restart(slot);
+    return false;
+  }
 
   private newSlot(devices: DeviceRef[]): Slot {
     const executorId = `${this.opts.executorName}-${devices.map((d) => d.globalRank).join('-')}`;
