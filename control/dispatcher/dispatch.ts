@@ -15,7 +15,7 @@ import { toJsonValue } from '../../functions/sdk/index.js';
 import { descriptorFor } from '../descriptors/registry.js';
 import type { InvocationResult, TaskDescriptor } from '../descriptors/types.js';
 import type { Store } from '../store/types.js';
-import { SpanKind, SpanStatusCode, context, propagation, trace, tracer, withTraceparent, type Span } from '../../lib/telemetry.js';
+import { NOOP_SPAN, SpanKind, SpanStatusCode, context, propagation, trace, tracer, tracingOn, withTraceparent, type Span } from '../../lib/telemetry.js';
 import { DeadlineExceededError, DispatchCancelledError, TaskFailedError, type FailureSite } from './errors.js';
 import { callExecutor, describeFailure } from './executor-client.js';
 import { routerFor, type Lease, type Router } from './routing.js';
@@ -53,6 +53,7 @@ const isProducerFailure = (e: Error): boolean =>
   e instanceof TaskFailedError && JSON.stringify((e as TaskFailedError).details ?? {}).includes('SIDECAR_PRODUCER_FAILED');
 
 export function dispatchGraph(graph: TaskGraph, options: DispatchGraphOptions, deps: DispatchDeps): Promise<DispatchResult> {
+  if (!tracingOn()) return new GraphRun(graph, options, deps, NOOP_SPAN).run();
   return withTraceparent(options.traceparent, () => {
     const span = tracer().startSpan('dispatcher.invoke', {
       kind: SpanKind.SERVER,
@@ -164,12 +165,15 @@ class GraphRun {
     const inv = this.graph.invocations[i]!;
     const site = this.sites[i]!;
     const ended = this.deps.observer?.invocationStarted(lease.taskId);
-    const span = tracer().startSpan(`dispatcher.call ${site.task}`, {
-      kind: SpanKind.CLIENT,
-      attributes: { 'cornserve.task': site.task, 'cornserve.task_id': site.taskId, 'cornserve.executor': site.executorId, 'url.full': new URL(request.path, site.url).href },
-    });
     const headers: Record<string, string> = {};
-    propagation.inject(trace.setSpan(context.active(), span), headers);
+    let span = NOOP_SPAN;
+    if (tracingOn()) {
+      span = tracer().startSpan(`dispatcher.call ${site.task}`, {
+        kind: SpanKind.CLIENT,
+        attributes: { 'cornserve.task': site.task, 'cornserve.task_id': site.taskId, 'cornserve.executor': site.executorId, 'url.full': new URL(request.path, site.url).href },
+      });
+      propagation.inject(trace.setSpan(context.active(), span), headers);
+    }
     this.pending.add(i);
     let released: Promise<void> | undefined;
     const done = (error?: unknown) => (released ??= this.endCall(i, span, lease, ended, error));

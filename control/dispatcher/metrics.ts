@@ -6,6 +6,20 @@
 import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
 import type { DispatchObserver } from './dispatch.js';
 
+type Child<T extends { labels: (...a: never[]) => unknown }> = ReturnType<T['labels']>;
+
+interface AppChildren {
+  inFlight: Child<Gauge<'app'>>;
+  ok: Child<Histogram<'app' | 'outcome'>>;
+  error: Child<Histogram<'app' | 'outcome'>>;
+  routes: Map<string, Child<Counter<'app' | 'route'>>>;
+}
+
+interface TaskChildren {
+  calls: Child<Counter<'task'>>;
+  inFlight: Child<Gauge<'task'>>;
+}
+
 export class DispatcherMetrics implements DispatchObserver {
   private readonly requests: Counter<'app' | 'route'>;
   private readonly duration: Histogram<'app' | 'outcome'>;
@@ -30,29 +44,52 @@ export class DispatcherMetrics implements DispatchObserver {
     this.invocationsInFlight = new Gauge({ name: 'cornserve_dispatcher_in_flight_invocations', help: 'Executor calls in flight (streams included)', labelNames: ['task'], registers });
   }
 
+  /** Label children per app / task, looked up once (prom-client hashes the labels on every labelled call). */
+  private readonly appChildren = new Map<string, AppChildren>();
+  private readonly taskChildren = new Map<string, TaskChildren>();
+
+  private forApp(app: string): AppChildren {
+    let c = this.appChildren.get(app);
+    if (!c) {
+      c = { inFlight: this.inFlight.labels({ app }), ok: this.duration.labels({ app, outcome: 'ok' }), error: this.duration.labels({ app, outcome: 'error' }), routes: new Map() };
+      this.appChildren.set(app, c);
+    }
+    return c;
+  }
+
+  private forTask(task: string): TaskChildren {
+    let c = this.taskChildren.get(task);
+    if (!c) this.taskChildren.set(task, (c = { calls: this.invocations.labels({ task }), inFlight: this.invocationsInFlight.labels({ task }) }));
+    return c;
+  }
+
   /** Counts a graph; the returned function ends it with its error code (undefined = success). Call it once. */
   requestStarted(app: string, route: string): (errorCode?: string) => void {
-    this.requests.inc({ app, route });
-    this.inFlight.inc({ app });
-    const stop = this.duration.startTimer({ app });
+    const c = this.forApp(app);
+    let requests = c.routes.get(route);
+    if (!requests) c.routes.set(route, (requests = this.requests.labels({ app, route })));
+    requests.inc();
+    c.inFlight.inc();
+    const t0 = performance.now();
     let ended = false;
     return (errorCode) => {
       if (ended) return;
       ended = true;
-      this.inFlight.dec({ app });
-      stop({ outcome: errorCode ? 'error' : 'ok' });
+      c.inFlight.dec();
+      (errorCode ? c.error : c.ok).observe((performance.now() - t0) / 1000);
       if (errorCode) this.errors.inc({ app, code: errorCode });
     };
   }
 
   invocationStarted(taskId: string): () => void {
-    this.invocations.inc({ task: taskId });
-    this.invocationsInFlight.inc({ task: taskId });
+    const c = this.forTask(taskId);
+    c.calls.inc();
+    c.inFlight.inc();
     let ended = false;
     return () => {
       if (ended) return;
       ended = true;
-      this.invocationsInFlight.dec({ task: taskId });
+      c.inFlight.dec();
     };
   }
 }
