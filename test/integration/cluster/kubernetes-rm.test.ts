@@ -8,6 +8,13 @@ import test from 'ava';
 import { ResourceManagerClient } from '../../../control/resources/client.js';
 import { EchoTask } from '../../../functions/tasks/echo.js';
 import { waitUntil } from '../../../lib/wait.js';
+import { executorObjectName, labelValue } from '../../../control/platform/kubernetes/names.js';
+import { newTaskRecord } from '../../../control/resources/task-records.js';
+import { createStore } from '../../../control/store/index.js';
+import { taskIdOf } from '../../../control/store/task-id.js';
+import type { ExecutorRoute } from '../../../control/store/types.js';
+import { startEchoExecutor, type EchoExecutor } from '../../helpers/executors.js';
+import { echo } from '../../helpers/local-platform.js';
 import { startFakeKubeApi, type FakeKubeApi } from '../../helpers/fake-kube-api.js';
 import { validateManifest } from '../../helpers/kube-models.js';
 import { startRedis, type RedisServer } from '../../helpers/redis.js';
@@ -110,4 +117,50 @@ test.serial('a restarted resource-manager process reconciles the cluster with th
   });
   rm = await startRole(CLI, rmArgs, rmEnv, rm.port);
   t.is(api.get('apps/v1', 'Deployment', NS, 'cs-exec-stray'), undefined);
+});
+
+test.serial('a restarted resource-manager process adopts the running executors: scale works without restarting them', async (t) => {
+  await rm.stop();
+  // What a previous resource manager left: a ready task with two executors (Deployments in the cluster, routes in
+  // the Store). Their routes point at real echo executors on this machine, so health checks can pass.
+  const echos: EchoExecutor[] = [];
+  t.teardown(() => Promise.all(echos.map((e) => e.stop())));
+  for (let i = 0; i < 2; i++) echos.push(await startEchoExecutor());
+  const task = new EchoTask({ serviceTimeMs: 0 });
+  const taskId = taskIdOf(task);
+  const store = createStore({ redisUrl: redis.url });
+  t.teardown(() => store.close());
+  await store.ready();
+  await store.acquireTask(newTaskRecord(task));
+  const routes: ExecutorRoute[] = echos.map((e, rank) => ({
+    executorId: `echo-adopt-${rank}`,
+    taskId,
+    url: e.url,
+    sidecarRanks: [rank],
+    devices: [{ node: 'gpu-a', globalRank: rank, localRank: rank }],
+    state: 'ready',
+    outstanding: 0,
+    startedAt: Date.now() + rank,
+  }));
+  for (const route of routes) {
+    await store.putExecutor(route);
+    const labels = { 'app.kubernetes.io/managed-by': 'cornserve', 'app.kubernetes.io/component': 'executor', 'cornserve.ai/executor-id': labelValue(route.executorId) };
+    const metadata = { namespace: NS, labels, annotations: { 'cornserve.ai/executor-id': route.executorId } };
+    const spec = { selector: { matchLabels: labels }, template: { metadata: { labels }, spec: { containers: [{ name: 'executor', image: 'x' }] } } };
+    api.put({ apiVersion: 'apps/v1', kind: 'Deployment', metadata: { ...metadata, name: executorObjectName(route.executorId) }, spec: { replicas: 1, ...spec } });
+    api.put({ apiVersion: 'v1', kind: 'Service', metadata: { ...metadata, name: executorObjectName(route.executorId) }, spec: { selector: labels, ports: [{ port: 80 }] } });
+  }
+  await store.updateTask(taskId, { devices: routes.flatMap((r) => r.devices), state: 'ready' });
+
+  const kept = () => api.get('apps/v1', 'Deployment', NS, executorObjectName(routes[1]!.executorId));
+  const before = kept()!.metadata;
+
+  rm = await startRole(CLI, rmArgs, rmEnv, rm.port);
+  const status = await client.scale(taskId, -1);
+
+  t.deepEqual(status.executors.map((e) => e.executorId), [routes[1]!.executorId], 'the oldest executor was drained and removed');
+  t.is(api.get('apps/v1', 'Deployment', NS, executorObjectName(routes[0]!.executorId)), undefined, 'its Deployment deleted');
+  t.deepEqual([kept()?.metadata.uid, kept()?.metadata.resourceVersion], [before.uid, before.resourceVersion], 'the other Deployment is untouched (not re-created)');
+  t.is((await echo(routes[1]!.url, 'still here')).status, 200);
+  t.deepEqual(status.devices, routes[1]!.devices);
 });
