@@ -2,6 +2,7 @@
  * HTTP conventions shared by every server: errors are `{error: {code, message, details?}}` with a
  * meaningful status; zod failures are 422 naming each field; oversized bodies 413; bad JSON 400.
  */
+import { AsyncResource } from 'node:async_hooks';
 import type { ErrorRequestHandler, Request, RequestHandler } from 'express';
 import { z } from 'zod';
 import { CornserveError, ValidationError, formatIssues, isCornserveError } from '../functions/sdk/errors.js';
@@ -69,14 +70,16 @@ export function parseByteSize(size: string | number): number {
 const tooLarge = (limit: number) => Object.assign(new Error(`request body is larger than ${limit} bytes`), { type: 'entity.too.large', status: 413 });
 
 /**
- * Lean body middleware for hot routes: the whole body as a UTF-8 string in `req.body` (any content type),
- * 413 past `limit`. What express.text({type: () => true}) does, without its per-request type and charset
- * machinery.
+ * Lean body middleware for hot routes: the whole body in `req.body` (any content type) as a Buffer, or as a
+ * UTF-8 string with `as: 'utf8'`; 413 past `limit`. What express.raw / express.text({type: () => true}) do,
+ * without their per-request type and charset machinery.
  */
-export function utf8Body(limit: string | number): RequestHandler {
+export function wholeBody(limit: string | number, as: 'buffer' | 'utf8' = 'buffer'): RequestHandler {
   const max = parseByteSize(limit);
-  return (req, _res, next) => {
-    if (Number(req.headers['content-length'] ?? 0) > max) return next(tooLarge(max));
+  return (req, _res, proceed) => {
+    if (Number(req.headers['content-length'] ?? 0) > max) return proceed(tooLarge(max));
+    // Body events run in the request parser's async context: continue in the caller's (trace spans, request scopes).
+    const next = AsyncResource.bind(proceed);
     const parts: Buffer[] = [];
     let size = 0;
     req.on('data', (d: Buffer) => {
@@ -90,7 +93,8 @@ export function utf8Body(limit: string | number): RequestHandler {
     });
     req.once('end', () => {
       if (size > max) return;
-      req.body = (parts.length === 1 ? parts[0]! : Buffer.concat(parts)).toString('utf8');
+      const body = parts.length === 1 ? parts[0]! : Buffer.concat(parts);
+      req.body = as === 'utf8' ? body.toString('utf8') : body;
       next();
     });
     req.once('error', next);

@@ -13,7 +13,7 @@
 import express, { type Request, type Response } from 'express';
 import { Registry } from 'prom-client';
 import { DEADLINE_HEADER, TaskGraph } from '../../functions/sdk/index.js';
-import { errorHandler, route, toErrorBody, utf8Body } from '../../lib/http.js';
+import { errorHandler, route, toErrorBody, wholeBody } from '../../lib/http.js';
 import { logger } from '../../lib/log.js';
 import { listen, type ListeningServer } from '../gateway/server.js'; // generic listen/close helper (belongs in lib/)
 import type { Store } from '../store/types.js';
@@ -85,7 +85,7 @@ export function buildDispatcher(options: DispatcherOptions): express.Express {
   app.get('/metrics', route(async (_req, res) => {
     res.type(registry.contentType).send(await registry.metrics());
   }));
-  app.post('/', utf8Body(limit), route((req, res) => serve(req, res, 'cloudevent', () => parseInvokeEvent(req.headers, req.body))));
+  app.post('/', wholeBody(limit, 'utf8'), route((req, res) => serve(req, res, 'cloudevent', () => parseInvokeEvent(req.headers, req.body))));
   app.post('/graph', express.json({ limit }), route((req, res) =>
     serve(req, res, 'graph', () => ({
       graph: req.body,

@@ -64,14 +64,22 @@ export class GatewayMetrics {
     });
   }
 
+  /** Label children per app (and status), looked up once instead of hashing labels on every invocation. */
+  private readonly byApp = new Map<string, { inFlight: ReturnType<Gauge<'app'>['labels']>; duration: ReturnType<Histogram<'app'>['labels']>; status: Map<number, ReturnType<Counter<'app' | 'status'>['labels']>> }>();
+
   /** Call when an invocation starts; the returned function records its end. */
   invocationStarted(app: string): (status: number) => void {
-    this.inFlight.inc({ app });
-    const stop = this.duration.startTimer({ app });
+    let c = this.byApp.get(app);
+    if (!c) this.byApp.set(app, (c = { inFlight: this.inFlight.labels({ app }), duration: this.duration.labels({ app }), status: new Map() }));
+    const children = c;
+    children.inFlight.inc();
+    const t0 = performance.now();
     return (status) => {
-      this.inFlight.dec({ app });
-      stop();
-      this.requests.inc({ app, status: String(status) });
+      children.inFlight.dec();
+      children.duration.observe((performance.now() - t0) / 1000);
+      let requests = children.status.get(status);
+      if (!requests) children.status.set(status, (requests = this.requests.labels({ app, status: String(status) })));
+      requests.inc();
     };
   }
 }

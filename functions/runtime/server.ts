@@ -26,7 +26,7 @@ import {
 } from '../sdk/index.js';
 import { toErrorBody } from '../../lib/http.js';
 import type { Logger } from '../../lib/log.js';
-import { SpanKind, SpanStatusCode, context, currentTraceparent, propagation, trace, tracer } from '../../lib/telemetry.js';
+import { SpanKind, SpanStatusCode, context, currentTraceparent, propagation, trace, tracer, tracingOn } from '../../lib/telemetry.js';
 import { AppServeError, BadInvokeBodyError, DeadlineExceededError, ResponseSchemaError } from './errors.js';
 
 export interface FunctionServerOptions {
@@ -176,6 +176,11 @@ export function buildFunctionServer(options: FunctionServerOptions): Server {
     if (req.method !== 'POST' || path !== '/invoke') {
       return sendError(res, new BadInvokeBodyError(`no route ${req.method} ${path}`, 404, 'NOT_FOUND'));
     }
+    const fail = (e: unknown) => {
+      if (toErrorBody(e).status >= 500) log.error({ err: e, appId }, 'invoke failed');
+      sendError(res, e);
+    };
+    if (!tracingOn()) return void invoke(req, res).catch(fail);
     const parent = propagation.extract(context.active(), req.headers);
     const span = tracer().startSpan('function POST /invoke', { kind: SpanKind.SERVER, attributes: { 'cornserve.app_id': appId } }, parent);
     res.on('close', () => {
@@ -183,12 +188,7 @@ export function buildFunctionServer(options: FunctionServerOptions): Server {
       if (res.statusCode >= 500) span.setStatus({ code: SpanStatusCode.ERROR });
       span.end();
     });
-    context.with(trace.setSpan(parent, span), () =>
-      invoke(req, res).catch((e) => {
-        if (toErrorBody(e).status >= 500) log.error({ err: e, appId }, 'invoke failed');
-        sendError(res, e);
-      }),
-    );
+    context.with(trace.setSpan(parent, span), () => invoke(req, res).catch(fail));
   }
 
   const server = createServer(handle);

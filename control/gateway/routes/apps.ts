@@ -4,7 +4,7 @@
 import type { Agent } from 'node:http';
 import express, { Router, type RequestHandler } from 'express';
 import { z } from 'zod';
-import { parseOr422 } from '../../../lib/http.js';
+import { parseOr422, wholeBody } from '../../../lib/http.js';
 import type { AppFunctions } from '../app-functions.js';
 import type { AppManager } from '../app-manager.js';
 import { requestDeadline } from '../deadline.js';
@@ -83,4 +83,5 @@ export function appRoutes(deps: AppRoutesDeps): Router {
 }
 
 export const jsonBody = (limitBytes: number) => express.json({ limit: limitBytes });
-export const rawBody = (limitBytes: number) => express.raw({ type: () => true, limit: limitBytes });
+/** Invocation bodies are forwarded byte for byte: read them whole, without body-parser's type machinery. */
+export const rawBody = (limitBytes: number) => wholeBody(limitBytes);
