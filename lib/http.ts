@@ -2,7 +2,6 @@
  * HTTP conventions shared by every server: errors are `{error: {code, message, details?}}` with a
  * meaningful status; zod failures are 422 naming each field; oversized bodies 413; bad JSON 400.
  */
-import { AsyncResource } from 'node:async_hooks';
 import type { ErrorRequestHandler, Request, RequestHandler } from 'express';
 import { z } from 'zod';
 import { CornserveError, ValidationError, formatIssues, isCornserveError } from '../functions/sdk/errors.js';
@@ -69,34 +68,39 @@ export function parseByteSize(size: string | number): number {
 /** An error shaped like body-parser's, so toErrorBody maps it to 413. */
 const tooLarge = (limit: number) => Object.assign(new Error(`request body is larger than ${limit} bytes`), { type: 'entity.too.large', status: 413 });
 
+/** The whole body of `req`; rejects with a 413-shaped error past `max` bytes. */
+function readWhole(req: Request, max: number): Promise<Buffer> {
+  return new Promise((resolve, reject) => {
+    if (Number(req.headers['content-length'] ?? 0) > max) return reject(tooLarge(max));
+    const parts: Buffer[] = [];
+    let size = 0;
+    const onData = (d: Buffer) => {
+      size += d.length;
+      if (size > max) {
+        req.off('data', onData);
+        req.resume();
+        return reject(tooLarge(max));
+      }
+      parts.push(d);
+    };
+    req.on('data', onData);
+    req.once('end', () => resolve(parts.length === 1 ? parts[0]! : Buffer.concat(parts)));
+    req.once('error', reject);
+  });
+}
+
 /**
  * Lean body middleware for hot routes: the whole body in `req.body` (any content type) as a Buffer, or as a
  * UTF-8 string with `as: 'utf8'`; 413 past `limit`. What express.raw / express.text({type: () => true}) do,
- * without their per-request type and charset machinery.
+ * without their per-request type and charset machinery. `next` runs in a promise reaction, so it keeps the
+ * caller's async context (trace spans), as body-parser does.
  */
 export function wholeBody(limit: string | number, as: 'buffer' | 'utf8' = 'buffer'): RequestHandler {
   const max = parseByteSize(limit);
-  return (req, _res, proceed) => {
-    if (Number(req.headers['content-length'] ?? 0) > max) return proceed(tooLarge(max));
-    // Body events run in the request parser's async context: continue in the caller's (trace spans, request scopes).
-    const next = AsyncResource.bind(proceed);
-    const parts: Buffer[] = [];
-    let size = 0;
-    req.on('data', (d: Buffer) => {
-      size += d.length;
-      if (size > max) {
-        req.removeAllListeners('data');
-        req.resume();
-        return next(tooLarge(max));
-      }
-      parts.push(d);
-    });
-    req.once('end', () => {
-      if (size > max) return;
-      const body = parts.length === 1 ? parts[0]! : Buffer.concat(parts);
+  return (req, _res, next) => {
+    readWhole(req, max).then((body) => {
       req.body = as === 'utf8' ? body.toString('utf8') : body;
       next();
-    });
-    req.once('error', next);
+    }, next);
   };
 }

@@ -79,6 +79,7 @@ export function buildDispatcher(options: DispatcherOptions): express.Express {
 
   const app = express();
   app.disable('x-powered-by');
+  app.set('etag', false); // replies are POST results: hashing each body for an ETag is pure per-request cost
   app.get('/health', (_req, res) => {
     res.json({ status: 'ok' });
   });
