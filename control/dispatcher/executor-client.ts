@@ -41,6 +41,74 @@ function webHeaders(res: IncomingMessage): Headers {
   return headers;
 }
 
+/**
+ * A 2xx JSON reply already read whole, as the `Response` descriptors expect. json()/text()/arrayBuffer() read
+ * the buffer directly; headers and everything else are built on first use (a real undici Response costs a
+ * web ReadableStream and a Headers object per call, which most descriptors never touch).
+ */
+class BufferedResponse implements Response {
+  #real: Response | undefined;
+  #used = false;
+  readonly type = 'basic' as const;
+  readonly redirected = false;
+  readonly url = '';
+  constructor(
+    private readonly res: IncomingMessage,
+    private readonly buffer: Buffer,
+  ) {}
+  get status(): number {
+    return this.res.statusCode ?? 200;
+  }
+  get ok(): boolean {
+    return this.status >= 200 && this.status < 300;
+  }
+  get statusText(): string {
+    return this.res.statusMessage ?? '';
+  }
+  private real(): Response {
+    return (this.#real ??= new Response(this.buffer, { status: this.status, statusText: this.statusText, headers: webHeaders(this.res) }));
+  }
+  get headers(): Headers {
+    return this.real().headers;
+  }
+  get body(): ReadableStream<Uint8Array> | null {
+    this.#used = true;
+    return this.real().body;
+  }
+  get bodyUsed(): boolean {
+    return this.#used || (this.#real?.bodyUsed ?? false);
+  }
+  private take(): Buffer {
+    if (this.bodyUsed) throw new TypeError('Body is unusable: Body has already been read');
+    this.#used = true;
+    return this.buffer;
+  }
+  async text(): Promise<string> {
+    return this.take().toString('utf8');
+  }
+  async json(): Promise<any> { // eslint-disable-line @typescript-eslint/no-explicit-any -- Response.json's own type
+    return JSON.parse(await this.text());
+  }
+  async arrayBuffer(): Promise<ArrayBuffer> {
+    const b = this.take();
+    return b.buffer.slice(b.byteOffset, b.byteOffset + b.byteLength) as ArrayBuffer;
+  }
+  async bytes(): Promise<Uint8Array> {
+    return new Uint8Array(await this.arrayBuffer());
+  }
+  blob(): Promise<Blob> {
+    this.#used = true;
+    return this.real().blob();
+  }
+  formData(): Promise<FormData> {
+    this.#used = true;
+    return this.real().formData();
+  }
+  clone(): Response {
+    return this.real().clone();
+  }
+}
+
 /** Reads the whole body; rejects if the connection breaks first. */
 function readAll(res: IncomingMessage): Promise<Buffer> {
   return new Promise((resolve, reject) => {
@@ -92,9 +160,10 @@ export async function callExecutor(call: ExecutorCall): Promise<Response> {
   const { res } = reply;
   const status = res.statusCode ?? 500;
   if (status >= 200 && status < 300) {
+    if (reply.body) return new BufferedResponse(res, reply.body);
     const noBody = status === 204 || status === 304;
     if (noBody) res.resume();
-    const body = noBody ? null : (reply.body ?? (Readable.toWeb(res) as ReadableStream<Uint8Array>));
+    const body = noBody ? null : (Readable.toWeb(res) as ReadableStream<Uint8Array>);
     return new Response(body, { status, statusText: res.statusMessage ?? '', headers: webHeaders(res) });
   }
   let text = '';
