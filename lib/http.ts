@@ -2,6 +2,7 @@
  * HTTP conventions shared by every server: errors are `{error: {code, message, details?}}` with a
  * meaningful status; zod failures are 422 naming each field; oversized bodies 413; bad JSON 400.
  */
+import type { IncomingMessage } from 'node:http';
 import type { ErrorRequestHandler, Request, RequestHandler } from 'express';
 import { z } from 'zod';
 import { CornserveError, ValidationError, formatIssues, isCornserveError } from '../functions/sdk/errors.js';
@@ -68,10 +69,13 @@ export function parseByteSize(size: string | number): number {
 /** An error shaped like body-parser's, so toErrorBody maps it to 413. */
 const tooLarge = (limit: number) => Object.assign(new Error(`request body is larger than ${limit} bytes`), { type: 'entity.too.large', status: 413 });
 
-/** The whole body of `req`; rejects with a 413-shaped error past `max` bytes. */
-function readWhole(req: Request, max: number): Promise<Buffer> {
+/**
+ * The whole body of `req` with plain events (cheaper than `for await` on small bodies); past `max` bytes it
+ * rejects with `tooLargeError()` (default: body-parser's 413 shape) and drains the rest.
+ */
+export function readWhole(req: IncomingMessage, max: number, tooLargeError: () => Error = () => tooLarge(max)): Promise<Buffer> {
   return new Promise((resolve, reject) => {
-    if (Number(req.headers['content-length'] ?? 0) > max) return reject(tooLarge(max));
+    if (Number(req.headers['content-length'] ?? 0) > max) return reject(tooLargeError());
     const parts: Buffer[] = [];
     let size = 0;
     const onData = (d: Buffer) => {
@@ -79,7 +83,7 @@ function readWhole(req: Request, max: number): Promise<Buffer> {
       if (size > max) {
         req.off('data', onData);
         req.resume();
-        return reject(tooLarge(max));
+        return reject(tooLargeError());
       }
       parts.push(d);
     };

@@ -24,7 +24,7 @@ import {
   type App,
   type GraphDispatcher,
 } from '../sdk/index.js';
-import { toErrorBody } from '../../lib/http.js';
+import { readWhole, toErrorBody } from '../../lib/http.js';
 import type { Logger } from '../../lib/log.js';
 import { SpanKind, SpanStatusCode, context, currentTraceparent, propagation, trace, tracer, tracingOn } from '../../lib/telemetry.js';
 import { AppServeError, BadInvokeBodyError, DeadlineExceededError, ResponseSchemaError } from './errors.js';
@@ -60,25 +60,7 @@ function raceAbort<T>(p: Promise<T>, signal: AbortSignal): Promise<T> {
 }
 
 function readBody(req: IncomingMessage, limit: number): Promise<Buffer> {
-  const tooLarge = () => new BadInvokeBodyError(`request body is larger than ${limit} bytes`, 413, 'PAYLOAD_TOO_LARGE');
-  if (Number(req.headers['content-length'] ?? 0) > limit) return Promise.reject(tooLarge());
-  // Plain events (not `for await`): the async-iterator machinery costs more than the read on small bodies.
-  return new Promise((resolve, reject) => {
-    const parts: Buffer[] = [];
-    let size = 0;
-    const onData = (part: Buffer) => {
-      size += part.length;
-      if (size > limit) {
-        req.off('data', onData);
-        req.resume();
-        return reject(tooLarge());
-      }
-      parts.push(part);
-    };
-    req.on('data', onData);
-    req.once('end', () => resolve(parts.length === 1 ? parts[0]! : Buffer.concat(parts)));
-    req.once('error', reject);
-  });
+  return readWhole(req, limit, () => new BadInvokeBodyError(`request body is larger than ${limit} bytes`, 413, 'PAYLOAD_TOO_LARGE'));
 }
 
 function parseInvokeBody(raw: Buffer): unknown {
