@@ -16,9 +16,8 @@ import { dispatchGraph } from '../../control/dispatcher/dispatch.js';
 import { startDispatcher } from '../../control/dispatcher/server.js';
 import { MemoryStore } from '../../control/store/memory.js';
 import { deployTask, startEchoExecutor } from '../helpers/executors.js';
-import { formatTable, type BenchResult } from './types.js';
+import { median, formatTable, type BenchResult } from './types.js';
 
-const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
 
 async function compare(name: string, n: number, op: () => Promise<unknown>, baselineName: string, baseline: () => Promise<unknown>, target?: string): Promise<BenchResult> {
   for (let i = 0; i < 30; i++) {

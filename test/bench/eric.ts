@@ -24,7 +24,7 @@ import { type EricFixture, TINY_A, dataUrl, startEric } from '../helpers/eric.js
 import { makeImage } from '../helpers/media.js';
 import { modelDir } from '../helpers/models.js';
 import { startSidecars } from '../helpers/sidecar.js';
-import { formatTable, type BenchResult } from './types.js';
+import { median, formatTable, type BenchResult } from './types.js';
 
 const BATCH = 8;
 const CLIENTS = 16;
@@ -32,7 +32,6 @@ const ROUND_MS = 3_000;
 const PAIRS = 5;
 const SIZE = 224;
 
-const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
 
 /** Items/s of `step` (`per` items per call) run back to back by `loops` concurrent loops for `ms`. */
 async function rate(ms: number, loops: number, per: number, step: () => Promise<void>): Promise<{ rate: number; items: number }> {

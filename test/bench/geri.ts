@@ -16,7 +16,7 @@ import { type LoadedModel, loadModel } from '../../executors/models/loader.js';
 import { GERI_SESSION_OPTIONS } from '../../executors/geri/worker/jobs.js';
 import { type GeriNode, dataId, embeddings, sendEmbeddings, startGeriNode } from '../helpers/geri.js';
 import { modelDir } from '../helpers/models.js';
-import { formatTable, type BenchResult } from './types.js';
+import { median, formatTable, type BenchResult } from './types.js';
 
 const CLIENTS = 8;
 const MAX_BATCH = 4;
@@ -26,7 +26,6 @@ const PAIRS = 4;
 const IMAGES = [{ height: 64, width: 64, steps: 4, tokens: 64 }, { height: 256, width: 256, steps: 8, tokens: 64 }];
 const AUDIO = { frames: 200, chunk: 50 };
 
-const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
 
 /** CPU ms (user + system, all threads) a process used so far, from /proc/<pid>/stat (0 off Linux). */
 function processCpuMs(pid: number): number {

@@ -17,7 +17,7 @@ import { LlmModel } from '../../executors/llm/model.js';
 import { LLMTask } from '../../functions/tasks/llm.js';
 import { launchExecutor, llmDir, samplePrompts, userPrompt } from '../helpers/llm.js';
 import { modelsDir } from '../helpers/models.js';
-import { formatTable, type BenchResult } from './types.js';
+import { median, formatTable, type BenchResult } from './types.js';
 
 const MODEL_ID = 'cornserve/tiny-vlm-a';
 const TOKENS = 128;
@@ -39,7 +39,6 @@ const ownCpuMs = () => {
   return (u.user + u.system) / 1000;
 };
 
-const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
 
 const agent = new http.Agent({ keepAlive: true, maxSockets: 64 });
 

@@ -18,10 +18,9 @@ import { preprocessAudio } from '../../executors/models/preprocess/audio.js';
 import { encodeWav } from '../../executors/models/preprocess/wav.js';
 import { loadRank, runTensorParallel } from '../../executors/models/tensor-parallel.js';
 import { Prng } from '../../executors/models/onnx/prng.js';
-import { type BenchResult, formatTable } from './types.js';
+import { median, type BenchResult, formatTable } from './types.js';
 
 
-const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
 
 /** ms per call (median over `n` calls each, alternating op/baseline after a warm-up). */
 async function compare(name: string, n: number, op: () => Promise<unknown>, baselineName: string, baseline: () => Promise<unknown>, notes?: string, perItem = 1): Promise<BenchResult> {

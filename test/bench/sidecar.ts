@@ -18,7 +18,7 @@ import { freePort } from '../../lib/net.js';
 import { startSidecars, type SidecarCluster } from '../helpers/sidecar.js';
 import type { SidecarClient } from '../../sidecar/client/client.js';
 import { tensor, type Tensor } from '../../sidecar/tensor.js';
-import { formatTable, type BenchResult } from './types.js';
+import { median, formatTable, type BenchResult } from './types.js';
 
 export type { BenchResult };
 
@@ -32,7 +32,6 @@ const SIZES: Array<{ label: string; size: number; count: number; inflight: numbe
 ];
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 5);
 const ONLY = process.env.BENCH_SIDECAR_SIZES?.split(','); // e.g. '1 MiB,64 MiB'
-const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
 const fmt = (n: number) => n.toPrecision(3);
 const gbps = (bytes: number, ns: bigint) => bytes / Number(ns); // bytes per ns = GB/s
 

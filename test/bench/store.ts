@@ -13,7 +13,7 @@ import { RedisStore } from '../../control/store/redis.js';
 import { uniquePrefix } from '../helpers/ids.js';
 import { startRedis } from '../helpers/redis.js';
 import { sampleRoute, sampleTask } from '../helpers/store-records.js';
-import type { BenchResult } from './types.js';
+import { median, type BenchResult } from './types.js';
 
 const ROUNDS = 5;
 
@@ -24,7 +24,6 @@ async function perCall(n: number, op: () => Promise<unknown>, rounds: number[]):
   rounds.push(Number(process.hrtime.bigint() - start) / 1000 / n);
 }
 
-const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
 
 async function compare(
   name: string,
