@@ -16,26 +16,10 @@ import { dispatchGraph } from '../../control/dispatcher/dispatch.js';
 import { startDispatcher } from '../../control/dispatcher/server.js';
 import { MemoryStore } from '../../control/store/memory.js';
 import { deployTask, startEchoExecutor } from '../helpers/executors.js';
-import { median, formatTable, type BenchResult } from './types.js';
-
+import { alternating, formatTable, type BenchResult } from './types.js';
 
 async function compare(name: string, n: number, op: () => Promise<unknown>, baselineName: string, baseline: () => Promise<unknown>, target?: string): Promise<BenchResult> {
-  for (let i = 0; i < 30; i++) {
-    await op();
-    await baseline();
-  }
-  const a: number[] = [];
-  const b: number[] = [];
-  for (let i = 0; i < n; i++) {
-    let t0 = performance.now();
-    await op();
-    a.push(performance.now() - t0);
-    t0 = performance.now();
-    await baseline();
-    b.push(performance.now() - t0);
-  }
-  const figure = median(a);
-  const base = median(b);
+  const { figure, baseline: base } = await alternating(n, op, baseline, { warmup: 30 });
   return {
     name,
     figure,

@@ -32,7 +32,6 @@ const ROUND_MS = 3_000;
 const PAIRS = 5;
 const SIZE = 224;
 
-
 /** Items/s of `step` (`per` items per call) run back to back by `loops` concurrent loops for `ms`. */
 async function rate(ms: number, loops: number, per: number, step: () => Promise<void>): Promise<{ rate: number; items: number }> {
   const end = performance.now() + ms;

@@ -26,7 +26,6 @@ const PAIRS = 4;
 const IMAGES = [{ height: 64, width: 64, steps: 4, tokens: 64 }, { height: 256, width: 256, steps: 8, tokens: 64 }];
 const AUDIO = { frames: 200, chunk: 50 };
 
-
 /** CPU ms (user + system, all threads) a process used so far, from /proc/<pid>/stat (0 off Linux). */
 function processCpuMs(pid: number): number {
   try {

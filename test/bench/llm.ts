@@ -39,7 +39,6 @@ const ownCpuMs = () => {
   return (u.user + u.system) / 1000;
 };
 
-
 const agent = new http.Agent({ keepAlive: true, maxSockets: 64 });
 
 /**

@@ -18,25 +18,11 @@ import { preprocessAudio } from '../../executors/models/preprocess/audio.js';
 import { encodeWav } from '../../executors/models/preprocess/wav.js';
 import { loadRank, runTensorParallel } from '../../executors/models/tensor-parallel.js';
 import { Prng } from '../../executors/models/onnx/prng.js';
-import { median, type BenchResult, formatTable } from './types.js';
-
-
+import { alternating, type BenchResult, formatTable } from './types.js';
 
 /** ms per call (median over `n` calls each, alternating op/baseline after a warm-up). */
 async function compare(name: string, n: number, op: () => Promise<unknown>, baselineName: string, baseline: () => Promise<unknown>, notes?: string, perItem = 1): Promise<BenchResult> {
-  for (let i = 0; i < 3; i++) { await op(); await baseline(); }
-  const a: number[] = [];
-  const b: number[] = [];
-  for (let i = 0; i < n; i++) {
-    let t0 = performance.now();
-    await op();
-    a.push((performance.now() - t0) / perItem);
-    t0 = performance.now();
-    await baseline();
-    b.push((performance.now() - t0) / perItem);
-  }
-  const figure = median(a);
-  const base = median(b);
+  const { figure, baseline: base } = await alternating(n, op, baseline, { perItem });
   return { name, figure, unit: 'ms', baseline: base, baselineName, ratio: figure / base, ...(notes ? { notes } : {}) };
 }
 

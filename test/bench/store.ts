@@ -24,7 +24,6 @@ async function perCall(n: number, op: () => Promise<unknown>, rounds: number[]):
   rounds.push(Number(process.hrtime.bigint() - start) / 1000 / n);
 }
 
-
 async function compare(
   name: string,
   n: number,

@@ -25,3 +25,23 @@ export function formatTable(results: BenchResult[]): string {
 
 /** The middle value (upper middle for an even count). */
 export const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
+
+/**
+ * Medians of `n` alternating timed calls of `op` and `baseline` (ms per call, divided by `perItem`), after
+ * `warmup` calls of each.
+ */
+export async function alternating(n: number, op: () => Promise<unknown>, baseline: () => Promise<unknown>,
+  { warmup = 3, perItem = 1 }: { warmup?: number; perItem?: number } = {}): Promise<{ figure: number; baseline: number }> {
+  for (let i = 0; i < warmup; i++) { await op(); await baseline(); }
+  const a: number[] = [];
+  const b: number[] = [];
+  for (let i = 0; i < n; i++) {
+    let t0 = performance.now();
+    await op();
+    a.push((performance.now() - t0) / perItem);
+    t0 = performance.now();
+    await baseline();
+    b.push((performance.now() - t0) / perItem);
+  }
+  return { figure: median(a), baseline: median(b) };
+}
