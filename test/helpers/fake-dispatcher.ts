@@ -4,10 +4,8 @@
  * For each dispatched graph it
  *  - records the graph JSON and the dispatch options (deep copies, so later mutation does not change them);
  *  - validates the graph with TaskGraph.fromJSON, as the real dispatcher does (a bad graph -> DispatchError 422);
- *  - wires DataForwards like the real dispatcher (control/dispatcher, cornserve.md §2.5): every invocation gets its
- *    executor's sidecar ranks; a forward in an output is a producer (src = those ranks), the same id in a later input
- *    is a consumer; every copy gets dst = one rank group per consuming invocation. Forwards that do not pair up fail
- *    the graph (GRAPH_INVALID);
+ *  - wires DataForwards with the real dispatcher's wireDataForwards (control/dispatcher/wiring.ts): every invocation
+ *    gets its executor's sidecar ranks; forwards that do not pair up fail the graph (DispatchError GRAPH_INVALID, 400);
  *  - answers with one output per invocation: the recorded placeholder with the ranks filled in (or what `output`
  *    makes of it), `{}` for a streaming last output plus the NDJSON lines of `streamChunks`;
  *  - honours the deadline and the abort signal while it "works" (`delayMs`), and fails on request (`fail`).
@@ -17,16 +15,16 @@ import {
   TaskGraph,
   ValidationError,
   deadlineSignal,
-  isDataForwardJSON,
   ndjsonLines,
   toJsonValue,
-  type DataForwardJSON,
   type DispatchOptions,
   type DispatchResult,
   type GraphDispatcher,
   type TaskGraphJSON,
   type TaskInvocationJSON,
 } from '../../functions/sdk/index.js';
+import { GraphInvalidError } from '../../control/dispatcher/errors.js';
+import { wireDataForwards } from '../../control/dispatcher/wiring.js';
 import { sleep } from '../../lib/wait.js';
 
 export interface FakeDispatcherOptions {
@@ -67,13 +65,14 @@ export class FakeDispatcher implements GraphDispatcher {
     this.dispatched.push({ graph, options: { ...options } });
     if (options.deadline <= Date.now()) throw deadlineExceeded();
     if (options.signal?.aborted) throw cancelled();
+    let typed: TaskGraph;
     try {
-      TaskGraph.fromJSON(graph);
+      typed = TaskGraph.fromJSON(graph);
     } catch (e) {
       if (e instanceof ValidationError) throw new DispatchError(e.message, 422, e.issues, e.code);
       throw e;
     }
-    const wired = wireForwards(toJsonValue<TaskGraphJSON>(graph), this.opts.ranks ?? ranksByTask(graph));
+    const wired = wireForwards(typed, toJsonValue<TaskGraphJSON>(graph), this.opts.ranks ?? ranksByTask(graph));
     const delay = typeof this.opts.delayMs === 'function' ? this.opts.delayMs(graph, n) : (this.opts.delayMs ?? 0);
     if (delay > 0) await work(delay, options);
     const failure = this.opts.fail?.(graph, n);
@@ -127,53 +126,19 @@ function ranksByTask(graph: TaskGraphJSON): (inv: TaskInvocationJSON) => number[
   return (inv) => [ids.indexOf(inv.task.id)];
 }
 
-/** Every DataForward JSON inside `value` (objects and arrays, any depth). */
-export function findForwards(value: unknown): DataForwardJSON[] {
-  if (isDataForwardJSON(value)) return [value];
-  if (Array.isArray(value)) return value.flatMap(findForwards);
-  if (value && typeof value === 'object') return Object.values(value).flatMap(findForwards);
-  return [];
-}
-
-interface Production {
-  invocation: number;
-  copies: DataForwardJSON[];
-  /** consuming invocation index -> its copies (a Map keeps first-consumption order) */
-  consumers: Map<number, DataForwardJSON[]>;
-}
-
 /**
- * Fills in sidecar ranks in place, with the real dispatcher's rules: every copy of a forward gets src = its
- * producer's ranks and dst = one group per consuming invocation. A forward consumed but never produced, produced
- * twice, or produced but never consumed fails the graph (GRAPH_INVALID, 400) with every problem listed.
+ * Fills in the sidecar ranks of `json` (a copy of `typed`'s JSON) in place with the real dispatcher's wiring; a graph
+ * whose forwards do not pair up fails as the dispatcher's reply would (DispatchError GRAPH_INVALID, 400).
  */
-export function wireForwards(graph: TaskGraphJSON, ranksOf: (inv: TaskInvocationJSON, index: number) => number[]): TaskGraphJSON {
-  const produced = new Map<string, Production>();
-  const problems: string[] = [];
-  const name = (i: number) => `invocation ${i} (${graph.invocations[i]!.task_class})`;
-  graph.invocations.forEach((inv, i) => {
-    for (const consumer of findForwards(inv.input)) {
-      const p = produced.get(consumer.id);
-      if (!p) problems.push(`${name(i)} consumes DataForward ${consumer.id}, which no earlier invocation produces`);
-      else p.consumers.set(i, [...(p.consumers.get(i) ?? []), consumer]);
-    }
-    for (const df of findForwards(inv.output)) {
-      if (produced.has(df.id)) problems.push(`${name(i)} produces DataForward ${df.id}, which ${name(produced.get(df.id)!.invocation)} already produces`);
-      else produced.set(df.id, { invocation: i, copies: [df], consumers: new Map() });
-    }
-  });
-  for (const [id, p] of produced)
-    if (p.consumers.size === 0) problems.push(`${name(p.invocation)} produces DataForward ${id}, but no later invocation consumes it`);
-  if (problems.length) throw new DispatchError(`task graph: ${problems.join('; ')}`, 400, problems, 'GRAPH_INVALID');
-  for (const p of produced.values()) {
-    const src = ranksOf(graph.invocations[p.invocation]!, p.invocation);
-    const dst = [...p.consumers.keys()].map((i) => ranksOf(graph.invocations[i]!, i));
-    for (const df of [...p.copies, ...[...p.consumers.values()].flat()]) {
-      df.src_sidecar_ranks = [...src];
-      df.dst_sidecar_ranks = dst.map((g) => [...g]);
-    }
+function wireForwards(typed: TaskGraph, json: TaskGraphJSON, ranksOf: (inv: TaskInvocationJSON, index: number) => number[]): TaskGraphJSON {
+  const onJson = new TaskGraph(json.invocations.map((inv, i) => ({ task: typed.invocations[i]!.task, input: inv.input, output: inv.output })));
+  try {
+    wireDataForwards(onJson, (i) => ranksOf(json.invocations[i]!, i));
+  } catch (e) {
+    if (e instanceof GraphInvalidError) throw new DispatchError(e.message, e.status, e.details, e.code);
+    throw e;
   }
-  return graph;
+  return json;
 }
 
 /** An OpenAI chat chunk carrying `content` (what an LLM or audio generator stream holds). */
