@@ -18,6 +18,7 @@ import {
   type GraphDispatcher,
   type TaskGraphJSON,
 } from '../sdk/index.js';
+import { readWhole } from '../../lib/http.js';
 import { SpanKind, currentTraceparent, withSpan } from '../../lib/telemetry.js';
 
 export const TASKGRAPH_EVENT_TYPE = 'ai.cornserve.taskgraph.invoke';
@@ -57,21 +58,16 @@ function toResponse(res: IncomingMessage): Response {
   return new Response(noBody ? null : (Readable.toWeb(res) as ReadableStream<Uint8Array>), { status: res.statusCode ?? 500, headers });
 }
 
-function readJsonOutputs(res: IncomingMessage): Promise<DispatchResult> {
-  return new Promise((resolve, reject) => {
-    const parts: Buffer[] = [];
-    res.on('data', (d: Buffer) => parts.push(d));
-    res.on('error', reject);
-    res.on('end', () => {
-      try {
-        const outputs = JSON.parse(Buffer.concat(parts).toString('utf8')) as unknown;
-        if (!Array.isArray(outputs)) throw new DispatchError('dispatch reply is not a JSON array of outputs');
-        resolve({ outputs });
-      } catch (e) {
-        reject(e instanceof DispatchError ? e : new DispatchError(`dispatch reply is not JSON: ${(e as Error).message}`));
-      }
-    });
-  });
+async function readJsonOutputs(res: IncomingMessage): Promise<DispatchResult> {
+  const body = await readWhole(res, Infinity);
+  let outputs: unknown;
+  try {
+    outputs = JSON.parse(body.toString('utf8'));
+  } catch (e) {
+    throw new DispatchError(`dispatch reply is not JSON: ${(e as Error).message}`);
+  }
+  if (!Array.isArray(outputs)) throw new DispatchError('dispatch reply is not a JSON array of outputs');
+  return { outputs };
 }
 
 const cancelled = () => new DispatchError('the request was cancelled', 499, undefined, 'CANCELLED');
