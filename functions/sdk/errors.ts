@@ -93,8 +93,3 @@ export class UndeclaredTaskError extends CornserveError {
     super('APP_UNDECLARED_TASK', `task ${taskName} is used by serve() but not declared in the app's tasks, so it is not deployed`, 500);
   }
 }
-
-/** Rebuilds an error sent over the wire as `{error: ErrorJSON}`. */
-export function errorFromJSON(json: ErrorJSON, status: number): CornserveError {
-  return new CornserveError(json.code, json.message, status, json.details);
-}

@@ -14,7 +14,6 @@ export class Stream<T> implements AsyncIterable<T> {
   #lines: AsyncIterable<string> | undefined;
   #state: StreamState = 'fresh';
   #map: ((raw: unknown) => T) | undefined;
-  #transformed = false;
 
   constructor(
     readonly chunkSchema: z.ZodType<T>,
@@ -82,9 +81,8 @@ export class Stream<T> implements AsyncIterable<T> {
    * `schema`, when given, validates the transformed chunks.
    */
   transform<R>(fn: (chunk: T) => R, schema?: z.ZodType<R>): Stream<R> {
-    if (this.#transformed) throw new StreamError('a stream can be transformed only once');
+    if (this.#state === 'moved') throw new StreamError('a stream can be transformed only once');
     if (this.#state !== 'fresh') throw new StreamError('cannot transform a stream that is being or has been iterated');
-    this.#transformed = true;
     const source = this.#lines;
     this.#state = 'moved';
     this.#lines = undefined;
