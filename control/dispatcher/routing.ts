@@ -11,8 +11,6 @@ import { DispatcherError, NoExecutorError, StoreUnavailableError, TaskNotDeploye
 
 const log = logger('dispatcher');
 
-/** The Store id of the deployment that serves `task` (every process derives the same one). */
-
 export interface Lease {
   readonly invocation: number;
   readonly taskId: string;

@@ -83,7 +83,7 @@ export function claimDevices(inv: Inventory, devices: DeviceRef[], owner: string
 }
 
 /** Nodes with at least one free device, best first: most free, then fewest of `owner`'s devices, then name. */
-export function rankNodes(inv: Inventory, owner: string): NodeInventory[] {
+function rankNodes(inv: Inventory, owner: string): NodeInventory[] {
   const mine = (node: NodeInventory) => node.devices.filter((d) => d.owner === owner).length;
   return inv
     .filter((node) => freeOn(node) > 0)

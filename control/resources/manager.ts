@@ -103,8 +103,13 @@ export class ResourceManager implements ResourceManagerApi {
   private inventory: Inventory = [];
   private initPromise: Promise<void> | undefined;
   private closed = false;
+  private readonly descriptorOf: (task: UnitTask) => TaskDescriptor;
+  private readonly taskFromRecord: (record: UnitTaskRecord) => UnitTask;
 
-  constructor(private readonly opts: ResourceManagerOptions) {}
+  constructor(private readonly opts: ResourceManagerOptions) {
+    this.descriptorOf = opts.descriptors ?? descriptorFor;
+    this.taskFromRecord = opts.taskFromRecord ?? defaultTaskFromRecord;
+  }
 
   /** Builds the inventory from the platform's nodes, re-owning the devices the Store's tasks hold. Idempotent. */
   init(): Promise<void> {
@@ -222,7 +227,7 @@ export class ResourceManager implements ResourceManagerApi {
         }
         try {
           await this.opts.store.updateTask(record.taskId, { state: 'deploying' });
-          await this.bringUp(record.taskId, (this.opts.taskFromRecord ?? defaultTaskFromRecord)(record), record.devices);
+          await this.bringUp(record.taskId, this.taskFromRecord(record), record.devices);
           report.recovered.push(record.taskId);
         } catch (e) {
           log.error({ task: record.taskId, err: (e as Error).message }, 'cannot recover task');
@@ -278,8 +283,8 @@ export class ResourceManager implements ResourceManagerApi {
       return;
     }
     try {
-      const task = (this.opts.taskFromRecord ?? defaultTaskFromRecord)(record);
-      const descriptor = (this.opts.descriptors ?? descriptorFor)(task);
+      const task = this.taskFromRecord(record);
+      const descriptor = this.descriptorOf(task);
       const launch = descriptor.launch(task);
       const per = launch.devicesPerExecutor;
       const routes = await this.opts.store.listExecutors(taskId);
@@ -359,7 +364,7 @@ export class ResourceManager implements ResourceManagerApi {
 
   /** Devices (recorded ones when still free, else new), a TaskManager, its executors healthy, state ready. */
   private async bringUp(taskId: string, task: UnitTask, recorded: DeviceRef[]): Promise<void> {
-    const descriptor = (this.opts.descriptors ?? descriptorFor)(task);
+    const descriptor = this.descriptorOf(task);
     const launch = descriptor.launch(task);
     const per = launch.devicesPerExecutor;
     const devices = await this.changeInventory((inv) => {
@@ -461,7 +466,7 @@ export class ResourceManager implements ResourceManagerApi {
     const m = this.managed.get(record.taskId);
     if (m) return m.name;
     try {
-      return (this.opts.taskFromRecord ?? defaultTaskFromRecord)(record).name;
+      return this.taskFromRecord(record).name;
     } catch {
       return record.taskId;
     }

@@ -55,7 +55,7 @@ const appFunctionBody = z.object({
   env: z.record(z.string(), z.string()).optional(),
 });
 
-export const NDJSON = 'application/x-ndjson';
+const NDJSON = 'application/x-ndjson';
 
 export function buildResourceServer(deps: ResourceServerDeps): express.Express {
   const log = deps.log ?? logger('resource-server');

@@ -16,7 +16,6 @@ import '../../functions/tasks/index.js'; // registers the built-in task classes
 import { taskIdOf } from '../store/task-id.js';
 import type { UnitTaskRecord } from '../store/types.js';
 
-
 /** The JSON kept in `UnitTaskRecord.task`: the task's own JSON plus its concrete class (to rebuild it). */
 export interface StoredTaskJSON extends UnitTaskJSON {
   class: string;
