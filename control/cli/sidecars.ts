@@ -11,7 +11,7 @@ import { join } from 'node:path';
 import { ManagedChild, stderrSink, type LogSink } from '../platform/child.js';
 import type { NodeDevices } from '../platform/types.js';
 import { REPO_ROOT } from '../gateway/paths.js';
-import { TimeoutError } from '../../lib/wait.js';
+import { withDeadline } from '../../lib/wait.js';
 
 export interface NodeSidecars {
   /** node -> `unix:<socket path>` */
@@ -59,13 +59,11 @@ export async function startNodeSidecars(opts: StartSidecarsOptions): Promise<Nod
         },
       });
       children.push(child);
-      const timeoutMs = opts.readyTimeoutMs ?? 30_000;
-      let timer: NodeJS.Timeout | undefined;
-      await Promise.race([
+      const started = Promise.race([
         isReady,
         child.exited.then((e) => Promise.reject(new Error(`the sidecar of node ${node} exited with ${e.signal ?? e.code} while starting: ${e.logTail.slice(-3).join(' | ')}`))),
-        new Promise((_, reject) => (timer = setTimeout(() => reject(new TimeoutError(`the sidecar of node ${node}`, timeoutMs)), timeoutMs))),
-      ]).finally(() => clearTimeout(timer));
+      ]);
+      await withDeadline(`the sidecar of node ${node}`, started, Date.now() + (opts.readyTimeoutMs ?? 30_000));
       urls[node] = `unix:${socket}`;
     }
     return { urls, stop };

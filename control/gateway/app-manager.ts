@@ -12,14 +12,13 @@ import {
   isCornserveError,
   randomHex,
   taskFromJSON,
-  unitTaskKey,
   type UnitTask,
 } from '../../functions/sdk/index.js';
 import '../../functions/tasks/index.js'; // registers the built-in task classes for taskFromJSON
 import type { CheckResult } from '../../functions/runtime/check.js';
 import { descriptorFor } from '../descriptors/registry.js';
 import type { DeployProgress, ResourceManagerApi } from '../resources/types.js';
-import { StoreConflictError, taskIdFor, type AppRecord, type AppState, type Store } from '../store/index.js';
+import { StoreConflictError, taskIdOf, type AppRecord, type AppState, type Store } from '../store/index.js';
 import type { Logger } from '../../lib/log.js';
 import { withSpan } from '../../lib/telemetry.js';
 import type { AppFunctions, FunctionState } from './app-functions.js';
@@ -124,7 +123,7 @@ export class AppManager {
       throw new RegistrationError(`alias ${JSON.stringify(req.alias)} must match ${APP_NAME_PATTERN} and not start with "app-"`);
     const tasks = check.unit_tasks.map((t) => rebuildTask(t.task_class, t.task));
     const taskNames = tasks.map((t) => descriptorFor(t).executorName(t));
-    const taskIds = tasks.map((t) => taskIdFor(t.rootClass.name, unitTaskKey(t)));
+    const taskIds = tasks.map(taskIdOf);
 
     const appId = `app-${randomHex()}`;
     const record: AppRecord = { appId, name, aliases: req.alias ? [req.alias] : [], source: req.source, taskIds, state: 'not ready', createdAt: Date.now() };

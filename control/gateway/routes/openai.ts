@@ -17,7 +17,7 @@
 import { request, type Agent, type IncomingMessage } from 'node:http';
 import { Router, type ErrorRequestHandler, type RequestHandler, type Response } from 'express';
 import { z } from 'zod';
-import { DEADLINE_HEADER } from '../../../functions/sdk/index.js';
+import { DEADLINE_HEADER, ndjsonLines } from '../../../functions/sdk/index.js';
 import { toErrorBody } from '../../../lib/http.js';
 import type { Logger } from '../../../lib/log.js';
 import { traceHeaders } from '../../../lib/telemetry.js';
@@ -108,7 +108,7 @@ export function openaiRoutes(deps: OpenAIRoutesDeps): Router {
     }
     const status = up.statusCode ?? 502;
     if (status >= 400) throw new UpstreamError(status, await readAll(up));
-    const chunks = String(up.headers['content-type'] ?? '').includes('ndjson') ? ndjsonLines(up) : jsonValue(up);
+    const chunks = String(up.headers['content-type'] ?? '').includes('ndjson') ? chunksOf(up) : jsonValue(up);
     if (stream) await streamSse(res, chunks, (err) => metrics.errors.inc({ code: err.error.code ?? 'unknown' }));
     else res.json(await aggregate(chunks, parsed.data.model));
   });
@@ -222,25 +222,25 @@ async function readAll(up: IncomingMessage): Promise<string> {
 }
 
 /** The app function's NDJSON chunks; its final `{"error": ...}` line is thrown as that error. */
-async function* ndjsonLines(up: IncomingMessage): AsyncGenerator<Chunk> {
-  let buf = '';
+async function* chunksOf(up: IncomingMessage): AsyncGenerator<Chunk> {
   const parse = (line: string): Chunk => {
     const value = JSON.parse(line) as Chunk;
     if (Object.keys(value).length === 1 && typeof value.error === 'object' && value.error !== null && 'code' in value.error)
       throw new UpstreamError(502, line);
     return value;
   };
-  for await (const part of up as AsyncIterable<Buffer>) {
-    buf += part.toString('utf8');
-    let nl: number;
-    while ((nl = buf.indexOf('\n')) >= 0) {
-      const line = buf.slice(0, nl).trim();
-      buf = buf.slice(nl + 1);
-      if (line) yield parse(line);
-    }
+  const cut = () => new UpstreamError(502, JSON.stringify({ error: { code: 'STREAM_CUT', message: 'the app function closed the stream mid-reply' } }));
+  let ended = false;
+  async function* body(): AsyncGenerator<Buffer> {
+    yield* up as AsyncIterable<Buffer>;
+    ended = true;
   }
-  if (!up.complete) throw new UpstreamError(502, JSON.stringify({ error: { code: 'STREAM_CUT', message: 'the app function closed the stream mid-reply' } }));
-  if (buf.trim()) yield parse(buf.trim());
+  // A line seen after the body ended is its unterminated tail: only a complete reply may end without a newline.
+  for await (const line of ndjsonLines(body())) {
+    if (ended && !up.complete) throw cut();
+    yield parse(line);
+  }
+  if (!up.complete) throw cut();
 }
 
 /** A non-streaming app's JSON value, as a one-chunk stream. */
