@@ -1,6 +1,7 @@
 /** Entry point of the echo executor process. */
 import { Command } from 'commander';
 import { logger } from '../../lib/log.js';
+import { exitOnSignal } from '../../lib/shutdown.js';
 import { EXECUTOR_ENV } from '../../control/descriptors/types.js';
 import { buildEchoServer } from './server.js';
 
@@ -19,6 +20,4 @@ const server = buildEchoServer({ ...(executorId ? { executorId } : {}), serviceT
   log.info({ port }, 'echo executor listening');
 });
 server.keepAliveTimeout = 65_000;
-const stop = () => server.close(() => process.exit(0));
-process.on('SIGTERM', stop);
-process.on('SIGINT', stop);
+exitOnSignal(server);

@@ -8,6 +8,7 @@
 import { Command } from 'commander';
 import { EXECUTOR_ENV } from '../../control/descriptors/types.js';
 import { logger } from '../../lib/log.js';
+import { exitOnSignal } from '../../lib/shutdown.js';
 import { buildExternalServer } from './external-server.js';
 
 const program = new Command('llm-external-executor')
@@ -24,6 +25,4 @@ const app = buildExternalServer({ upstream: o.upstream, ...(apiKey ? { apiKey } 
 const port = Number(o.port ?? process.env[EXECUTOR_ENV.port] ?? 8000);
 const http = app.listen(port, o.host, () => log.info({ port, upstream: o.upstream }, 'external llm adapter listening'));
 http.keepAliveTimeout = 65_000;
-const stop = () => http.close(() => process.exit(0));
-process.on('SIGTERM', stop);
-process.on('SIGINT', stop);
+exitOnSignal(http);

@@ -10,6 +10,7 @@ import { mkdir, readFile, readdir, rename, rm, stat, writeFile } from 'node:fs/p
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Command } from 'commander';
+import { sleep } from '../../lib/wait.js';
 import { MANIFEST_FILE, Manifest } from './manifest.js';
 import type { BuiltModel } from './builders/common.js';
 import { buildVision } from './builders/vision.js';
@@ -91,7 +92,7 @@ async function withLock<T>(out: string, fn: () => Promise<T>): Promise<T> {
       const age = await stat(lock).then((s) => Date.now() - s.mtimeMs, () => 0);
       if (age > 120_000) await rm(lock, { recursive: true, force: true });
       else if (Date.now() > deadline) throw new Error(`timed out waiting for ${lock}`);
-      else await new Promise((r) => setTimeout(r, 100));
+      else await sleep(100);
     }
   }
   try {

@@ -2,12 +2,19 @@
  * LLM fixtures: the built tiny LLM folders, a loaded model per name (cached per process), and prompts from chat
  * messages.
  */
+import { spawn, type ChildProcess } from 'node:child_process';
+import type { Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
+import type { LaunchSpec } from '../../control/descriptors/types.js';
 import type { ChatMessage } from '../../functions/tasks/openai.js';
 import { LlmModel } from '../../executors/llm/model.js';
 import { buildPrompt, renderChat, type MediaEmbedding, type Prompt } from '../../executors/llm/prompt.js';
 import { buildLlmServer, type LlmServer, type LlmServerOptions } from '../../executors/llm/server.js';
+import { freePort } from '../../lib/net.js';
+import { waitUntil } from '../../lib/wait.js';
 import { modelsDir } from './models.js';
+import { repoRoot } from './repo.js';
 
 export type LlmName = 'tiny-lm-a' | 'tiny-lm-b';
 
@@ -105,10 +112,10 @@ export interface RunningLlmServer {
 /** An LLM server (in this process) listening on a free loopback port. */
 export async function startLlmServer(model: LlmModel, opts: Omit<LlmServerOptions, 'model'> = {}): Promise<RunningLlmServer> {
   const server = buildLlmServer({ model, ...opts });
-  const http = await new Promise<import('node:http').Server>((resolve) => {
+  const http = await new Promise<Server>((resolve) => {
     const h = server.app.listen(0, '127.0.0.1', () => resolve(h));
   });
-  const addr = http.address() as import('node:net').AddressInfo;
+  const addr = http.address() as AddressInfo;
   const url = `http://127.0.0.1:${addr.port}`;
   return {
     url,
@@ -125,7 +132,7 @@ export async function startLlmServer(model: LlmModel, opts: Omit<LlmServerOption
 
 export interface LaunchedProcess {
   url: string;
-  child: import('node:child_process').ChildProcess;
+  child: ChildProcess;
   stop(): Promise<void>;
 }
 
@@ -133,11 +140,7 @@ export interface LaunchedProcess {
  * Starts a descriptor's LaunchSpec as a real child process, the way the local platform does (PORT and the
  * spec's env), and waits until its health path answers 200 (or `expectHealthy: false`: until it listens).
  */
-export async function launchExecutor(spec: import('../../control/descriptors/types.js').LaunchSpec, env: Record<string, string> = {}, expectHealthy = true): Promise<LaunchedProcess> {
-  const { spawn } = await import('node:child_process');
-  const { freePort } = await import('../../lib/net.js');
-  const { waitUntil } = await import('../../lib/wait.js');
-  const { repoRoot } = await import('./repo.js');
+export async function launchExecutor(spec: LaunchSpec, env: Record<string, string> = {}, expectHealthy = true): Promise<LaunchedProcess> {
   const port = await freePort();
   const child = spawn(process.execPath, ['--import', 'tsx', spec.entry, ...spec.args], {
     cwd: repoRoot, env: { ...process.env, ...spec.env, ...env, PORT: String(port) }, stdio: ['ignore', 'ignore', 'inherit'],
