@@ -76,10 +76,6 @@ export class ManagedChild {
     return this.proc.exitCode === null && this.proc.signalCode === null;
   }
 
-  lastLines(): string[] {
-    return [...this.tail];
-  }
-
   /** SIGTERM, then SIGKILL once `graceMs` passes; resolves when the process is gone. */
   async stop(graceMs: number): Promise<ExitInfo> {
     this.stopRequested = true;

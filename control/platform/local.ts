@@ -72,6 +72,7 @@ export class LocalPlatform implements Platform {
   private readonly host: string;
   private readonly nodes: string[];
   private readonly devices: number;
+  private readonly stopGraceMs: number;
   private unguard: (() => void) | undefined;
   private shutdownPromise: Promise<void> | undefined;
 
@@ -79,6 +80,7 @@ export class LocalPlatform implements Platform {
     this.host = opts.host ?? '127.0.0.1';
     this.nodes = opts.nodes ?? ['local'];
     this.devices = opts.devices ?? 4;
+    this.stopGraceMs = opts.stopGraceMs ?? 5_000;
     if (!Number.isInteger(this.devices) || this.devices < 0) throw new RangeError(`devices must be a non-negative integer, got ${this.devices}`);
     if (this.nodes.length === 0 || new Set(this.nodes).size !== this.nodes.length) throw new RangeError(`nodes must be distinct names, got ${this.nodes.join(', ')}`);
     this.sidecarUrls = new Map(Object.entries(opts.sidecarUrls ?? {}));
@@ -115,7 +117,7 @@ export class LocalPlatform implements Platform {
   }
 
   async stopExecutor(executorId: string, options: { graceMs?: number } = {}): Promise<void> {
-    await this.executors.get(executorId)?.child.stop(options.graceMs ?? this.opts.stopGraceMs ?? 5_000);
+    await this.executors.get(executorId)?.child.stop(options.graceMs ?? this.stopGraceMs);
   }
 
   /** Starts `spec.launch.entry` with `spec.env` (plus PORT, CORNSERVE_APP_ID, CORNSERVE_APP_NAME); replaces a running one. */
@@ -131,7 +133,7 @@ export class LocalPlatform implements Platform {
   }
 
   async deleteAppFunction(appId: string, options: { graceMs?: number } = {}): Promise<void> {
-    await this.functions.get(appId)?.child.stop(options.graceMs ?? this.opts.stopGraceMs ?? 5_000);
+    await this.functions.get(appId)?.child.stop(options.graceMs ?? this.stopGraceMs);
   }
 
   onEvent(listener: (e: PlatformEvent) => void): Unsubscribe {
@@ -145,15 +147,10 @@ export class LocalPlatform implements Platform {
     return [...this.executors.values(), ...this.functions.values()].map((r) => ({ ...r.info }));
   }
 
-  /** The last output lines of a running executor or app function (undefined when unknown). */
-  logTail(id: string): string[] | undefined {
-    return (this.executors.get(id) ?? this.functions.get(id))?.child.lastLines();
-  }
-
   shutdown(): Promise<void> {
     this.shutdownPromise ??= (async () => {
       const all = [...this.executors.values(), ...this.functions.values()];
-      await Promise.allSettled(all.map((r) => r.child.stop(this.opts.stopGraceMs ?? 5_000)));
+      await Promise.allSettled(all.map((r) => r.child.stop(this.stopGraceMs)));
       this.releaseGuard();
     })();
     return this.shutdownPromise;
