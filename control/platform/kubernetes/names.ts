@@ -65,5 +65,10 @@ export const executorObjectName = (executorId: string) => dnsName('cs-exec-', ex
  */
 export const appObjectName = (appName: string) => dnsName('cs-app-', appName, 49);
 
+export const SOURCE_CONFIGMAP_SUFFIX = '-source';
+
+/** ConfigMap that holds the source of the app whose Knative Service is `objectName`. */
+export const sourceConfigMapOf = (objectName: string) => `${objectName}${SOURCE_CONFIGMAP_SUFFIX}`;
+
 /** ConfigMap that holds an app's source. */
-export const appSourceConfigMapName = (appName: string) => `${appObjectName(appName)}-source`;
+export const appSourceConfigMapName = (appName: string) => sourceConfigMapOf(appObjectName(appName));

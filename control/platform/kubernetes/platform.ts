@@ -18,14 +18,14 @@ import { KubeShutDownError, NotReadyError } from './errors.js';
 import {
   appConfigMap, appKnativeService, executorDeployment, executorService, executorUrl, serviceUrl,
 } from './manifests.js';
-import { ANNOTATION, LABEL, MANAGED_BY, appObjectName, executorObjectName, labelValue, managedSelector } from './names.js';
+import { ANNOTATION, LABEL, MANAGED_BY, appObjectName, executorObjectName, labelValue, managedSelector, sourceConfigMapOf } from './names.js';
 import { withDefaults, type KubernetesPlatformInit, type KubernetesPlatformOptions } from './options.js';
 import { lastExit, podFailed, podRestarts, podStuck } from './pod-status.js';
 import { planReconcile, type DesiredState, type FoundExecutor, type ReconcileReport } from './reconcile.js';
 import { informer, waitFor, type Informer, type Verdict } from './watch.js';
 
 interface TrackedExecutor { instance: ExecutorInstance; stopping: boolean }
-interface TrackedApp { appId: string; name: string; url: string; deleting: boolean }
+interface TrackedApp { appId: string; name: string; deleting: boolean }
 interface PodMemo { restarts: number; failed: boolean }
 
 /** Knative Service Ready condition (for the generation the spec is at). */
@@ -59,7 +59,6 @@ export class KubernetesPlatform implements Platform {
   private readonly listeners = new Set<(e: PlatformEvent) => void>();
   private readonly podListeners = new Set<(pod: KubeObject) => void>();
   private podInformer: Informer | undefined;
-  private closed = false;
   /** Aborted by shutdown(): ends every wait still in progress. */
   private readonly closing = new AbortController();
   private shutdownPromise: Promise<void> | undefined;
@@ -84,6 +83,11 @@ export class KubernetesPlatform implements Platform {
     await this.watchPods();
     await this.client.apply(executorService(spec, this.options));
     await this.client.apply(deployment);
+    return this.trackExecutor(spec);
+  }
+
+  /** Records an executor as this platform's (started or adopted). */
+  private trackExecutor(spec: ExecutorSpec): ExecutorInstance {
     const instance: ExecutorInstance = {
       executorId: spec.executorId,
       taskId: spec.taskId,
@@ -162,16 +166,14 @@ export class KubernetesPlatform implements Platform {
     await this.watchPods();
     await this.client.apply(appConfigMap(spec, this.options));
     const applied = await this.client.apply(appKnativeService(spec, this.options));
-    this.apps.set(spec.appId, { appId: spec.appId, name: spec.name, url: this.appUrl(spec.name), deleting: false });
+    this.trackApp(spec);
     try {
       const ready = await waitFor(this.client, RESOURCE.knativeService, appObjectName(spec.name), applied, knativeReady, {
         timeoutMs: this.options.readyTimeoutMs,
         what,
         signal: this.closing.signal,
       });
-      const url = (ready.status?.url as string | undefined) ?? this.appUrl(spec.name);
-      this.apps.set(spec.appId, { appId: spec.appId, name: spec.name, url, deleting: false });
-      return { appId: spec.appId, url };
+      return { appId: spec.appId, url: (ready.status?.url as string | undefined) ?? this.appUrl(spec.name) };
     } catch (e) {
       // Nothing half-deployed: an app function that cannot become ready is removed again.
       await this.deleteAppFunction(spec.appId, { quiet: true }).catch((err) => this.log.warn({ err, appId: spec.appId }, 'cleanup failed'));
@@ -193,11 +195,16 @@ export class KubernetesPlatform implements Platform {
 
   private async removeAppObjects(name: string): Promise<void> {
     await this.client.delete(RESOURCE.knativeService, name);
-    await this.client.delete(RESOURCE.configMap, `${name}-source`);
+    await this.client.delete(RESOURCE.configMap, sourceConfigMapOf(name));
   }
 
   private appUrl(appName: string): string {
     return serviceUrl(appObjectName(appName), this.options);
+  }
+
+  /** Records an app function as this platform's (deployed or adopted). */
+  private trackApp(spec: AppFunctionSpec): void {
+    this.apps.set(spec.appId, { appId: spec.appId, name: spec.name, deleting: false });
   }
 
   // ---------- events ----------
@@ -306,21 +313,16 @@ export class KubernetesPlatform implements Platform {
     });
     for (const found of plan.executors.delete) await this.removeExecutorObjects(found);
     for (const app of plan.apps.delete) await this.removeAppObjects(app.name);
-    for (const spec of plan.executors.adopt) {
-      this.executors.set(spec.executorId, {
-        instance: { executorId: spec.executorId, taskId: spec.taskId, url: executorUrl(spec.executorId, this.options), node: spec.node, devices: spec.devices },
-        stopping: false,
-      });
-    }
+    for (const spec of plan.executors.adopt) this.trackExecutor(spec);
     for (const spec of plan.executors.repairService) await this.client.apply(executorService(spec, this.options));
     for (const spec of plan.executors.create) await this.startExecutor(spec);
-    for (const spec of plan.apps.adopt) this.apps.set(spec.appId, { appId: spec.appId, name: spec.name, url: this.appUrl(spec.name), deleting: false });
+    for (const spec of plan.apps.adopt) this.trackApp(spec);
     for (const spec of plan.apps.repairConfigMap) await this.client.apply(appConfigMap(spec, this.options));
     for (const spec of plan.apps.create) {
       // Not waited for: the gateway's health checks see when it is serving.
       await this.client.apply(appConfigMap(spec, this.options));
       await this.client.apply(appKnativeService(spec, this.options));
-      this.apps.set(spec.appId, { appId: spec.appId, name: spec.name, url: this.appUrl(spec.name), deleting: false });
+      this.trackApp(spec);
     }
     return {
       executors: {
@@ -344,13 +346,12 @@ export class KubernetesPlatform implements Platform {
   // ---------- lifecycle ----------
 
   private checkOpen(): void {
-    if (this.closed) throw new KubeShutDownError();
+    if (this.closing.signal.aborted) throw new KubeShutDownError();
   }
 
   /** Stops watching. With onShutdown 'delete', also removes every executor and app function it tracks. */
   shutdown(): Promise<void> {
     this.shutdownPromise ??= (async () => {
-      this.closed = true;
       this.closing.abort(new KubeShutDownError());
       if (this.options.onShutdown === 'delete') {
         await Promise.all([...this.apps.keys()].map((id) => this.deleteAppFunction(id)));

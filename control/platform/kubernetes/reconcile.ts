@@ -10,7 +10,7 @@ import type { AppRecord, ExecutorRoute, Store, UnitTaskRecord } from '../../stor
 import type { LaunchSpec } from '../../descriptors/types.js';
 import type { AppFunctionSpec, ExecutorSpec } from '../types.js';
 import type { KubeObject } from './client.js';
-import { ANNOTATION, LABEL, appObjectName, executorObjectName } from './names.js';
+import { ANNOTATION, LABEL, SOURCE_CONFIGMAP_SUFFIX as SOURCE_SUFFIX, appObjectName, executorObjectName, sourceConfigMapOf } from './names.js';
 
 export interface DesiredState {
   executors: ExecutorSpec[];
@@ -41,8 +41,6 @@ export interface ReconcileReport {
   executors: { adopted: string[]; created: string[]; deleted: string[] };
   apps: { adopted: string[]; created: string[]; deleted: string[] };
 }
-
-const SOURCE_SUFFIX = '-source';
 
 function foundExecutor(o: KubeObject): FoundExecutor {
   const label = o.metadata.labels?.[LABEL.executorId] ?? '';
@@ -75,7 +73,7 @@ export function planReconcile(desired: DesiredState, cluster: ClusterState): Rec
     if (!ksvcById.has(name) || ksvcById.get(name) !== spec.appId) apps.create.push(spec);
     else {
       apps.adopt.push(spec);
-      if (!configMaps.has(`${name}${SOURCE_SUFFIX}`)) apps.repairConfigMap.push(spec);
+      if (!configMaps.has(sourceConfigMapOf(name))) apps.repairConfigMap.push(spec);
     }
   }
   const appStrays = new Map<string, { name: string; appId?: string }>();
