@@ -20,6 +20,10 @@ import { randomUUID } from 'node:crypto';
 import { isDeepStrictEqual } from 'node:util';
 import { parse as parseYaml } from 'yaml';
 import { KubeConfig } from '@kubernetes/client-node';
+import { readWhole } from '../../lib/http.js';
+
+/** Request bodies past this are refused (the real API server's limit is 3 MiB per object). */
+const MAX_BODY = 16 << 20;
 
 export interface ResourceInfo {
   groupVersion: string; // 'v1' | 'apps/v1' | 'serving.knative.dev/v1'
@@ -263,9 +267,7 @@ export async function startFakeKubeApi({ garbageCollection = true }: FakeKubeApi
   };
 
   const readBody = async (req: IncomingMessage) => {
-    const chunks: Buffer[] = [];
-    for await (const c of req) chunks.push(c as Buffer);
-    const text = Buffer.concat(chunks).toString('utf8');
+    const text = (await readWhole(req, MAX_BODY)).toString('utf8');
     if (!text) return undefined;
     return req.headers['content-type']?.includes('yaml') ? parseYaml(text) : JSON.parse(text);
   };
