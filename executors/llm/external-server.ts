@@ -5,7 +5,7 @@
  * caller goes away or the request's deadline passes.
  */
 import express from 'express';
-import { DEADLINE_HEADER } from '../../functions/sdk/dispatch.js';
+import { deadlineOf } from './deadline.js';
 import { logger, type Logger } from '../../lib/log.js';
 import { traceHeaders, traceRequests } from '../../lib/telemetry.js';
 import { toOpenAIError } from './errors.js';
@@ -52,7 +52,14 @@ export function buildExternalServer(opts: ExternalServerOptions): express.Expres
     res.on('close', () => {
       if (!res.writableFinished) ac.abort(new Error('the caller went away'));
     });
-    const deadline = Number(req.get(DEADLINE_HEADER) ?? Date.now() + (opts.defaultTimeoutMs ?? 300_000));
+    let deadline: number;
+    try {
+      deadline = deadlineOf(req, opts.defaultTimeoutMs ?? 300_000);
+    } catch (e) {
+      const { status, body } = toOpenAIError(e);
+      res.status(status).json(body);
+      return;
+    }
     const timer = setTimeout(() => ac.abort(new Error('deadline exceeded')), Math.max(0, deadline - Date.now()));
     inFlight++;
     try {

@@ -8,13 +8,13 @@
  * the next step boundary.
  */
 import express, { type Request, type Response } from 'express';
-import { DEADLINE_HEADER } from '../../functions/sdk/dispatch.js';
 import { logger, type Logger } from '../../lib/log.js';
 import { traceRequests } from '../../lib/telemetry.js';
 import type { SidecarClient } from '../../sidecar/client/client.js';
 import { tensor } from '../../sidecar/tensor.js';
 import { Engine, type EngineOptions, type EngineRequest } from './engine.js';
 import { llmErrors, toOpenAIError } from './errors.js';
+import { deadlineOf } from './deadline.js';
 import { createLlmMetrics } from './metrics.js';
 import type { LlmModel } from './model.js';
 import { mediaRefs, receiveEmbeddings } from './multimodal.js';
@@ -48,13 +48,6 @@ function parseRequest(body: unknown): ExecutorRequest {
   throw llmErrors.badRequest(r.error.issues.map((i) => `${i.path.map(String).join('.') || '(body)'}: ${i.message}`).join('; '), param);
 }
 
-function deadlineOf(req: Request, defaultMs: number): number {
-  const h = req.get(DEADLINE_HEADER);
-  if (h === undefined) return Date.now() + defaultMs;
-  const d = Number(h);
-  if (!Number.isFinite(d) || d <= 0) throw llmErrors.badRequest(`the ${DEADLINE_HEADER} header must be epoch milliseconds`, DEADLINE_HEADER);
-  return d;
-}
 
 /** Max completion tokens for a prompt; the prompt plus them must fit the model's context. */
 function maxTokensFor(model: LlmModel, body: ExecutorRequest, prompt: Prompt): number {
