@@ -110,8 +110,7 @@ export class ClientConnection {
         return {};
       case 'close': {
         const open = this.open.get(req.id);
-        const nodes = req.dst ? srv.route(req.dst).remote.keys() : open ? open.nodes : srv.allNodes();
-        const list = [...nodes];
+        const list = [...this.peerNodes(req.dst, open)];
         srv.closeStream(req.id, req.numChunks, list);
         const o = open ?? { numChunks: req.numChunks, sent: new Set<number>(), nodes: new Set(list) };
         this.open.set(req.id, o);
@@ -120,13 +119,16 @@ export class ClientConnection {
         return {};
       }
       case 'fail': {
-        const open = this.open.get(req.id);
-        const nodes = req.dst ? srv.route(req.dst).remote.keys() : open ? open.nodes : srv.allNodes();
-        srv.failEverywhere(req.id, `producer rank ${this.rank} failed: ${req.reason}`, nodes);
+        srv.failEverywhere(req.id, `producer rank ${this.rank} failed: ${req.reason}`, this.peerNodes(req.dst, this.open.get(req.id)));
         this.open.delete(req.id);
         return {};
       }
     }
+  }
+
+  /** The peer nodes a close or fail of an id goes to: those of `dst` if given, else those the id went to, else all. */
+  private peerNodes(dst: number[][] | undefined, open: OpenId | undefined): Iterable<string> {
+    return dst ? this.srv.route(dst).remote.keys() : open ? open.nodes : this.srv.allNodes();
   }
 
   private async put(req: PutReq, payload: Buffer | null, signal: Cancellable): Promise<PutReply> {

@@ -42,6 +42,8 @@ export class SharedMemory {
   private readonly slabs: Slab[];
   private readonly waiters: Waiter[] = [];
   private readonly maxSlab: number;
+  private readonly bySlotAsc: number[]; // slab indices by slot size, smallest first (ties: lower index first)
+  private readonly bySlotDesc: number[]; // largest first (ties: lower index first)
   /** Called each time an allocation has to wait for memory. */
   onWait: (size: number) => void = () => {};
 
@@ -55,6 +57,9 @@ export class SharedMemory {
       return slab;
     });
     this.maxSlab = Math.max(...this.slabs.map((s) => s.capacity));
+    const idx = this.slabs.map((_, i) => i);
+    this.bySlotAsc = [...idx].sort((a, b) => this.slabs[a]!.slotBytes - this.slabs[b]!.slotBytes);
+    this.bySlotDesc = [...idx].sort((a, b) => this.slabs[b]!.slotBytes - this.slabs[a]!.slotBytes);
     this.segment = createSegment(node, base);
   }
 
@@ -66,9 +71,8 @@ export class SharedMemory {
   /** Slabs in order of preference for `size` bytes: best-matching slot size first. */
   private order(size: number, hint?: number): number[] {
     const target = Math.max(size, hint ?? 0);
-    const idx = this.slabs.map((_, i) => i);
-    const below = idx.filter((i) => this.slabs[i]!.slotBytes <= target).sort((a, b) => this.slabs[b]!.slotBytes - this.slabs[a]!.slotBytes);
-    const above = idx.filter((i) => this.slabs[i]!.slotBytes > target).sort((a, b) => this.slabs[a]!.slotBytes - this.slabs[b]!.slotBytes);
+    const below = this.bySlotDesc.filter((i) => this.slabs[i]!.slotBytes <= target);
+    const above = this.bySlotAsc.filter((i) => this.slabs[i]!.slotBytes > target);
     return [...below, ...above];
   }
 
