@@ -19,7 +19,6 @@ import { AppManager, type RegistrationEvent } from '../gateway/app-manager.js';
 import { buildGateway } from '../gateway/gateway.js';
 import { GatewayMetrics } from '../gateway/metrics.js';
 import { REPO_ROOT } from '../gateway/paths.js';
-import { HIDDEN_FROM_APPS } from '../gateway/source-check.js';
 import { listen, type ListeningServer } from '../gateway/server.js';
 import { LocalPlatform } from '../platform/local.js';
 import type { LogSink } from '../platform/child.js';
@@ -117,10 +116,8 @@ export async function startCornserve(opts: CornserveOptions = {}): Promise<Corns
       platform,
       dispatcherUrl: dispatcher.url,
       log: logger('app-functions'),
-      // The platform passes its own environment on; user code must not see the admin token.
       env: {
         ...opts.childEnv,
-        ...Object.fromEntries(HIDDEN_FROM_APPS.map((k) => [k, ''])),
         ...(opts.bodyLimitBytes ? { CORNSERVE_BODY_LIMIT_BYTES: String(opts.bodyLimitBytes) } : {}),
       },
       onStateChange: (appId, state) => apps?.onFunctionState(appId, state),

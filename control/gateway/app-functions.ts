@@ -15,6 +15,7 @@ import type { Logger } from '../../lib/log.js';
 import { sleep } from '../../lib/wait.js';
 import { AppFunctionUnavailableError } from './errors.js';
 import { RUNTIME_ENTRY } from './paths.js';
+import { HIDDEN_FROM_APPS } from './source-check.js';
 
 export type FunctionState = 'starting' | 'ready' | 'restarting' | 'stopped';
 
@@ -156,7 +157,8 @@ export class AppFunctions {
       name: entry.name,
       source: entry.source,
       launch: this.opts.launch ?? RUNTIME_LAUNCH,
-      env: { ...this.opts.env, CORNSERVE_APP_SOURCE: sourcePath, CORNSERVE_DISPATCHER_URL: this.opts.dispatcherUrl },
+      // Platforms pass their own environment on; blanking here keeps the admin token from user code whatever the composition.
+      env: { ...this.opts.env, ...Object.fromEntries(HIDDEN_FROM_APPS.map((k) => [k, ''])), CORNSERVE_APP_SOURCE: sourcePath, CORNSERVE_DISPATCHER_URL: this.opts.dispatcherUrl },
     });
     const target = { url: instance.url, generation: entry.generation };
     await this.#waitHealthy(entry, target, exited);
