@@ -156,7 +156,11 @@ export class WorkerPool {
   private settle(rank: number, jobId: number, outcome: ItemResult[] | ExecutorError): void {
     const job = this.jobs.get(jobId);
     if (!job) return;
-    if (outcome instanceof ExecutorError) job.error ??= outcome;
+    // A rank that fails mid-job aborts the all-reduce, so the other ranks fail too with CHANNEL_CLOSED; their
+    // reports may arrive first (separate rings). The job's error is the root cause, not the consequence.
+    if (outcome instanceof ExecutorError) {
+      if (job.error === undefined || job.error.code === ExecutorErrorCode.CHANNEL_CLOSED) job.error = outcome;
+    }
     else job.results[rank] = outcome;
     if (--job.remaining > 0) return;
     this.jobs.delete(jobId);

@@ -42,6 +42,14 @@ test('a rank failing mid-job releases the other rank, and the next job runs on a
   t.deepEqual([...(r!.tensors!.sum!.data as Float32Array)], [6]);
 });
 
+test("a job's error is the failing rank's own, even when the rank it aborted reports first", async (t) => {
+  const pool = await WorkerPool.start({ script: SCRIPT, size: 2, log });
+  t.teardown(() => pool.close());
+  const err = await t.throwsAsync(pool.run({ fail: 'rank1-late' }, [item('a', [1])]));
+  t.is((err as { code?: string }).code, 'MODEL_RUN_FAILED');
+  t.regex(err!.message, /rank 1 failed late/);
+});
+
 test('a worker that dies fails its pending job with EXECUTOR_WORKER_DIED and marks the pool dead', async (t) => {
   const pool = await WorkerPool.start({ script: SCRIPT, size: 2, log });
   t.teardown(() => pool.close());
