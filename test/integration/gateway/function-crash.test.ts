@@ -17,7 +17,8 @@ test('a crashed app function fails its in-flight request with a 502, is restarte
   const appId = p.apps.resolve('crashy').appId;
   const before = p.platform.processes().find((x) => x.kind === 'app-function' && x.id === appId)!;
   const inFlight = p.invoke('crashy', { text: 'doomed' });
-  await new Promise((r) => setTimeout(r, 500)); // the request is now waiting on the executor
+  // The request is waiting on the executor once the dispatcher holds a lease on it (not after a fixed sleep: under load it may not be there yet).
+  await waitUntil('the request reached the echo executor', async () => (await p.store.listExecutors()).some((e) => e.outstanding > 0), { timeoutMs: 30_000 });
   process.kill(before.pid, 'SIGKILL');
   const res = await inFlight;
   t.is(res.status, 502);
