@@ -4,6 +4,7 @@ import { connect, createServer, type Server, type Socket } from 'node:net';
 import { randomBytes } from 'node:crypto';
 import { DirectFrameReader } from '../../../sidecar/wire/direct-reader.js';
 import { writeFrame, type PayloadTarget } from '../../../sidecar/wire/frames.js';
+import { waitUntil } from '../../../lib/wait.js';
 
 interface Got { header: { n: number }; payload: Buffer | null }
 
@@ -28,10 +29,7 @@ async function link(t: { teardown(fn: () => void): void }, target: (h: { n: numb
   return { writer, got, errors, reads, closed };
 }
 
-const until = async (what: string, ok: () => boolean) => {
-  for (let i = 0; i < 400 && !ok(); i++) await new Promise((r) => setTimeout(r, 5));
-  if (!ok()) throw new Error(`timed out waiting for ${what}`);
-};
+const until = (what: string, ok: () => boolean) => waitUntil(what, ok, { timeoutMs: 20_000, intervalMs: 5 });
 
 test('a large payload is read into its target and nowhere else', async (t) => {
   const target = Buffer.alloc(3 * 1024 * 1024);
