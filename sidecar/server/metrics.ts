@@ -22,10 +22,9 @@ export function createMetrics(node: string, stats: () => MemoryStats) {
     transfers: new Counter({ name: 'sidecar_transfers_total', help: 'Chunks stored, by origin (local send or from a peer node)', labelNames: ['origin'], registers: [registry] }),
     bytesMoved: new Counter({ name: 'sidecar_bytes_moved_total', help: 'Chunk bytes moved, by path (local, to_peer, from_peer)', labelNames: ['path'], registers: [registry] }),
     memoryWaits: new Counter({ name: 'sidecar_memory_waits_total', help: 'Allocations that had to wait under memory pressure', registers: [registry] }),
-    expired: new Counter({ name: 'sidecar_expired_total', help: 'Chunks freed because nobody consumed them before their expiry', registers: [registry] }),
     expiredBytes: new Counter({ name: 'sidecar_expired_bytes_total', help: 'Bytes of expired chunks', registers: [registry] }),
     producerFailures: new Counter({ name: 'sidecar_producer_failures_total', help: 'Ids failed by their producer (fail() or disconnect)', registers: [registry] }),
-    freed: new Counter({ name: 'sidecar_chunks_freed_total', help: 'Chunks freed, by reason', labelNames: ['reason'], registers: [registry] }),
+    freed: new Counter({ name: 'sidecar_chunks_freed_total', help: 'Chunks freed, by reason (done; expired: nobody consumed them before their expiry; failed: their producer failed)', labelNames: ['reason'], registers: [registry] }),
   };
 }
 

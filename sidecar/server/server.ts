@@ -244,7 +244,7 @@ export class SidecarServer {
     }
     this.memory.free(rec.alloc);
     this.metrics.freed.inc({ reason });
-    if (reason === 'expired') { this.metrics.expired.inc(); this.metrics.expiredBytes.inc(rec.size); }
+    if (reason === 'expired') this.metrics.expiredBytes.inc(rec.size);
     if (rec.groups.length > 0) this.mirror.remove(rec.id, rec.chunk);
   }
 

@@ -10,7 +10,9 @@ let sc: SidecarCluster;
 test.before(async () => { sc = await startSidecars({ nodes: [[0, 1], [2, 3]], slabs: [{ slotBytes: 4096, slots: 8 }], sweepMs: 50 }); });
 test.after.always(async () => { await sc?.stop(); });
 
-const counter = (text: string, name: string) => Number(new RegExp(`^${name}\\{[^}]*\\} (\\d+)`, 'm').exec(text)?.[1] ?? 0);
+/** The value of counter `name` (whose labels include `label`, e.g. 'reason="expired"', if given). */
+const counter = (text: string, name: string, label = '') => Number(new RegExp(`^${name}\\{[^}]*${label}[^}]*\\} (\\d+)`, 'm').exec(text)?.[1] ?? 0);
+const expired = async () => counter(await sc.nodes[0]!.metrics(), 'sidecar_chunks_freed_total', 'reason="expired"');
 /** Memory waits on both nodes (across nodes, the receiving node is the one that fills up). */
 const waits = async () => counter(await sc.nodes[0]!.metrics(), 'sidecar_memory_waits_total') + counter(await sc.nodes[1]!.metrics(), 'sidecar_memory_waits_total');
 
@@ -48,9 +50,9 @@ test.serial('a send that never gets memory fails with SIDECAR_TIMEOUT at its dea
 
 test.serial('data nobody consumes is freed at its expiry and counted', async (t) => {
   const prod = await sc.client(0);
-  const before = counter(await sc.nodes[0]!.metrics(), 'sidecar_expired_total');
+  const before = await expired();
   await prod.send(makeTensor('f32', [2048]), newId(), [[1]], { ttlMs: 100 });
-  await waitUntil('expired', async () => counter(await sc.nodes[0]!.metrics(), 'sidecar_expired_total') === before + 1);
+  await waitUntil('expired', async () => (await expired()) === before + 1);
   t.is((await sc.nodes[0]!.health()).bytesInUse, 0);
 });
 
