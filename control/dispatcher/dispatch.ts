@@ -16,6 +16,7 @@ import { descriptorFor } from '../descriptors/registry.js';
 import type { InvocationResult, TaskDescriptor } from '../descriptors/types.js';
 import type { Store } from '../store/types.js';
 import { NOOP_SPAN, SpanKind, SpanStatusCode, context, propagation, trace, tracer, tracingOn, withTraceparent, type Span } from '../../lib/telemetry.js';
+import { reportsProducerFailure } from '../../executors/common/errors.js';
 import { DeadlineExceededError, DispatchCancelledError, TaskFailedError, type FailureSite } from './errors.js';
 import { callExecutor, describeFailure } from './executor-client.js';
 import { routerFor, type Lease, type Router } from './routing.js';
@@ -49,8 +50,9 @@ export interface DispatchDeps {
 /** How long a consumer's "my producer failed" waits for the producer's own error (see GraphRun.fail). */
 const PRODUCER_ERROR_GRACE_MS = 500;
 
+/** The executor's error body says its sidecar receive failed because the producer did (`producer_failed`). */
 const isProducerFailure = (e: Error): boolean =>
-  e instanceof TaskFailedError && JSON.stringify((e as TaskFailedError).details ?? {}).includes('SIDECAR_PRODUCER_FAILED');
+  e instanceof TaskFailedError && reportsProducerFailure((e.details as { executorError?: unknown } | undefined)?.executorError);
 
 export function dispatchGraph(graph: TaskGraph, options: DispatchGraphOptions, deps: DispatchDeps): Promise<DispatchResult> {
   if (!tracingOn()) return new GraphRun(graph, options, deps, NOOP_SPAN).run();

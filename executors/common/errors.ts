@@ -60,9 +60,33 @@ export class ExecutorError extends CornserveError {
 export const executorError = (code: ExecutorErrorCode, message: string, details?: unknown) => new ExecutorError(code, message, undefined, details);
 
 /**
+ * "This request failed because the producer of its input did": every executor whose sidecar receive fails with
+ * SIDECAR_PRODUCER_FAILED puts `producer_failed: true` in its error's details, so the body reads
+ * `{error: {code, message, details: {producer_failed: true, ...}}}` whatever the executor's own code is. The
+ * dispatcher checks this field (`reportsProducerFailure`) to tell a consumer's secondary failure from a root cause.
+ */
+export const PRODUCER_FAILED_FIELD = 'producer_failed';
+
+/** Whether a thrown value is the sidecar saying the producer of the data failed (realm-safe: by name and code). */
+export function isProducerFailure(err: unknown): boolean {
+  const e = err as { name?: unknown; code?: unknown };
+  return e?.name === 'SidecarError' && e?.code === 'SIDECAR_PRODUCER_FAILED';
+}
+
+/** `{producer_failed: true}` when `cause` is a producer failure, else nothing: spread into an error's details. */
+export const producerFailureDetails = (cause: unknown): { [PRODUCER_FAILED_FIELD]?: true } =>
+  isProducerFailure(cause) ? { [PRODUCER_FAILED_FIELD]: true } : {};
+
+/** Whether an executor's error reply body (`{error: {details}}`) says the request failed because its producer did. */
+export function reportsProducerFailure(body: unknown): boolean {
+  const details = (body as { error?: { details?: unknown } } | null)?.error?.details;
+  return typeof details === 'object' && details !== null && (details as Record<string, unknown>)[PRODUCER_FAILED_FIELD] === true;
+}
+
+/**
  * Any thrown value → WireError. Errors with a string `code` and numeric `status` (CornserveError, the model
- * layer's ModelError) keep both; SidecarErrors keep their code (status 502: a downstream failed); anything
- * else is EXECUTOR_INTERNAL.
+ * layer's ModelError) keep both; SidecarErrors keep their code (status 502: a downstream failed; a producer failure
+ * also gets `producer_failed` in its details); anything else is EXECUTOR_INTERNAL.
  */
 export function toWire(err: unknown): WireError {
   const e = err as { code?: unknown; status?: unknown; message?: unknown; details?: unknown; name?: unknown };
@@ -71,7 +95,9 @@ export function toWire(err: unknown): WireError {
     const details = isCornserveError(err) ? err.details : e.details;
     return { code: e.code as string, message, status: e.status as number, ...(details !== undefined ? { details } : {}) };
   }
-  if (typeof e?.code === 'string' && e?.name === 'SidecarError') return { code: e.code, message, status: 502 };
+  if (typeof e?.code === 'string' && e?.name === 'SidecarError') {
+    return { code: e.code, message, status: 502, ...(isProducerFailure(err) ? { details: producerFailureDetails(err) } : {}) };
+  }
   if (e?.name === 'TimeoutError') return { code: ExecutorErrorCode.DEADLINE_EXCEEDED, message, status: 504 };
   return { code: ExecutorErrorCode.INTERNAL, message, status: 500 };
 }

@@ -3,6 +3,7 @@
  * error shape `{error: {message, type, param, code}}` (see `toOpenAIError`), which also carries our code.
  */
 import { CornserveError, isCornserveError } from '../../functions/sdk/errors.js';
+import { producerFailureDetails } from '../common/errors.js';
 
 export const LlmErrorCode = {
   /** The request does not match the chat-completions schema or asks for something unsupported (n > 1, ...). */
@@ -58,15 +59,19 @@ export const llmErrors = {
   modelNotFound: (msg: string) => new LlmError(LlmErrorCode.MODEL_NOT_FOUND, msg, 'model'),
   overloaded: (msg: string) => new LlmError(LlmErrorCode.OVERLOADED, msg),
   deadline: (msg: string) => new LlmError(LlmErrorCode.DEADLINE_EXCEEDED, msg),
-  sidecar: (msg: string, cause?: unknown) => new LlmError(LlmErrorCode.SIDECAR_FAILED, msg, null, cause instanceof Error ? { cause: cause.message } : undefined),
+  sidecar: (msg: string, cause?: unknown) =>
+    new LlmError(LlmErrorCode.SIDECAR_FAILED, msg, null, cause instanceof Error ? { cause: cause.message, ...producerFailureDetails(cause) } : undefined),
   modelInvalid: (msg: string) => new LlmError(LlmErrorCode.MODEL_INVALID, msg),
   cancelled: (msg: string) => new LlmError(LlmErrorCode.CANCELLED, msg),
   runFailed: (msg: string) => new LlmError(LlmErrorCode.RUN_FAILED, msg),
 };
 
-/** OpenAI's error object. `type` follows OpenAI's vocabulary; `code` is our stable code. */
+/**
+ * OpenAI's error object. `type` follows OpenAI's vocabulary; `code` is our stable code; `details` (our extension,
+ * present when the error has any) carries e.g. `producer_failed` (executors/common/errors.ts) for the dispatcher.
+ */
 export interface OpenAIErrorBody {
-  error: { message: string; type: string; param: string | null; code: string };
+  error: { message: string; type: string; param: string | null; code: string; details?: unknown };
 }
 
 const TYPE_BY_STATUS: Record<number, string> = {
@@ -80,10 +85,12 @@ export function toOpenAIError(err: unknown): { status: number; body: OpenAIError
   let status = 500;
   let code = 'LLM_INTERNAL';
   let param: string | null = null;
+  let details: unknown;
   if (isCornserveError(err)) {
     status = err.status;
     code = err.code;
     param = (err as Partial<LlmError>).param ?? null;
+    details = err.details;
   } else if (e?.type === 'entity.parse.failed') {
     status = 400;
     code = LlmErrorCode.BAD_REQUEST;
@@ -92,5 +99,5 @@ export function toOpenAIError(err: unknown): { status: number; body: OpenAIError
     code = 'LLM_PAYLOAD_TOO_LARGE';
   }
   const message = e?.message ?? String(err);
-  return { status, body: { error: { message, type: TYPE_BY_STATUS[status] ?? 'server_error', param, code } } };
+  return { status, body: { error: { message, type: TYPE_BY_STATUS[status] ?? 'server_error', param, code, ...(details !== undefined ? { details } : {}) } } };
 }

@@ -8,6 +8,7 @@
 import { type ReceivedTensor, ReceivedTensorError, receiveTensor } from '../../common/receive-tensor.js';
 import type { SidecarClient } from '../../../sidecar/client/client.js';
 import { SidecarError } from '../../../sidecar/errors.js';
+import { producerFailureDetails } from '../../common/errors.js';
 import { GeriErrorCode, geriError } from '../errors.js';
 
 function mapError(e: unknown, id: string, deadline: number, startedAt: number): Error {
@@ -20,7 +21,9 @@ function mapError(e: unknown, id: string, deadline: number, startedAt: number): 
     case 'SIDECAR_UNAVAILABLE':
       return geriError(GeriErrorCode.NO_SIDECAR, `the sidecar is unavailable: ${e.reason}`);
     default:
-      return geriError(GeriErrorCode.EMBEDDINGS_FAILED, `embeddings '${id}' could not be received: ${e.message}`, { embedding_data_id: id, sidecar: e.code });
+      return geriError(GeriErrorCode.EMBEDDINGS_FAILED, `embeddings '${id}' could not be received: ${e.message}`, {
+        embedding_data_id: id, sidecar: e.code, ...producerFailureDetails(e),
+      });
   }
 }
 

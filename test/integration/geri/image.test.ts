@@ -106,6 +106,17 @@ test.serial('skip_tokens that leaves no rows → 422 GERI_EMBEDDINGS_INVALID', a
   await t.notThrowsAsync(memoryFreed());
 });
 
+test.serial('a producer that fails its embeddings → 502 GERI_EMBEDDINGS_FAILED marked producer_failed', async (t) => {
+  const id = dataId();
+  const pending = geri.post('/image/generate', body(id));
+  await waitUntil('geri waiting for the embeddings', async () => (await geri.info()).receiving === 1);
+  await g.producer.fail(id, 'encoder crashed', g.toGeri);
+  const res = await pending;
+  t.is(res.status, 502);
+  const json = (await res.json()) as { error: { code: string; details: Record<string, unknown> } };
+  t.like(json.error, { code: 'GERI_EMBEDDINGS_FAILED', details: { sidecar: 'SIDECAR_PRODUCER_FAILED', producer_failed: true } });
+});
+
 test.serial('a request on the audio route of an image Geri → 400 GERI_WRONG_MODALITY', async (t) => {
   const res = await geri.post('/audio/generate', { embedding_data_id: dataId() }, { deadlineMs: 500 });
   t.is(res.status, 400);

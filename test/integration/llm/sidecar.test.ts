@@ -125,4 +125,5 @@ test.serial('an encoder that fails its embedding fails the request with 502', as
   const r = await pending;
   t.is(r.status, 502);
   t.is(r.body.error.code, 'LLM_SIDECAR_FAILED');
+  t.is(r.body.error.details?.producer_failed, true); // what the dispatcher reads to prefer the producer's own error
 });
