@@ -23,7 +23,7 @@ export interface StartSidecarsOptions {
   nodes: NodeDevices[];
   sink?: LogSink;
   env?: Record<string, string>;
-  /** @default 30 s */
+  /** @default 60 s (like the platform's executor and app-function health bounds: a loaded machine starts node + tsx slowly) */
   readyTimeoutMs?: number;
 }
 
@@ -63,7 +63,7 @@ export async function startNodeSidecars(opts: StartSidecarsOptions): Promise<Nod
         isReady,
         child.exited.then((e) => Promise.reject(new Error(`the sidecar of node ${node} exited with ${e.signal ?? e.code} while starting: ${e.logTail.slice(-3).join(' | ')}`))),
       ]);
-      await withDeadline(`the sidecar of node ${node}`, started, Date.now() + (opts.readyTimeoutMs ?? 30_000));
+      await withDeadline(`the sidecar of node ${node}`, started, Date.now() + (opts.readyTimeoutMs ?? 60_000));
       urls[node] = `unix:${socket}`;
     }
     return { urls, stop };
