@@ -42,7 +42,7 @@ export async function startRole(entry: string, args: string[], env: Record<strin
     await waitUntil(`${entry} ${args[0] ?? ''} on ${url}`, async () => {
       if (child.exitCode !== null) throw new Error(`exited with ${child.exitCode}`);
       return fetch(`${url}/health`).then((r) => r.ok, () => false);
-    }, { timeoutMs: 60_000 });
+    }, { timeoutMs: 120_000 });
   } catch (e) {
     await stop();
     throw new Error(`${(e as Error).message}\n${out}`);
