@@ -46,7 +46,7 @@ test.before(async () => {
     } catch {
       return false;
     }
-  }, { timeoutMs: 20_000 });
+  }, { timeoutMs: 60_000 }); // node + tsx start slowly on a loaded machine (like the roles' 60 s+ bounds)
 });
 
 test.after.always(async () => {
