@@ -74,7 +74,7 @@ export async function startEchoExecutor(options: EchoExecutorOptions = {}): Prom
   };
   try {
     await waitUntil(`echo executor ${executorId} on port ${port}`, async () => child.exitCode === null && (await healthy(url)), {
-      timeoutMs: options.startTimeoutMs ?? 45_000,
+      timeoutMs: options.startTimeoutMs ?? 60_000,
       intervalMs: 50,
     });
   } catch (e) {

@@ -89,7 +89,7 @@ export async function startGeri(opts: GeriOptions): Promise<Geri> {
       } catch {
         return false;
       }
-    }, { timeoutMs: 45_000, intervalMs: 100 });
+    }, { timeoutMs: 60_000, intervalMs: 100 });
   } catch (e) {
     await end('SIGKILL');
     throw e;

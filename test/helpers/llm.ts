@@ -159,7 +159,7 @@ export async function launchExecutor(spec: LaunchSpec, env: Record<string, strin
       if (child.exitCode !== null) throw new Error(`${spec.entry} exited with ${child.exitCode}`);
       const r = await fetch(`${url}${spec.healthPath ?? '/health'}`).catch(() => undefined);
       return r && (!expectHealthy || r.ok) ? true : undefined;
-    }, { timeoutMs: 30_000, intervalMs: 100 });
+    }, { timeoutMs: 60_000, intervalMs: 100 });
   } catch (e) {
     await stop();
     throw e;

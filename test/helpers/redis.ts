@@ -32,7 +32,7 @@ export async function startRedis(): Promise<RedisServer> {
       stdio: 'ignore',
     });
     child.unref();
-    await waitUntil(`redis-server on port ${port}`, () => ping(port), { timeoutMs: 10_000 });
+    await waitUntil(`redis-server on port ${port}`, () => ping(port), { timeoutMs: 30_000 });
   };
   const stop = async () => {
     const c = child;

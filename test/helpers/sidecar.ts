@@ -95,7 +95,7 @@ export async function startSidecars(opts: StartSidecarsOptions): Promise<Sidecar
       c.stderr!.on('data', (d: Buffer) => { err = (err + d.toString()).slice(-4000); });
       await new Promise<void>((resolve, reject) => {
         let out = '';
-        const t = setTimeout(() => reject(new Error(`sidecar ${spec.name} did not start within 30 s: ${err}`)), 30_000);
+        const t = setTimeout(() => reject(new Error(`sidecar ${spec.name} did not start within 60 s: ${err}`)), 60_000);
         c.stdout!.on('data', (d: Buffer) => {
           out += d.toString();
           if (out.includes('"ready"')) { clearTimeout(t); resolve(); }
