@@ -10,6 +10,9 @@ test.after.always(() => {
 });
 
 test('`cornserve up --apps functions/apps` prints how to call each app, serves it, and stops every process on SIGTERM', async (t) => {
+  // `up` registers every app in functions/apps in order, and echo comes after any-to-any and arena, which start model
+  // executors: on a loaded machine that takes minutes. Bounds about "eventually", not speed (ava's idle timeout follows t.timeout).
+  t.timeout(300_000);
   const port = await freePort();
   const env: NodeJS.ProcessEnv = { ...process.env, CORNSERVE_LOG_LEVEL: 'warn' };
   delete env.CORNSERVE_ADMIN_TOKEN;
@@ -19,7 +22,7 @@ test('`cornserve up --apps functions/apps` prints how to call each app, serves i
   let stderr = '';
   child.stderr!.on('data', (d: Buffer) => (stderr += d.toString()));
   const exited = new Promise<number | null>((r) => child!.once('exit', (code) => r(code)));
-  await waitUntil('up printed the echo usage', () => /cornserve invoke echo/.test(stdout), { timeoutMs: 45_000 }).catch((e: Error) => {
+  await waitUntil('up printed the echo usage', () => /cornserve invoke echo/.test(stdout), { timeoutMs: 240_000 }).catch((e: Error) => {
     throw new Error(`${e.message}\nstdout: ${stdout}\nstderr: ${stderr.slice(-3000)}`);
   });
 
