@@ -1,27 +1,60 @@
 import type { Server } from 'node:http';
 
+/** What stops a process: told why (the signal, or e.g. 'disconnect'); may be async. */
+export type CloseFn = (reason: string) => Promise<unknown> | unknown;
+
+export interface Shutdown {
+  /** Whether shutdown has begun (so an engine exiting then is not reported as a crash). */
+  readonly stopping: boolean;
+  /** Begins shutdown for another reason than a signal (the parent went away, ...); later calls do nothing. */
+  stop(reason: string): void;
+}
+
+export interface ShutdownOptions {
+  /** Exit 0 anyway once shutdown has taken this long (a close that hangs). @default no limit */
+  timeoutMs?: number;
+}
+
 /**
- * Clean shutdown of a server process on SIGTERM / SIGINT: stop accepting, drop idle keep-alive connections,
- * run `cleanup` (engines, sidecar clients, model sessions), then exit 0. A second signal does nothing more.
- * The result tells whether shutdown has begun (so an engine exiting then is not reported as a crash).
+ * Clean shutdown of a process on SIGTERM / SIGINT, then exit 0. A second signal does nothing more.
+ *
+ *   exitOnSignal(http, () => engine.stop());           // a server: stop accepting, drop keep-alive connections, then cleanup
+ *   exitOnSignal(async (sig) => { log.info({ sig }, 'stopping'); await thing.close(); });   // anything else
+ *
+ * A close or cleanup that throws still ends in exit 0 (the process is going away either way).
  */
-export function exitOnSignal(http: Server, cleanup: () => Promise<unknown> | unknown = () => undefined): { readonly stopping: boolean } {
+export function exitOnSignal(close: CloseFn, options?: ShutdownOptions): Shutdown;
+export function exitOnSignal(http: Server, cleanup?: () => Promise<unknown> | unknown, options?: ShutdownOptions): Shutdown;
+export function exitOnSignal(
+  target: Server | CloseFn,
+  cleanupOrOptions?: (() => Promise<unknown> | unknown) | ShutdownOptions,
+  serverOptions?: ShutdownOptions,
+): Shutdown {
+  const close: CloseFn =
+    typeof target === 'function'
+      ? target
+      : () => {
+          target.close();
+          target.closeAllConnections();
+          return typeof cleanupOrOptions === 'function' ? cleanupOrOptions() : undefined;
+        };
+  const options = (typeof target === 'function' ? (cleanupOrOptions as ShutdownOptions | undefined) : serverOptions) ?? {};
   let stopping = false;
-  const stop = () => {
+  const stop = (reason: string) => {
     if (stopping) return;
     stopping = true;
-    http.close();
-    http.closeAllConnections();
+    if (options.timeoutMs !== undefined) setTimeout(() => process.exit(0), options.timeoutMs).unref();
     void Promise.resolve()
-      .then(cleanup)
+      .then(() => close(reason))
       .catch(() => undefined)
       .finally(() => process.exit(0));
   };
-  process.on('SIGTERM', stop);
-  process.on('SIGINT', stop);
+  process.on('SIGTERM', () => stop('SIGTERM'));
+  process.on('SIGINT', () => stop('SIGINT'));
   return {
     get stopping() {
       return stopping;
     },
+    stop,
   };
 }

@@ -5,6 +5,7 @@
  */
 import { Command, InvalidArgumentError } from 'commander';
 import { createStore } from '../control/store/index.js';
+import { exitOnSignal } from '../lib/shutdown.js';
 import { startTelemetry, stopTelemetry } from '../lib/telemetry.js';
 import { SidecarServer } from './server/server.js';
 import type { PeerAddress } from './server/peers.js';
@@ -66,16 +67,10 @@ try {
 }
 process.stdout.write(`${JSON.stringify({ ready: server.info() })}\n`);
 
-let stopping = false;
-const stop = async (sig: string) => {
-  if (stopping) return;
-  stopping = true;
+const shutdown = exitOnSignal(async (sig) => {
   server.log.info({ sig }, 'stopping');
   await server.stop();
   await store?.close();
   await Promise.race([stopTelemetry(), new Promise((r) => setTimeout(r, 2000).unref())]); // flush spans, bounded
-  process.exit(0);
-};
-process.on('SIGINT', () => void stop('SIGINT'));
-process.on('SIGTERM', () => void stop('SIGTERM'));
-process.on('disconnect', () => void stop('disconnect'));
+});
+process.on('disconnect', () => shutdown.stop('disconnect'));

@@ -8,6 +8,7 @@ import { Command } from 'commander';
 import { Registry, collectDefaultMetrics } from 'prom-client';
 import { createStore } from '../store/index.js';
 import { logger } from '../../lib/log.js';
+import { exitOnSignal } from '../../lib/shutdown.js';
 import { startTelemetry, stopTelemetry } from '../../lib/telemetry.js';
 import { startDispatcher } from './server.js';
 
@@ -32,15 +33,9 @@ collectDefaultMetrics({ register: registry });
 const dispatcher = await startDispatcher({ store, registry, host: opts.host, port: Number(opts.port ?? process.env.PORT ?? 0), bodyLimit: opts.bodyLimit });
 log.info({ url: dispatcher.url }, 'dispatcher listening');
 
-let stopping = false;
-const stop = async (signal: string) => {
-  if (stopping) return;
-  stopping = true;
+exitOnSignal(async (signal) => {
   log.info({ signal }, 'dispatcher stopping');
   await dispatcher.close();
   await store.close();
   await stopTelemetry();
-  process.exit(0);
-};
-process.on('SIGTERM', () => void stop('SIGTERM'));
-process.on('SIGINT', () => void stop('SIGINT'));
+});

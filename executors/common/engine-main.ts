@@ -10,6 +10,7 @@
  *   });
  */
 import type { Logger } from '../../lib/log.js';
+import { exitOnSignal } from '../../lib/shutdown.js';
 import { EngineServer } from './engine-process.js';
 import type { EngineInbound, Handlers } from './protocol.js';
 import { WorkerPool, type WorkerPoolOptions } from './worker-pool.js';
@@ -44,14 +45,11 @@ export async function runEngineProcess(o: EngineProcessMain): Promise<void> {
     log.error({ err: err.message }, 'a worker died; engine exiting');
     process.exit(1);
   });
-  const stop = async () => {
+  exitOnSignal(async () => {
     engine.close();
     await pool?.close(2_000);
     server.close();
-    process.exit(0);
-  };
-  process.once('SIGTERM', () => void stop());
-  process.once('SIGINT', () => void stop());
+  });
   await server.ready({ pid: process.pid, ...o.info });
   log.info(o.info ?? {}, 'engine ready');
 }

@@ -9,6 +9,7 @@ import { Command, InvalidArgumentError } from 'commander';
 import { EXECUTOR_ENV } from '../../control/descriptors/types.js';
 import { logger } from '../../lib/log.js';
 import { startTelemetry } from '../../lib/telemetry.js';
+import { exitOnSignal } from '../../lib/shutdown.js';
 import { MODALITIES, compileEricOptions, type EricModality } from './options.js';
 import { startEric } from './router/server.js';
 
@@ -66,16 +67,10 @@ try {
   });
   if (env.OTEL_EXPORTER_OTLP_ENDPOINT) await startTelemetry('eric');
   const eric = await startEric(options);
-  let stopping = false;
-  const stop = async (sig: string) => {
-    if (stopping) return;
-    stopping = true;
+  exitOnSignal(async (sig) => {
     log.info({ sig }, 'stopping');
     await eric.close();
-    process.exit(0);
-  };
-  process.on('SIGTERM', () => void stop('SIGTERM'));
-  process.on('SIGINT', () => void stop('SIGINT'));
+  });
 } catch (e) {
   log.error({ err: (e as Error).message }, 'eric failed to start');
   process.exit(1);
