@@ -13,7 +13,7 @@
 import { SidecarError, badRequest } from '../errors.js';
 import { convertTensor, isTensor, type DType, type Tensor } from '../tensor.js';
 import type { AllocReply, PutReply, RecvReply } from '../wire/protocol.js';
-import { SpanKind, withSpan } from '../../lib/telemetry.js';
+import { SpanKind, tracingOn, withSpan } from '../../lib/telemetry.js';
 import { Connection, type Deadline } from './connection.js';
 import { decode, encode } from './codec.js';
 
@@ -113,8 +113,9 @@ export class SidecarClient {
    * Runs one call in a CLIENT span (`sidecar.<name>`, a child of the caller's active span): every request
    * it makes carries the span's traceparent, so the sidecars' spans join the caller's trace.
    */
-  private traced<T>(name: string, attributes: Record<string, string | number | boolean>, fn: () => Promise<T>): Promise<T> {
-    return withSpan(`sidecar.${name}`, fn, { 'sidecar.rank': this.rank, ...attributes }, SpanKind.CLIENT);
+  private traced<T>(name: string, attributes: () => Record<string, string | number | boolean>, fn: () => Promise<T>): Promise<T> {
+    if (!tracingOn()) return fn(); // no span, no attribute objects: this runs for every call
+    return withSpan(`sidecar.${name}`, fn, { 'sidecar.rank': this.rank, ...attributes() }, SpanKind.CLIENT);
   }
 
   /** Sends one chunk of `id` to every group in `dstGroups`. Resolves once the data sits in the sidecar's memory. */
@@ -128,7 +129,7 @@ export class SidecarClient {
     const enc = encode(data);
     if (this.rank !== this.leader) return; // the group leader sends for the whole group
     const size = enc.bytes.byteLength;
-    return this.traced('send', { 'sidecar.id': id, 'sidecar.chunk': chunk, 'sidecar.bytes': size, 'sidecar.dst': JSON.stringify(dst) }, async () => {
+    return this.traced('send', () => ({ 'sidecar.id': id, 'sidecar.chunk': chunk, 'sidecar.bytes': size, 'sidecar.dst': JSON.stringify(dst) }), async () => {
       const d = this.deadline(o);
       const conn = await this.connection(d);
       const put = {
@@ -155,7 +156,7 @@ export class SidecarClient {
    */
   async recv(id: string, chunk = 0, o: RecvOptions = {}): Promise<unknown> {
     checkChunk(chunk, 'chunk');
-    return this.traced('recv', { 'sidecar.id': id, 'sidecar.chunk': chunk }, async () => {
+    return this.traced('recv', () => ({ 'sidecar.id': id, 'sidecar.chunk': chunk }), async () => {
       const d = this.deadline(o);
       const conn = await this.connection(d);
       const r = (await conn.call({ op: 'recv', id, chunk, deadline: d.deadline }, undefined, d)) as RecvReply;
@@ -183,7 +184,7 @@ export class SidecarClient {
    */
   async markDone(id: string, chunk = 0, o: CallOptions & { group?: boolean } = {}): Promise<void> {
     checkChunk(chunk, 'chunk');
-    return this.traced('markDone', { 'sidecar.id': id, 'sidecar.chunk': chunk }, async () => {
+    return this.traced('markDone', () => ({ 'sidecar.id': id, 'sidecar.chunk': chunk }), async () => {
       const d = this.deadline(o);
       const conn = await this.connection(d);
       await conn.call({ op: 'done', id, chunk, ...(o.group ? { group: true } : {}) }, undefined, d);
@@ -194,7 +195,7 @@ export class SidecarClient {
   async closeStream(id: string, numChunks: number, dstGroups?: number[][], o: CallOptions = {}): Promise<void> {
     checkChunk(numChunks, 'numChunks');
     if (this.rank !== this.leader) return;
-    return this.traced('closeStream', { 'sidecar.id': id, 'sidecar.chunks': numChunks }, async () => {
+    return this.traced('closeStream', () => ({ 'sidecar.id': id, 'sidecar.chunks': numChunks }), async () => {
       const d = this.deadline(o);
       const conn = await this.connection(d);
       await conn.call({ op: 'close', id, numChunks, ...(dstGroups ? { dst: checkGroups(dstGroups) } : {}) }, undefined, d);
@@ -203,7 +204,7 @@ export class SidecarClient {
 
   /** The producer gave up on `id`: every consumer waiting for it gets SIDECAR_PRODUCER_FAILED. */
   async fail(id: string, reason: string, dstGroups?: number[][], o: CallOptions = {}): Promise<void> {
-    return this.traced('fail', { 'sidecar.id': id }, async () => {
+    return this.traced('fail', () => ({ 'sidecar.id': id }), async () => {
       const d = this.deadline(o);
       const conn = await this.connection(d);
       await conn.call({ op: 'fail', id, reason, ...(dstGroups ? { dst: checkGroups(dstGroups) } : {}) }, undefined, d);

@@ -12,23 +12,21 @@ import { sleep } from '../../lib/wait.js';
 import { currentTraceparent } from '../../lib/telemetry.js';
 import { Leases } from './leases.js';
 
-/** A request waiting for its reply (no per-call closures: this runs for every call). */
+/** A request waiting for its reply (no per-call closures or timers: this runs for every call). */
 interface Pending {
   rid: number;
   msg: Record<string, unknown>;
   resolve(r: Record<string, unknown>): void;
   reject(e: Error): void;
-  timer: NodeJS.Timeout | undefined;
+  deadline: number;
   signal: AbortSignal | undefined;
   onAbort: (() => void) | undefined;
 }
 
 const what = (p: Pending) => `${String(p.msg.op)} ${p.msg.id ?? ''}`;
-const timedOut = (conn: Connection, p: Pending) => conn.giveUp(p, new SidecarError('SIDECAR_TIMEOUT', `${what(p)} did not complete before the deadline`));
 
-/** The call is over (replied, given up or the connection closed): stop its timer and abort listener. */
+/** The call is over (replied, given up or the connection closed): stop its abort listener. */
 function settle(p: Pending): void {
-  clearTimeout(p.timer);
   if (p.onAbort) p.signal!.removeEventListener('abort', p.onAbort);
 }
 
@@ -40,6 +38,9 @@ export interface Deadline {
 export class Connection {
   private readonly pending = new Map<number, Pending>();
   private nextRid = 1;
+  /** One timer for every pending call's deadline, armed for the earliest (calls mostly share the default timeout). */
+  private timer: NodeJS.Timeout | undefined;
+  private timerAt = Infinity;
   alive = true;
   hello!: HelloReply;
   /** The sidecar's shared memory, mapped into this process. */
@@ -58,6 +59,7 @@ export class Connection {
     sock.on('close', () => {
       this.alive = false;
       this.leases.clear();
+      clearTimeout(this.timer);
       const err = new SidecarError('SIDECAR_UNAVAILABLE', 'the connection to the local sidecar closed (sidecar stopped or restarted)');
       for (const p of this.pending.values()) { settle(p); p.reject(err); }
       this.pending.clear();
@@ -116,17 +118,36 @@ export class Connection {
   call(msg: Record<string, unknown>, payload: Uint8Array | undefined, d: Deadline): Promise<Record<string, unknown>> {
     if (!this.alive) return Promise.reject(new SidecarError('SIDECAR_UNAVAILABLE', 'the connection to the local sidecar is closed'));
     return new Promise((resolve, reject) => {
-      const p: Pending = { rid: this.nextRid++, msg, resolve, reject, timer: undefined, signal: d.signal, onAbort: undefined };
+      const p: Pending = { rid: this.nextRid++, msg, resolve, reject, deadline: d.deadline, signal: d.signal, onAbort: undefined };
       if (d.signal) {
         p.onAbort = () => this.giveUp(p, new SidecarError('SIDECAR_ABORTED', `${what(p)} was aborted`));
         if (d.signal.aborted) { this.pending.set(p.rid, p); return p.onAbort(); }
         d.signal.addEventListener('abort', p.onAbort, { once: true });
       }
-      p.timer = setTimeout(timedOut, Math.max(0, d.deadline - Date.now()), this, p);
       this.pending.set(p.rid, p);
+      if (p.deadline < this.timerAt) this.arm(p.deadline);
       const traceparent = currentTraceparent(); // the caller's span (see SidecarClient.traced)
       writeFrame(this.sock, { ...msg, rid: p.rid, ...(traceparent ? { traceparent } : {}) }, payload);
     });
+  }
+
+  private arm(at: number): void {
+    clearTimeout(this.timer);
+    this.timerAt = at;
+    this.timer = setTimeout(() => this.expire(), Math.max(0, at - Date.now())).unref();
+  }
+
+  /** Gives up on the calls whose deadline passed; re-arms for the earliest one left. */
+  private expire(): void {
+    this.timer = undefined;
+    this.timerAt = Infinity;
+    const now = Date.now();
+    let next = Infinity;
+    for (const p of this.pending.values()) {
+      if (p.deadline <= now) this.giveUp(p, new SidecarError('SIDECAR_TIMEOUT', `${what(p)} did not complete before the deadline`));
+      else next = Math.min(next, p.deadline);
+    }
+    if (next < Infinity) this.arm(next);
   }
 
   close(): void {
