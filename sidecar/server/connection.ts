@@ -172,10 +172,14 @@ export class ClientConnection {
     return lease ? { lease } : {};
   }
 
-  /** Lends the client memory for its next send, if memory is plentiful (a quarter of the segment stays free). */
+  /**
+   * Lends the client memory for its next send while a sixteenth of the segment would stay free and nothing waits
+   * for memory (allocNow). Not a quarter: a producer running ahead of its consumer fills the segment to that mark,
+   * and past it every send paid an alloc round trip, the state a busy pipeline lives in.
+   */
   private lend(size: number): Lease | undefined {
     const mem = this.srv.memory;
-    if (size === 0 || mem.bytesFree - size < mem.capacity / 4) return undefined;
+    if (size === 0 || mem.bytesFree - size < mem.capacity / 16) return undefined;
     const a = mem.allocNow(size, this.hint);
     if (!a) return undefined;
     const id = -++this.leases; // negative: never a request id
