@@ -182,6 +182,10 @@ export async function run(): Promise<BenchResult[]> {
     const prod = await sc.client(0);
     const local = await sc.client(1);
     const remote = await sc.client(2);
+    // JIT warm-up of the sidecars and clients (thousands of calls: per-transfer CPU falls ~3× over the first 2000),
+    // so a figure does not depend on which sizes ran before it (BENCH_SIDECAR_SIZES).
+    await sidecarThroughput(prod, local, 4 * KiB, 3000, 16, 'warm-jit-l');
+    await sidecarThroughput(prod, remote, 4 * KiB, 3000, 16, 'warm-jit-r');
     for (const s of SIZES.filter((x) => !ONLY || ONLY.includes(x.label))) {
       await sidecarThroughput(prod, local, s.size, Math.max(2, s.count / 10), s.inflight, `warm-l-${s.label}`);
       await sidecarThroughput(prod, remote, s.size, Math.max(2, s.count / 10), s.inflight, `warm-r-${s.label}`);
