@@ -27,6 +27,8 @@ export const ExecutorErrorCode = {
   CHANNEL_CLOSED: 'EXECUTOR_CHANNEL_CLOSED',
   /** Anything else thrown inside an engine or worker. */
   INTERNAL: 'EXECUTOR_INTERNAL',
+  /** The x-cornserve-deadline header is not epoch milliseconds (executors/common/deadline.ts). */
+  BAD_DEADLINE: 'EXECUTOR_BAD_DEADLINE',
 } as const;
 export type ExecutorErrorCode = (typeof ExecutorErrorCode)[keyof typeof ExecutorErrorCode];
 
@@ -41,6 +43,7 @@ const STATUS: Record<ExecutorErrorCode, number> = {
   EXECUTOR_PROTOCOL: 500,
   EXECUTOR_CHANNEL_CLOSED: 503,
   EXECUTOR_INTERNAL: 500,
+  EXECUTOR_BAD_DEADLINE: 400,
 };
 
 /** An error as it travels over ZeroMQ or a shared-memory ring. */

@@ -3,6 +3,7 @@
  * error shape `{error: {message, type, param, code}}` (see `toOpenAIError`), which also carries our code.
  */
 import { CornserveError, isCornserveError } from '../../functions/sdk/errors.js';
+import { DEADLINE_HEADER } from '../../functions/sdk/dispatch.js';
 import { producerFailureDetails } from '../common/errors.js';
 
 export const LlmErrorCode = {
@@ -53,6 +54,8 @@ export class LlmError extends CornserveError {
 
 export const llmErrors = {
   badRequest: (msg: string, param: string | null = null) => new LlmError(LlmErrorCode.BAD_REQUEST, msg, param),
+  /** A malformed x-cornserve-deadline header (executors/common/deadline.ts). */
+  badDeadline: (msg: string) => new LlmError(LlmErrorCode.BAD_REQUEST, msg, DEADLINE_HEADER),
   contextTooLong: (msg: string) => new LlmError(LlmErrorCode.CONTEXT_TOO_LONG, msg, 'messages'),
   multimodalUnsupported: (msg: string, param: string) => new LlmError(LlmErrorCode.MULTIMODAL_UNSUPPORTED, msg, param),
   embeddingMismatch: (msg: string, param: string) => new LlmError(LlmErrorCode.EMBEDDING_MISMATCH, msg, param),

@@ -5,10 +5,10 @@
  * caller goes away or the request's deadline passes.
  */
 import express from 'express';
-import { deadlineOf } from './deadline.js';
 import { logger, type Logger } from '../../lib/log.js';
 import { traceHeaders, traceRequests } from '../../lib/telemetry.js';
-import { toOpenAIError } from './errors.js';
+import { deadlineOf } from '../common/deadline.js';
+import { llmErrors, toOpenAIError } from './errors.js';
 
 export interface ExternalServerOptions {
   /** Base URL of the upstream server (its routes are under /v1). */
@@ -54,7 +54,7 @@ export function buildExternalServer(opts: ExternalServerOptions): express.Expres
     });
     let deadline: number;
     try {
-      deadline = deadlineOf(req, opts.defaultTimeoutMs ?? 300_000);
+      deadline = deadlineOf(req, opts.defaultTimeoutMs ?? 300_000, llmErrors.badDeadline);
     } catch (e) {
       const { status, body } = toOpenAIError(e);
       res.status(status).json(body);

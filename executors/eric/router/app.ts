@@ -4,10 +4,10 @@
  * the pool's threads and inference in the engine's workers, so /health answers while the model runs.
  */
 import express from 'express';
-import { DEADLINE_HEADER } from '../../../functions/sdk/index.js';
 import { errorHandler } from '../../../lib/http.js';
 import type { Logger } from '../../../lib/log.js';
 import { currentTraceparent, traceRequests } from '../../../lib/telemetry.js';
+import { deadlineOf } from '../../common/deadline.js';
 import type { EricMetrics } from '../metrics.js';
 import { type EmbeddingDeps, embed } from './embeddings.js';
 
@@ -19,12 +19,6 @@ export interface AppDeps extends EmbeddingDeps {
   modalities: readonly string[];
   /** Counts requests in flight (for the metrics gauge). */
   inflight: { n: number };
-}
-
-/** The request's deadline: x-cornserve-deadline (epoch ms) when valid, else now + requestTimeoutMs. */
-function deadlineOf(req: express.Request, defaultMs: number): number {
-  const h = Number(req.get(DEADLINE_HEADER));
-  return Number.isFinite(h) && h > 0 ? h : Date.now() + defaultMs;
 }
 
 export function buildEricApp(deps: AppDeps): express.Express {

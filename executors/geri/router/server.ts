@@ -10,11 +10,11 @@
  */
 import { randomUUID } from 'node:crypto';
 import express, { type Request, type Response } from 'express';
-import { DEADLINE_HEADER } from '../../../functions/sdk/dispatch.js';
 import { errorHandler, parseOr422 } from '../../../lib/http.js';
 import { type Logger, logger } from '../../../lib/log.js';
 import { currentTraceparent, traceRequests } from '../../../lib/telemetry.js';
 import type { SidecarClient } from '../../../sidecar/client/client.js';
+import { deadlineOf } from '../../common/deadline.js';
 import type { EngineResponse, EnqueueOptions } from '../../common/engine-client.js';
 import { ExecutorErrorCode, executorError, fromWire } from '../../common/errors.js';
 import { type Item, type ItemResult, tensor } from '../../common/protocol.js';
@@ -77,14 +77,6 @@ export function buildGeriServer(o: GeriServerOptions): GeriServer {
   const served: Record<string, number> = {};
   const metrics = createGeriMetrics({ inflight: () => inflight, receiving: () => receiving }, o.executorId ? { executor: o.executorId } : {});
 
-  const deadlineOf = (req: Request): number => {
-    const h = req.get(DEADLINE_HEADER);
-    if (h === undefined) return Date.now() + defaultTimeoutMs;
-    const d = Number(h);
-    if (!Number.isSafeInteger(d) || d <= 0) throw geriError(GeriErrorCode.BAD_DEADLINE, `the ${DEADLINE_HEADER} header must be epoch milliseconds, got '${h.slice(0, 40)}'`);
-    return d;
-  };
-
   /** Validates the body into the engine's generation parameters. */
   const paramsOf = (route: Modality, body: unknown): { dataId: string; params: GenParams } => {
     if (route !== o.modality) throw geriError(GeriErrorCode.WRONG_MODALITY, `this Geri generates ${o.modality}; POST /${o.modality}/generate`);
@@ -115,7 +107,7 @@ export function buildGeriServer(o: GeriServerOptions): GeriServer {
       let deadline = Date.now() + defaultTimeoutMs;
       let request: { dataId: string; params: GenParams };
       try {
-        deadline = deadlineOf(req);
+        deadline = deadlineOf(req, defaultTimeoutMs, (m) => geriError(GeriErrorCode.BAD_DEADLINE, m));
         request = paramsOf(route, req.body);
       } catch (e) {
         const id = dataIdOf(req.body);

@@ -119,6 +119,13 @@ test('an input over --max-input-bytes is a 413, from a data: URL or a declared C
   }
 });
 
+test('a malformed x-cornserve-deadline header is a 400 EXECUTOR_BAD_DEADLINE', async (t) => {
+  const res = await eric.embed([{ ...item(dataUrl('image/png', png)), receiver_sidecar_ranks: null }], { 'x-cornserve-deadline': 'soon' });
+  t.is(res.status, 400);
+  t.is(res.body.error.code, 'EXECUTOR_BAD_DEADLINE');
+  t.regex(res.body.error.message, /x-cornserve-deadline/);
+});
+
 test('file: URLs are refused unless --allow-file-urls is given', async (t) => {
   const path = join(dir, 'a.png');
   writeFileSync(path, png);

@@ -117,6 +117,14 @@ test.serial('a producer that fails its embeddings → 502 GERI_EMBEDDINGS_FAILED
   t.like(json.error, { code: 'GERI_EMBEDDINGS_FAILED', details: { sidecar: 'SIDECAR_PRODUCER_FAILED', producer_failed: true } });
 });
 
+test.serial('a malformed x-cornserve-deadline header → 400 GERI_BAD_DEADLINE', async (t) => {
+  const res = await fetch(`${geri.url}/image/generate`, {
+    method: 'POST', headers: { 'content-type': 'application/json', 'x-cornserve-deadline': 'tomorrow' }, body: JSON.stringify(body(dataId())),
+  });
+  t.is(res.status, 400);
+  t.is(((await res.json()) as { error: { code: string } }).error.code, 'GERI_BAD_DEADLINE');
+});
+
 test.serial('a request on the audio route of an image Geri → 400 GERI_WRONG_MODALITY', async (t) => {
   const res = await geri.post('/audio/generate', { embedding_data_id: dataId() }, { deadlineMs: 500 });
   t.is(res.status, 400);

@@ -133,6 +133,12 @@ for (const [what, body, status, param] of badRequests) {
   });
 }
 
+test('a malformed x-cornserve-deadline header is a 400 naming the header', async (t) => {
+  const r = await postChat(srv.url, { model: MODEL, messages: [{ role: 'user', content: 'x' }] }, { 'x-cornserve-deadline': '12.5' });
+  t.is(r.status, 400);
+  t.like(r.body.error, { code: 'LLM_BAD_REQUEST', param: 'x-cornserve-deadline' });
+});
+
 test('a body that is not JSON is a 400 in OpenAI\'s error shape', async (t) => {
   const res = await fetch(`${srv.url}/v1/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{nope' });
   t.is(res.status, 400);
