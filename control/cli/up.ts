@@ -4,13 +4,16 @@
  *   store (memory, or Redis with --redis) -> LocalPlatform (child processes) + one sidecar per node -> ResourceManager (+ recover()
  *   on Redis) -> dispatcher (in-process, own free port) -> gateway (AppFunctions + AppManager, + recover()
  *   on Redis) -> register every app in --apps DIR.
+ * The hops inside this machine (gateway -> app function -> dispatcher) go over unix sockets in a temp folder of the
+ * run (removed on stop); the gateway port, the dispatcher's own port and the executors stay TCP.
  *
  * Ctrl-C / SIGTERM stops the gateway, every app function and executor (platform.shutdown) and the
  * dispatcher, closes the store and exits 0. startCornserve() is the same composition for tests
  * (test/helpers/platform.ts) and benchmarks.
  */
 import { randomBytes } from 'node:crypto';
-import { readdir, readFile } from 'node:fs/promises';
+import { mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
 import { join, relative, resolve } from 'node:path';
 import { Registry } from 'prom-client';
 import { startDispatcher, type RunningDispatcher } from '../dispatcher/server.js';
@@ -87,8 +90,12 @@ export async function startCornserve(opts: CornserveOptions = {}): Promise<Corns
   };
   try {
     await store.ready();
+    // The local hops (gateway -> app function -> dispatcher) use unix sockets in a folder of this run (lib/unix-url.ts).
+    const socketDir = await mkdtemp(join(tmpdir(), 'cs-'));
+    closers.push(() => rm(socketDir, { recursive: true, force: true }));
     const platform = new LocalPlatform({
       repoRoot: REPO_ROOT,
+      socketDir,
       devices: opts.devices ?? 4,
       ...(opts.redisUrl ? { storeUrl: opts.redisUrl } : {}),
       ...(opts.logSink ? { logSink: opts.logSink } : {}),
@@ -107,14 +114,15 @@ export async function startCornserve(opts: CornserveOptions = {}): Promise<Corns
     if (opts.redisUrl) await resources.recover();
 
     const dispatcherRegistry = new Registry();
-    const dispatcher: RunningDispatcher = await startDispatcher({ store, registry: dispatcherRegistry });
+    const dispatcher: RunningDispatcher = await startDispatcher({ store, registry: dispatcherRegistry, socketPath: join(socketDir, 'dispatcher.sock') });
     closers.push(() => dispatcher.close());
+    const localDispatcherUrl = dispatcher.localUrl ?? dispatcher.url;
 
     const gatewayRegistry = new Registry();
     let apps: AppManager | undefined;
     const functions = new AppFunctions({
       platform,
-      dispatcherUrl: dispatcher.url,
+      dispatcherUrl: localDispatcherUrl,
       log: logger('app-functions'),
       env: {
         ...opts.childEnv,
@@ -130,7 +138,7 @@ export async function startCornserve(opts: CornserveOptions = {}): Promise<Corns
       apps,
       functions,
       resources,
-      dispatcherUrl: dispatcher.url,
+      dispatcherUrl: localDispatcherUrl,
       adminToken,
       metrics,
       extraRegistries: [dispatcherRegistry],

@@ -8,9 +8,10 @@
  * The reply is handed to the descriptor as a web `Response`: a JSON reply with a Content-Length is read whole
  * first (the common, cheap case); anything else (NDJSON, SSE, chunked) streams through as it arrives.
  */
-import { Agent, request, type IncomingMessage } from 'node:http';
+import { Agent, type IncomingMessage } from 'node:http';
 import { Readable } from 'node:stream';
 import { DEADLINE_HEADER } from '../../functions/sdk/index.js';
+import { httpRequest } from '../../lib/unix-url.js';
 import type { ExecutorRequest } from '../descriptors/types.js';
 import { TaskFailedError, type FailureSite } from './errors.js';
 
@@ -128,7 +129,7 @@ const readWhole = (res: IncomingMessage) =>
 function post(url: URL, call: ExecutorCall): Promise<{ res: IncomingMessage; body?: Buffer }> {
   const body = JSON.stringify(call.request.body);
   return new Promise((resolve, reject) => {
-    const req = request(url, {
+    const req = httpRequest(url, {
       method: 'POST',
       agent: executorAgent,
       headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body), [DEADLINE_HEADER]: String(call.deadline), ...call.headers },

@@ -10,12 +10,14 @@
  * Replies: the outputs JSON array, or for a streaming graph `application/x-ndjson` (see reply.ts);
  * errors `{error: {code, message, details?}}` with the statuses in errors.ts.
  */
+import { createServer } from 'node:http';
 import express, { type Request, type Response } from 'express';
 import { Registry } from 'prom-client';
 import { DEADLINE_HEADER, TaskGraph } from '../../functions/sdk/index.js';
 import { errorHandler, route, toErrorBody, wholeBody } from '../../lib/http.js';
 import { logger } from '../../lib/log.js';
-import { listen, type ListeningServer } from '../gateway/server.js'; // generic listen/close helper (belongs in lib/)
+import { listenUnix } from '../../lib/unix-url.js';
+import { closeServer, listen, type ListeningServer } from '../gateway/server.js'; // generic listen/close helper (belongs in lib/)
 import type { Store } from '../store/types.js';
 import { parseDeadline, parseInvokeEvent, type GraphRequest } from './cloudevent.js';
 import { dispatchGraph, type DispatchDeps } from './dispatch.js';
@@ -99,12 +101,28 @@ export function buildDispatcher(options: DispatcherOptions): express.Express {
   return app;
 }
 
-export type RunningDispatcher = ListeningServer;
+export interface RunningDispatcher extends ListeningServer {
+  /** `http+unix://...` when started with `socketPath` (for callers on this machine), else undefined. */
+  localUrl?: string;
+}
 
 /**
- * Builds and listens (port 0 = any free port); `close(graceMs)` stops accepting, gives in-flight requests
- * `graceMs`, then closes every connection. The Store stays the caller's to close.
+ * Builds and listens (port 0 = any free port; with `socketPath`, on that unix socket as well);
+ * `close(graceMs)` stops accepting, gives in-flight requests `graceMs`, then closes every connection
+ * (and removes the socket file). The Store stays the caller's to close.
  */
-export function startDispatcher(options: DispatcherOptions & { port?: number; host?: string }): Promise<RunningDispatcher> {
-  return listen(buildDispatcher(options), options.port ?? 0, options.host ?? '127.0.0.1');
+export async function startDispatcher(options: DispatcherOptions & { port?: number; host?: string; socketPath?: string }): Promise<RunningDispatcher> {
+  const app = buildDispatcher(options);
+  const tcp = await listen(app, options.port ?? 0, options.host ?? '127.0.0.1');
+  if (!options.socketPath) return tcp;
+  const local = createServer(app);
+  local.keepAliveTimeout = tcp.server.keepAliveTimeout;
+  let localUrl: string;
+  try {
+    localUrl = await listenUnix(local, options.socketPath);
+  } catch (e) {
+    await tcp.close(0);
+    throw e;
+  }
+  return { ...tcp, localUrl, close: async (graceMs?: number) => void (await Promise.all([tcp.close(graceMs), closeServer(local, graceMs)])) };
 }

@@ -12,6 +12,7 @@ import { join } from 'node:path';
 import type { LaunchSpec } from '../descriptors/types.js';
 import type { AppFunctionPlatform, PlatformEvent } from '../platform/types.js';
 import type { Logger } from '../../lib/log.js';
+import { probe } from '../../lib/unix-url.js';
 import { sleep } from '../../lib/wait.js';
 import { AppFunctionUnavailableError } from './errors.js';
 import { RUNTIME_ENTRY } from './paths.js';
@@ -179,9 +180,8 @@ export class AppFunctions {
         throw new AppFunctionUnavailableError(entry.name, `its process exited with ${died.signal ?? died.code} while starting${tail ? `: ${tail}` : ''}`);
       }
       try {
-        const res = await fetch(`${target.url}/health`, { signal: AbortSignal.timeout(2_000) });
-        await res.body?.cancel();
-        if (res.ok) return;
+        const status = await probe(`${target.url}/health`, 2_000);
+        if (status >= 200 && status < 300) return;
       } catch {
         /* not listening yet */
       }

@@ -8,14 +8,16 @@
  *  - an upstream failure before the reply started is handed to `onFailure` (which picks the error);
  *    after a stream started, the stream ends with a final `{"error": {...}}` line.
  */
-import { Agent, request, type IncomingMessage } from 'node:http';
+import { Agent, type IncomingMessage } from 'node:http';
 import type { Response } from 'express';
 import { DEADLINE_HEADER } from '../../functions/sdk/index.js';
 import { toErrorBody } from '../../lib/http.js';
 import { traceHeaders } from '../../lib/telemetry.js';
+import { httpRequest } from '../../lib/unix-url.js';
 import { GatewayDeadlineError } from './errors.js';
 
 export interface ForwardOptions {
+  /** http:// or http+unix:// (lib/unix-url.ts). */
   url: string;
   body: string | Buffer;
   deadline: number;
@@ -63,7 +65,7 @@ export function forward(res: Response, opts: ForwardOptions): Promise<number> {
       finish();
     };
 
-    const req = request(opts.url, {
+    const req = httpRequest(opts.url, {
       method: 'POST',
       agent: opts.agent,
       headers: {

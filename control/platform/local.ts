@@ -4,6 +4,8 @@
  * the executor id / app name as prefix; exits are reported through onEvent; nothing outlives us
  * (exit-guard.ts in this process, orphan-guard.ts preloaded into every child).
  * Devices are virtual: `devices` per node, for every node name in `nodes`.
+ * With `socketDir`, app functions listen on a unix socket in that folder instead of a TCP port, and their
+ * URL is `http+unix://...` (lib/unix-url.ts): the gateway -> function hop skips the TCP stack.
  */
 import { existsSync } from 'node:fs';
 import { createServer } from 'node:net';
@@ -12,6 +14,7 @@ import { fileURLToPath, pathToFileURL } from 'node:url';
 import { EXECUTOR_ENV, type LaunchSpec } from '../descriptors/types.js';
 import type { Unsubscribe } from '../store/types.js';
 import { freePort } from '../../lib/net.js';
+import { unixUrl } from '../../lib/unix-url.js';
 import { logger } from '../../lib/log.js';
 import { ManagedChild, stderrSink, type ExitInfo, type LogSink } from './child.js';
 import { DuplicateIdError, EntryNotFoundError, PlatformShutDownError } from './errors.js';
@@ -45,6 +48,11 @@ export interface LocalPlatformOptions {
   sidecarUrls?: Record<string, string>;
   /** Where child output lines go. @default prefixed lines on our stderr */
   logSink?: LogSink;
+  /**
+   * A folder (the caller's, removed by the caller) for app functions' unix sockets: each function listens on
+   * `<socketDir>/fn-<n>.sock` (CORNSERVE_SOCKET_PATH) and its URL is http+unix. @default TCP ports
+   */
+  socketDir?: string;
 }
 
 /** What runs, for `cornserve up` status output and tests. */
@@ -75,6 +83,8 @@ export class LocalPlatform implements Platform {
   private readonly stopGraceMs: number;
   private unguard: (() => void) | undefined;
   private shutdownPromise: Promise<void> | undefined;
+  /** Numbers socket files: every launch gets a fresh one. */
+  private sockets = 0;
 
   constructor(private readonly opts: LocalPlatformOptions) {
     this.host = opts.host ?? '127.0.0.1';
@@ -120,7 +130,7 @@ export class LocalPlatform implements Platform {
     await this.executors.get(executorId)?.child.stop(options.graceMs ?? this.stopGraceMs);
   }
 
-  /** Starts `spec.launch.entry` with `spec.env` (plus PORT, CORNSERVE_APP_ID, CORNSERVE_APP_NAME); replaces a running one. */
+  /** Starts `spec.launch.entry` with `spec.env` (plus PORT or CORNSERVE_SOCKET_PATH, CORNSERVE_APP_ID, CORNSERVE_APP_NAME); replaces a running one. */
   async deployAppFunction(spec: AppFunctionSpec): Promise<AppFunctionInstance> {
     await this.deleteAppFunction(spec.appId);
     const env = { ...spec.env, CORNSERVE_APP_ID: spec.appId, CORNSERVE_APP_NAME: spec.name };
@@ -168,14 +178,15 @@ export class LocalPlatform implements Platform {
     if (this.shutdownPromise) throw new PlatformShutDownError();
     const entry = resolve(this.opts.repoRoot, launch.entry);
     if (!existsSync(entry)) throw new EntryNotFoundError(launch.entry, entry);
-    const port = preferredPort !== undefined && (await canListen(this.host, preferredPort)) ? preferredPort : await freePort(this.host);
+    const socketPath = kind === 'app-function' && this.opts.socketDir ? join(this.opts.socketDir, `fn-${++this.sockets}.sock`) : undefined;
+    const port = socketPath ? undefined : preferredPort !== undefined && (await canListen(this.host, preferredPort)) ? preferredPort : await freePort(this.host);
     if (into.has(id)) throw new DuplicateIdError(kind === 'executor' ? 'executor' : 'app function', id);
     const env: NodeJS.ProcessEnv = {
       ...process.env,
       ...this.opts.env,
       ...launch.env,
       ...extraEnv,
-      [EXECUTOR_ENV.port]: String(port),
+      ...(socketPath ? { CORNSERVE_SOCKET_PATH: socketPath } : { [EXECUTOR_ENV.port]: String(port), CORNSERVE_SOCKET_PATH: '' }),
       HOST: this.host,
       CORNSERVE_PARENT_PID: String(process.pid),
     };
@@ -187,10 +198,11 @@ export class LocalPlatform implements Platform {
       env,
       sink: this.opts.logSink ?? stderrSink,
     });
-    const running: Running = { info: { kind, id, pid: child.pid, url: `http://${urlHost(this.host)}:${port}` }, child };
+    const url = socketPath ? unixUrl(socketPath) : `http://${urlHost(this.host)}:${port}`;
+    const running: Running = { info: { kind, id, pid: child.pid, url }, child };
     into.set(id, running);
     this.unguard ??= guardChildren({ killAll: () => this.killAll(), shutdown: () => this.shutdown() });
-    this.log.debug({ kind, id, pid: child.pid, port }, 'started');
+    this.log.debug({ kind, id, pid: child.pid, url }, 'started');
     return running;
   }
 

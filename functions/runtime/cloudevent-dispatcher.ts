@@ -7,7 +7,7 @@
  * sees them too. The reply is read with readDispatchResponse (JSON outputs, or NDJSON for a stream).
  */
 import { randomUUID } from 'node:crypto';
-import { Agent, request, type IncomingMessage } from 'node:http';
+import { Agent, request, type IncomingMessage, type RequestOptions } from 'node:http';
 import { Readable } from 'node:stream';
 import {
   DEADLINE_HEADER,
@@ -20,6 +20,7 @@ import {
 } from '../sdk/index.js';
 import { readWhole } from '../../lib/http.js';
 import { SpanKind, currentTraceparent, withSpan } from '../../lib/telemetry.js';
+import { requestTarget } from '../../lib/unix-url.js';
 
 export const TASKGRAPH_EVENT_TYPE = 'ai.cornserve.taskgraph.invoke';
 
@@ -75,12 +76,15 @@ const cancelled = () => new DispatchError('the request was cancelled', 499, unde
 export class CloudEventDispatcher implements GraphDispatcher {
   readonly #agent: Agent;
   readonly #url: URL;
+  /** Where requests go (host/port, or a unix socket for an http+unix:// URL). */
+  readonly #target: RequestOptions;
 
   constructor(
     dispatcherUrl: string,
     private readonly options: CloudEventDispatcherOptions = {},
   ) {
     this.#url = new URL(dispatcherUrl);
+    this.#target = requestTarget(this.#url);
     this.#agent = options.agent ?? new Agent({ keepAlive: true, maxSockets: 256 });
   }
 
@@ -106,7 +110,7 @@ export class CloudEventDispatcher implements GraphDispatcher {
   #post(headers: Record<string, string>, body: string, deadline: number, signal?: AbortSignal): Promise<DispatchResult> {
     return new Promise((resolve, reject) => {
       if (signal?.aborted) return reject(cancelled());
-      const req = request(this.#url, { method: 'POST', agent: this.#agent, headers: { ...headers, 'content-length': String(Buffer.byteLength(body)) } });
+      const req = request({ ...this.#target, method: 'POST', agent: this.#agent, headers: { ...headers, 'content-length': String(Buffer.byteLength(body)) } });
       const onAbort = () => req.destroy(cancelled());
       const timer = setTimeout(() => req.destroy(new DispatchError('the task graph did not finish before the request deadline', 504, undefined, 'DEADLINE_EXCEEDED')), Math.max(0, deadline - Date.now()));
       const release = () => {
@@ -122,7 +126,7 @@ export class CloudEventDispatcher implements GraphDispatcher {
       });
       req.on('error', (e) => {
         release();
-        reject(e instanceof DispatchError ? e : new DispatchError(`cannot reach the dispatcher at ${this.#url.origin}: ${e.message}`, 503, undefined, 'DISPATCHER_UNAVAILABLE'));
+        reject(e instanceof DispatchError ? e : new DispatchError(`cannot reach the dispatcher at ${this.#url.protocol === 'http:' ? this.#url.origin : this.#url.href}: ${e.message}`, 503, undefined, 'DISPATCHER_UNAVAILABLE'));
       });
       req.end(body);
     });

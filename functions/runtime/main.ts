@@ -2,7 +2,8 @@
  * Entry point of an app-function process (one per registered app; user code never runs in the gateway).
  *
  *   serve mode (default): CORNSERVE_APP_SOURCE (path of the app's .ts source), CORNSERVE_APP_ID,
- *     CORNSERVE_DISPATCHER_URL, PORT (default 8000), CORNSERVE_HOST (default 127.0.0.1).
+ *     CORNSERVE_DISPATCHER_URL (http:// or http+unix://), PORT (default 8000), CORNSERVE_HOST (default 127.0.0.1);
+ *     with CORNSERVE_SOCKET_PATH it listens on that unix socket instead of PORT (the local platform's choice).
  *   check mode: `--check FILE` loads the source, prints one line `CORNSERVE_CHECK <json>` on stdout
  *     (see check.ts) and exits 0 when the app is valid, 1 otherwise. The gateway runs this in a
  *     throwaway process to validate a registration.
@@ -12,6 +13,7 @@ import { Command } from 'commander';
 import { setDefaultDispatcher } from '../sdk/index.js';
 import { logger } from '../../lib/log.js';
 import { startTelemetry, stopTelemetry } from '../../lib/telemetry.js';
+import { listenUnix } from '../../lib/unix-url.js';
 import { checkAppFile, CHECK_MARKER } from './check.js';
 import { CloudEventDispatcher } from './cloudevent-dispatcher.js';
 import { loadAppSource } from './load.js';
@@ -24,6 +26,7 @@ export const RUNTIME_ENV = {
   port: 'PORT',
   host: 'CORNSERVE_HOST',
   bodyLimit: 'CORNSERVE_BODY_LIMIT_BYTES',
+  socketPath: 'CORNSERVE_SOCKET_PATH',
 } as const;
 
 async function check(file: string): Promise<never> {
@@ -54,8 +57,14 @@ async function serve(): Promise<void> {
     log,
     ...(env[RUNTIME_ENV.bodyLimit] ? { bodyLimitBytes: Number(env[RUNTIME_ENV.bodyLimit]) } : {}),
   });
-  const port = Number(env[RUNTIME_ENV.port] ?? 8000);
-  server.listen(port, env[RUNTIME_ENV.host] ?? env.HOST ?? '127.0.0.1', () => log.info({ port, app: app.name }, 'app function listening'));
+  const socketPath = env[RUNTIME_ENV.socketPath];
+  if (socketPath) {
+    await listenUnix(server, socketPath);
+    log.info({ socketPath, app: app.name }, 'app function listening');
+  } else {
+    const port = Number(env[RUNTIME_ENV.port] ?? 8000);
+    server.listen(port, env[RUNTIME_ENV.host] ?? env.HOST ?? '127.0.0.1', () => log.info({ port, app: app.name }, 'app function listening'));
+  }
   const stop = () => {
     server.close(() => void stopTelemetry().finally(() => process.exit(0)));
     server.closeIdleConnections();

@@ -19,7 +19,7 @@ import { formatTable } from './types.js';
 const REPO = fileURLToPath(new URL('../../', import.meta.url));
 const agent = new Agent({ keepAlive: true, maxSockets: 64 });
 
-function post(url: URL, body: string): Promise<void> {
+export function post(url: URL, body: string): Promise<void> {
   return new Promise((resolve, reject) => {
     const req = request(url, { method: 'POST', agent, headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) } }, (res) => {
       if (res.statusCode !== 200) reject(new Error(`${url.pathname}: HTTP ${res.statusCode}`));
@@ -60,7 +60,7 @@ async function saturate(call: () => Promise<void>, concurrency: number, ms: numb
 
 /** `cornserve up` as its own process (as a user runs it): the client below does not share its event loop. */
 /** CPU ms used so far by a process and all its descendants (Linux /proc; clock ticks of 10 ms). */
-function treeCpuMs(root: number): number {
+export function treeCpuMs(root: number): number {
   const stats = readdirSync('/proc')
     .filter((d) => /^\d+$/.test(d))
     .map((pid) => {
@@ -94,9 +94,9 @@ function pidListeningOn(url: string): number | undefined {
   return undefined;
 }
 
-async function startUp(): Promise<{ url: string; pid: number; stop: () => Promise<void> }> {
+export async function startUp(extraEnv: NodeJS.ProcessEnv = {}): Promise<{ url: string; pid: number; stop: () => Promise<void> }> {
   const port = await freePort();
-  const env: NodeJS.ProcessEnv = { ...process.env, CORNSERVE_LOG_LEVEL: 'warn', CORNSERVE_ADMIN_TOKEN: 'bench' };
+  const env: NodeJS.ProcessEnv = { ...process.env, CORNSERVE_LOG_LEVEL: 'warn', CORNSERVE_ADMIN_TOKEN: 'bench', ...extraEnv };
   const child = spawn(process.execPath, ['--import', 'tsx', 'control/cli/main.ts', 'up', '--port', String(port), '--devices', '1'], { cwd: REPO, env, stdio: ['ignore', 'pipe', 'inherit'] });
   const exited = new Promise<void>((r) => child.once('exit', () => r()));
   let out = '';
@@ -105,7 +105,7 @@ async function startUp(): Promise<{ url: string; pid: number; stop: () => Promis
   return { url: `http://127.0.0.1:${port}`, pid: child.pid!, stop: async () => { child.kill('SIGTERM'); await exited; } };
 }
 
-async function registerEcho(url: string): Promise<string> {
+export async function registerEcho(url: string): Promise<string> {
   const source = await readFile(new URL('../../functions/apps/echo.ts', import.meta.url), 'utf8');
   const res = await fetch(`${url}/app/register`, { method: 'POST', headers: { authorization: 'Bearer bench', 'content-type': 'application/json' }, body: JSON.stringify({ source }) });
   const text = await res.text();

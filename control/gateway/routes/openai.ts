@@ -14,13 +14,14 @@
  *    registration check, AppEntry.requestExample) is itself a chat request (`model` + `messages`). Only those
  *    are listed by GET /v1/models; /v1/chat/completions forwards to any app and lets it validate.
  */
-import { request, type Agent, type IncomingMessage } from 'node:http';
+import type { Agent, IncomingMessage } from 'node:http';
 import { Router, type ErrorRequestHandler, type RequestHandler, type Response } from 'express';
 import { z } from 'zod';
 import { DEADLINE_HEADER, ndjsonLines } from '../../../functions/sdk/index.js';
 import { toErrorBody } from '../../../lib/http.js';
 import type { Logger } from '../../../lib/log.js';
 import { traceHeaders } from '../../../lib/telemetry.js';
+import { httpRequest } from '../../../lib/unix-url.js';
 import type { AppFunctions } from '../app-functions.js';
 import type { AppEntry, AppManager } from '../app-manager.js';
 import { requestDeadline } from '../deadline.js';
@@ -183,7 +184,7 @@ interface InvokeOptions {
 /** POST to the app function; resolves with its response (any status), rejects on connection failure or the deadline. */
 function invokeFunction(url: string, body: string, o: InvokeOptions): Promise<IncomingMessage> {
   return new Promise((resolve, reject) => {
-    const req = request(url, {
+    const req = httpRequest(url, {
       method: 'POST',
       agent: o.agent,
       headers: {
