@@ -101,9 +101,11 @@ test.serial('a call Redis does not answer within commandTimeoutMs rejects with S
   await store.ready();
   const admin = new Redis(server!.url);
   t.teardown(() => void admin.disconnect());
-  await admin.call('CLIENT', 'PAUSE', '1000', 'ALL'); // the server answers nobody for 1 s
+  // The server answers nobody for 5 s: far longer than the 200 ms timeout even if this process stalls before sending.
+  await admin.call('CLIENT', 'PAUSE', '5000', 'ALL');
   const err = await withDeadline('getApp while Redis is paused', outcome(store.getApp('app-1')), Date.now() + 20_000);
   t.true(err instanceof StoreUnavailableError);
+  await admin.ping(); // answered once the pause is over (CLIENT UNPAUSE waits too): the next tests see a live server
 });
 
 test.serial('every key the store writes lives under its prefix', async (t) => {
