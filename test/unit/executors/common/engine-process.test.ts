@@ -75,9 +75,11 @@ test('the engine exits when its router process is killed', async (t) => {
   t.teardown(() => { router.kill('SIGKILL'); });
   let out = '';
   router.stdout.on('data', (d: Buffer) => { out += d.toString(); });
-  const pid = await waitUntil('engine pid', () => /"enginePid":(\d+)/.exec(out)?.[1], { timeoutMs: 30_000 });
+  // Two node + tsx processes start one after the other: on a loaded machine (--concurrency 8) that took over 30 s.
+  t.timeout(180_000);
+  const pid = await waitUntil('engine pid', () => /"enginePid":(\d+)/.exec(out)?.[1], { timeoutMs: 120_000 });
   t.true(isAlive(Number(pid)));
   router.kill('SIGKILL');
-  await waitUntil('engine exit', () => !isAlive(Number(pid)), { timeoutMs: 10_000 });
+  await waitUntil('engine exit', () => !isAlive(Number(pid)), { timeoutMs: 30_000 });
   t.pass();
 });
