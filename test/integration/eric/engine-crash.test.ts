@@ -34,6 +34,6 @@ test('stopping Eric stops its engine process', async (t) => {
   const eric = await startEric({ modality: 'image' });
   const pid = (await eric.info()).engine.pid as number;
   await eric.stop();
-  await waitUntil('engine exit', () => !isAlive(pid), { timeoutMs: 10_000 });
+  await waitUntil('engine exit', () => !isAlive(pid), { timeoutMs: 30_000 });
   t.pass();
 });

@@ -35,7 +35,7 @@ test.serial('an executor killed mid-request fails that request within its deadli
   await waitUntil('the executor is back', async () => {
     const ready = await readyExecutors(taskId);
     return ready.length === 1 && p.platform.processes().some((x) => x.kind === 'executor' && x.id === route!.executorId && x.pid !== proc.pid);
-  }, { timeoutMs: 30_000 });
+  }, { timeoutMs: 60_000 });
   const next = await p.invoke('victim', { text: 'again' });
   t.is(next.status, 200);
   t.deepEqual(await next.json(), { echo: 'again' });
@@ -46,7 +46,7 @@ test.serial('a scale-down during load loses no request', async (t) => {
   const taskId = (await p.store.getApp(appId))!.taskIds[0]!;
   const up = await p.admin('/task/scale', { task_id: taskId, num_devices: 1 });
   t.is(up.status, 200);
-  await waitUntil('two executors ready', async () => (await readyExecutors(taskId)).length === 2, { timeoutMs: 30_000 });
+  await waitUntil('two executors ready', async () => (await readyExecutors(taskId)).length === 2, { timeoutMs: 60_000 });
 
   let stop = false;
   const statuses: number[] = [];

@@ -26,7 +26,7 @@ test('a crashed app function fails its in-flight request with a 502, is restarte
   t.is(body.error.code, 'APP_FUNCTION_CRASHED');
   t.regex(body.error.message, /crashed while handling this request.*restarted/);
 
-  await waitUntil('the app function restarted', () => p.functions.state(appId) === 'ready', { timeoutMs: 30_000 });
+  await waitUntil('the app function restarted', () => p.functions.state(appId) === 'ready', { timeoutMs: 60_000 });
   const after = p.platform.processes().find((x) => x.kind === 'app-function' && x.id === appId)!;
   t.not(after.pid, before.pid);
   const next = await p.invoke('crashy', { text: 'alive' });

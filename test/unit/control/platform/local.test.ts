@@ -17,7 +17,7 @@ function quietPlatform(lines: Array<[string, string]> = [], extra: Partial<Const
   return new LocalPlatform({ repoRoot, devices: 2, logSink: (prefix, line) => void lines.push([prefix, line]), ...extra });
 }
 
-const healthy = (url: string) => waitUntil(`${url}/health`, () => fetch(`${url}/health`).then((r) => r.ok, () => false), { timeoutMs: 30_000 });
+const healthy = (url: string) => waitUntil(`${url}/health`, () => fetch(`${url}/health`).then((r) => r.ok, () => false), { timeoutMs: 60_000 });
 const envOf = async (url: string) => (await (await fetch(`${url}/env`)).json()) as { env: Record<string, string>; args: string[]; pid: number };
 const nextEvent = (p: LocalPlatform, pred: (e: PlatformEvent) => boolean) =>
   new Promise<PlatformEvent>((resolve) => {

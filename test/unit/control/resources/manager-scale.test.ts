@@ -74,7 +74,7 @@ test.serial('a killed executor of a deployed task is restarted and its route is 
     const r = await store.getExecutor(before!.executorId);
     const p = platform.processes()[0];
     return r?.state === 'ready' && p !== undefined && p.pid !== oldPid;
-  }, { timeoutMs: 30_000 });
+  }, { timeoutMs: 60_000 });
   t.deepEqual((await echo(before!.url, 'back')).body, { echo: 'back' });
   t.like(await store.getTask(id!), { state: 'ready', usage: 1 });
 });

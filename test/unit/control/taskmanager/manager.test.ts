@@ -82,7 +82,7 @@ test.serial('a killed executor is restarted on the same devices and URL, its rou
   const states = recordStates(store, 'echo-1');
   const oldPid = platform.processes()[0]!.pid;
   process.kill(oldPid, 'SIGKILL');
-  await waitUntil('restarted', () => states.includes('ready'), { timeoutMs: 30_000 });
+  await waitUntil('restarted', () => states.includes('ready'), { timeoutMs: 60_000 });
   t.deepEqual(states.slice(0, states.indexOf('ready') + 1).filter((s, i, a) => a.indexOf(s) === i), ['failed', 'starting', 'ready']);
   const after = (await store.getExecutor('echo-1'))!;
   t.like(after, { url: before.url, devices: before.devices, state: 'ready' });
@@ -165,9 +165,9 @@ test.serial('an executor whose restarts keep failing is retried until one succee
   const states = recordStates(store, 'echo-0');
   writeFileSync(marker, '');
   process.kill(platform.processes()[0]!.pid, 'SIGKILL');
-  await waitUntil('three failed restarts', () => tm.executors()[0]!.restarts >= 3, { timeoutMs: 30_000 });
+  await waitUntil('three failed restarts', () => tm.executors()[0]!.restarts >= 3, { timeoutMs: 120_000 }); // three node + tsx starts
   t.false(states.includes('ready'));
   rmSync(marker);
-  await waitUntil('ready again', async () => (await store.getExecutor('echo-0'))?.state === 'ready', { timeoutMs: 30_000 });
+  await waitUntil('ready again', async () => (await store.getExecutor('echo-0'))?.state === 'ready', { timeoutMs: 60_000 });
   t.deepEqual((await echo((await store.getExecutor('echo-0'))!.url, 'back')).body, { echo: 'back' });
 });
