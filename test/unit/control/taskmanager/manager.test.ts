@@ -158,6 +158,7 @@ test.serial('an executor removed while it waits to be restarted is not started a
 });
 
 test.serial('an executor whose restarts keep failing is retried until one succeeds', async (t) => {
+  t.timeout(240_000); // its waits may outlast ava's 60 s idle timeout on a loaded machine
   const marker = join(tmpdir(), `cornserve-flaky-${process.pid}-${Date.now()}`);
   t.teardown(() => rmSync(marker, { force: true }));
   const { store, platform, tm } = setup(t, { launch: flakyLaunch({ failIfExists: marker }), restartBackoff: { initialMs: 20, maxMs: 100 } });
