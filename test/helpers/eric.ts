@@ -6,14 +6,12 @@
  *   const res = await eric.embed([{ id, modality: 'image', model_id: Eric.A, url, receiver_sidecar_ranks: [[1]] }]);
  *   await eric.stop();
  */
-import { spawn, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import type { SidecarClient } from '../../sidecar/client/client.js';
 import type { Tensor } from '../../sidecar/tensor.js';
 import { EXECUTOR_ENV } from '../../control/descriptors/types.js';
-import { freePort } from '../../lib/net.js';
-import { waitUntil } from '../../lib/wait.js';
 import { modelsDir } from './models.js';
-import { repoRoot } from './repo.js';
+import { startServerProcess } from './server-process.js';
 
 export const TINY_A = 'cornserve/tiny-vlm-a';
 export const TINY_B = 'cornserve/tiny-vlm-b';
@@ -48,60 +46,29 @@ export interface EricFixture {
 }
 
 export async function startEric(o: EricFixtureOptions): Promise<EricFixture> {
-  const port = await freePort();
-  const url = `http://127.0.0.1:${port}`;
-  const model = o.launch ? [o.launch.entry, ...o.launch.args] : [
+  const [entry, ...model] = o.launch ? [o.launch.entry, ...o.launch.args] : [
     'executors/eric/main.ts', '--model-id', o.modelId ?? TINY_A, '--modality', o.modality,
     ...(o.adapterModelIds?.length ? ['--adapter-model-ids', o.adapterModelIds.join(',')] : []),
     ...(o.maxBatchSize ? ['--max-batch-size', String(o.maxBatchSize)] : []),
   ];
-  const args = ['--import', 'tsx', ...model, '--models-dir', o.modelsDir ?? await modelsDir(), '--preprocess-threads', '1', ...(o.args ?? [])];
-  const child = spawn(process.execPath, args, {
-    cwd: repoRoot,
-    env: {
-      ...process.env, [EXECUTOR_ENV.port]: String(port), [EXECUTOR_ENV.ranks]: (o.ranks ?? [0]).join(','),
-      ...(o.sidecarSocket ? { [EXECUTOR_ENV.sidecar]: o.sidecarSocket } : {}),
-    },
-    stdio: ['ignore', 'ignore', 'pipe'],
+  const p = await startServerProcess({
+    what: 'eric',
+    entry: entry!,
+    args: [...model, '--models-dir', o.modelsDir ?? await modelsDir(), '--preprocess-threads', '1', ...(o.args ?? [])],
+    env: { [EXECUTOR_ENV.ranks]: (o.ranks ?? [0]).join(','), ...(o.sidecarSocket ? { [EXECUTOR_ENV.sidecar]: o.sidecarSocket } : {}) },
+    ...(o.startTimeoutMs ? { startTimeoutMs: o.startTimeoutMs } : {}),
   });
-  let stderr = '';
-  child.stderr!.on('data', (d: Buffer) => { stderr = (stderr + d.toString()).slice(-4000); });
-  const exited = new Promise<void>((r) => child.once('exit', () => r()));
-  const onExit = () => child.kill('SIGKILL');
-  process.once('exit', onExit);
-  const stop = async () => {
-    if (child.exitCode === null && child.signalCode === null) child.kill('SIGTERM');
-    const t = setTimeout(() => child.kill('SIGKILL'), 10_000);
-    await exited;
-    clearTimeout(t);
-    process.removeListener('exit', onExit);
-  };
-  const health = async () => {
-    try {
-      return (await fetch(`${url}/health`, { signal: AbortSignal.timeout(2000) })).status;
-    } catch {
-      return 0;
-    }
-  };
-  try {
-    await waitUntil(`eric on port ${port}`, async () => {
-      if (child.exitCode !== null) throw new Error(`eric exited with ${child.exitCode}: ${stderr}`);
-      return (await health()) === 200;
-    }, { timeoutMs: o.startTimeoutMs ?? 60_000, intervalMs: 100 });
-  } catch (e) {
-    await stop();
-    throw new Error(`${(e as Error).message}\n${stderr}`);
-  }
+  const { url } = p;
   return {
     url,
-    process: child,
+    process: p.child,
     async embed(data, headers = {}) {
       const res = await fetch(`${url}/embeddings`, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body: JSON.stringify({ data }) });
       return { status: res.status, body: await res.json() };
     },
     info: async () => (await fetch(`${url}/info`)).json(),
-    health,
-    stop,
+    health: p.health,
+    stop: p.stop,
   };
 }
 

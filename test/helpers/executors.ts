@@ -4,18 +4,15 @@
  *  - startBrokenStreamExecutor(): a misbehaving executor whose NDJSON reply drops its connection mid-way;
  *  - deployTask(): puts a unit task (state `ready`) and its executor routes into a Store, the way a task manager would.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
 import { createServer } from 'node:http';
-import { fileURLToPath } from 'node:url';
 import { unitTaskKey, type UnitTask } from '../../functions/sdk/index.js';
 import { EXECUTOR_ENV } from '../../control/descriptors/types.js';
 import { taskIdOf } from '../../control/store/task-id.js';
 import type { ExecutorRoute, ExecutorState, Store, UnitTaskState } from '../../control/store/types.js';
 import { freePort } from '../../lib/net.js';
-import { waitUntil } from '../../lib/wait.js';
-
-const REPO = fileURLToPath(new URL('../../', import.meta.url));
+import { startServerProcess } from './server-process.js';
 
 export interface EchoExecutorInfo {
   kind: 'echo';
@@ -47,48 +44,23 @@ export interface EchoExecutorOptions {
 
 let started = 0;
 
-async function healthy(url: string): Promise<boolean> {
-  try {
-    return (await fetch(new URL('/health', url), { signal: AbortSignal.timeout(1000) })).ok;
-  } catch {
-    return false;
-  }
-}
-
 export async function startEchoExecutor(options: EchoExecutorOptions = {}): Promise<EchoExecutor> {
-  const port = await freePort();
   const executorId = options.executorId ?? `echo-${process.pid}-${++started}`;
-  const url = `http://127.0.0.1:${port}`;
-  const child = spawn(process.execPath, ['--import', 'tsx', 'executors/echo/main.ts', '--service-time-ms', String(options.serviceTimeMs ?? 0)], {
-    cwd: REPO,
-    env: { ...process.env, [EXECUTOR_ENV.port]: String(port), [EXECUTOR_ENV.executorId]: executorId },
-    stdio: ['ignore', 'ignore', 'inherit'],
+  const p = await startServerProcess({
+    what: `echo executor ${executorId}`,
+    entry: 'executors/echo/main.ts',
+    args: ['--service-time-ms', String(options.serviceTimeMs ?? 0)],
+    env: { [EXECUTOR_ENV.executorId]: executorId },
+    ...(options.startTimeoutMs ? { startTimeoutMs: options.startTimeoutMs } : {}),
   });
-  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
-  const onExit = () => child.kill('SIGKILL');
-  process.once('exit', onExit);
-  const kill = async (signal: NodeJS.Signals = 'SIGKILL') => {
-    if (child.exitCode === null && child.signalCode === null) child.kill(signal);
-    await exited;
-    process.removeListener('exit', onExit);
-  };
-  try {
-    await waitUntil(`echo executor ${executorId} on port ${port}`, async () => child.exitCode === null && (await healthy(url)), {
-      timeoutMs: options.startTimeoutMs ?? 60_000,
-      intervalMs: 50,
-    });
-  } catch (e) {
-    await kill();
-    throw e;
-  }
   return {
     executorId,
-    port,
-    url,
-    process: child,
-    info: async () => (await (await fetch(new URL('/info', url))).json()) as EchoExecutorInfo,
-    kill,
-    stop: () => kill('SIGTERM'),
+    port: p.port,
+    url: p.url,
+    process: p.child,
+    info: async () => (await (await fetch(new URL('/info', p.url))).json()) as EchoExecutorInfo,
+    kill: p.kill,
+    stop: p.stop,
   };
 }
 

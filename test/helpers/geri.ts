@@ -9,17 +9,15 @@
  *   const res = await geri.post('/image/generate', { embedding_data_id: id, height: 64, width: 64 });
  *   await geri.stop();
  */
-import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { EXECUTOR_ENV } from '../../control/descriptors/types.js';
 import { DEADLINE_HEADER } from '../../functions/sdk/dispatch.js';
-import { freePort } from '../../lib/net.js';
 import { waitUntil } from '../../lib/wait.js';
 import type { SidecarClient } from '../../sidecar/client/client.js';
 import { tensor } from '../../sidecar/tensor.js';
 import { Prng } from '../../executors/models/onnx/prng.js';
 import { modelsDir } from './models.js';
-import { repoRoot } from './repo.js';
+import { startServerProcess } from './server-process.js';
 import { type SidecarCluster, startSidecars } from './sidecar.js';
 
 export const IMAGE_GEN_ID = 'cornserve/tiny-image-gen';
@@ -54,49 +52,24 @@ export interface Geri {
 }
 
 export async function startGeri(opts: GeriOptions): Promise<Geri> {
-  const port = await freePort();
-  const url = `http://127.0.0.1:${port}`;
-  const models = await modelsDir();
-  const args = [
-    '--import', 'tsx', 'executors/geri/main.ts', '--models-dir', models,
-    ...(opts.args ?? ['--modality', opts.modality, '--model-id', opts.modality === 'image' ? IMAGE_GEN_ID : AUDIO_GEN_ID, '--max-batch-size', String(opts.maxBatchSize ?? 1)]),
-    ...(opts.timeoutMs ? ['--timeout-ms', String(opts.timeoutMs)] : []),
-  ];
-  const env: Record<string, string> = { ...process.env as Record<string, string>, [EXECUTOR_ENV.port]: String(port), [EXECUTOR_ENV.executorId]: `geri-test-${port}` };
-  delete env[EXECUTOR_ENV.sidecar];
-  if (opts.sidecar) {
-    env[EXECUTOR_ENV.sidecar] = `unix:${opts.sidecar}`;
-    env[EXECUTOR_ENV.ranks] = (opts.ranks ?? [1]).join(',');
-  }
-  const child = spawn(process.execPath, args, { cwd: repoRoot, env, stdio: ['ignore', 'ignore', 'pipe'] });
-  let stderr = '';
-  child.stderr!.on('data', (d: Buffer) => { stderr = (stderr + d.toString()).slice(-4000); });
-  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
-  const onExit = () => child.kill('SIGKILL');
-  process.once('exit', onExit);
-  const end = async (signal: NodeJS.Signals) => {
-    if (child.exitCode === null && child.signalCode === null) child.kill(signal);
-    const timer = setTimeout(() => child.kill('SIGKILL'), 10_000);
-    await exited;
-    clearTimeout(timer);
-    process.removeListener('exit', onExit);
-  };
-  try {
-    await waitUntil(`geri on port ${port}`, async () => {
-      if (child.exitCode !== null) throw new Error(`geri exited with ${child.exitCode}: ${stderr}`);
-      try {
-        return (await fetch(`${url}/health`, { signal: AbortSignal.timeout(1000) })).ok;
-      } catch {
-        return false;
-      }
-    }, { timeoutMs: 60_000, intervalMs: 100 });
-  } catch (e) {
-    await end('SIGKILL');
-    throw e;
-  }
+  const p = await startServerProcess({
+    what: 'geri',
+    entry: 'executors/geri/main.ts',
+    args: [
+      '--models-dir', await modelsDir(),
+      ...(opts.args ?? ['--modality', opts.modality, '--model-id', opts.modality === 'image' ? IMAGE_GEN_ID : AUDIO_GEN_ID, '--max-batch-size', String(opts.maxBatchSize ?? 1)]),
+      ...(opts.timeoutMs ? ['--timeout-ms', String(opts.timeoutMs)] : []),
+    ],
+    env: (port) => ({
+      [EXECUTOR_ENV.executorId]: `geri-test-${port}`,
+      [EXECUTOR_ENV.sidecar]: opts.sidecar ? `unix:${opts.sidecar}` : undefined,
+      ...(opts.sidecar ? { [EXECUTOR_ENV.ranks]: (opts.ranks ?? [1]).join(',') } : {}),
+    }),
+  });
+  const { url } = p;
   return {
     url,
-    pid: child.pid!,
+    pid: p.child.pid!,
     post: (path, body, o = {}) => fetch(`${url}${path}`, {
       method: 'POST',
       headers: { 'content-type': 'application/json', ...(o.deadlineMs !== undefined ? { [DEADLINE_HEADER]: String(Date.now() + o.deadlineMs) } : {}) },
@@ -105,8 +78,8 @@ export async function startGeri(opts: GeriOptions): Promise<Geri> {
     }),
     info: async () => (await (await fetch(`${url}/info`)).json()) as never,
     metrics: async () => (await fetch(`${url}/metrics`)).text(),
-    kill: () => end('SIGKILL'),
-    stop: () => end('SIGTERM'),
+    kill: () => p.kill(),
+    stop: p.stop,
   };
 }
 

@@ -2,7 +2,7 @@
  * LLM fixtures: the built tiny LLM folders, a loaded model per name (cached per process), and prompts from chat
  * messages.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
@@ -11,10 +11,8 @@ import type { ChatMessage } from '../../functions/tasks/openai.js';
 import { LlmModel } from '../../executors/llm/model.js';
 import { buildPrompt, renderChat, type MediaEmbedding, type Prompt } from '../../executors/llm/prompt.js';
 import { buildLlmServer, type LlmServer, type LlmServerOptions } from '../../executors/llm/server.js';
-import { freePort } from '../../lib/net.js';
-import { waitUntil } from '../../lib/wait.js';
 import { modelsDir } from './models.js';
-import { repoRoot } from './repo.js';
+import { startServerProcess } from './server-process.js';
 
 export type LlmName = 'tiny-lm-a' | 'tiny-lm-b';
 
@@ -141,28 +139,10 @@ export interface LaunchedProcess {
  * spec's env), and waits until its health path answers 200 (or `expectHealthy: false`: until it listens).
  */
 export async function launchExecutor(spec: LaunchSpec, env: Record<string, string> = {}, expectHealthy = true): Promise<LaunchedProcess> {
-  const port = await freePort();
-  const child = spawn(process.execPath, ['--import', 'tsx', spec.entry, ...spec.args], {
-    cwd: repoRoot, env: { ...process.env, ...spec.env, ...env, PORT: String(port) }, stdio: ['ignore', 'ignore', 'inherit'],
+  const p = await startServerProcess({
+    entry: spec.entry, args: spec.args, env: { ...spec.env, ...env },
+    ...(spec.healthPath ? { healthPath: spec.healthPath } : {}),
+    ...(expectHealthy ? {} : { healthy: () => true }),
   });
-  const exited = new Promise<void>((r) => child.once('exit', () => r()));
-  const kill = () => child.kill('SIGKILL');
-  process.once('exit', kill);
-  const url = `http://127.0.0.1:${port}`;
-  const stop = async () => {
-    if (child.exitCode === null && child.signalCode === null) child.kill('SIGTERM');
-    await exited;
-    process.off('exit', kill);
-  };
-  try {
-    await waitUntil(`${spec.entry} on ${port}`, async () => {
-      if (child.exitCode !== null) throw new Error(`${spec.entry} exited with ${child.exitCode}`);
-      const r = await fetch(`${url}${spec.healthPath ?? '/health'}`).catch(() => undefined);
-      return r && (!expectHealthy || r.ok) ? true : undefined;
-    }, { timeoutMs: 60_000, intervalMs: 100 });
-  } catch (e) {
-    await stop();
-    throw e;
-  }
-  return { url, child, stop };
+  return { url: p.url, child: p.child, stop: p.stop };
 }
