@@ -3,9 +3,16 @@
  * Among a task's `ready` executors the one with the fewest outstanding requests wins; ties rotate
  * (round robin per task). The pick is leased: outstanding +1 now, -1 when the lease is released
  * (after the executor's reply, or its stream, is finished; also on error). Release is idempotent.
+ *
+ * Caches (per Router): task ids per UnitTask instance (TaskGraph.fromJSON shares instances for equal task JSON),
+ * and — for the in-process MemoryStore, whose change notifications arrive within the same tick — each task's
+ * record and executor routes, dropped on every `task` / `route` change notification of that task. Outstanding
+ * counts in the cached routes follow this router's own leases (adjustOutstanding returns the count); with one
+ * MemoryStore there is no other writer. A Redis store is read on every graph (other replicas lease too).
  */
 import type { TaskGraph, UnitTask } from '../../functions/sdk/index.js';
-import { StoreNotFoundError, taskIdOf, type ExecutorRoute, type Store } from '../store/index.js';
+import { StoreNotFoundError, taskIdOf, type ExecutorRoute, type Store, type UnitTaskRecord } from '../store/index.js';
+import { MemoryStore } from '../store/memory.js';
 import { logger } from '../../lib/log.js';
 import { DispatcherError, NoExecutorError, StoreUnavailableError, TaskNotDeployedError, TaskNotReadyError } from './errors.js';
 
@@ -29,11 +36,49 @@ async function fromStore<T>(what: string, p: Promise<T>): Promise<T> {
   }
 }
 
+export interface RouterOptions {
+  /** Keep task records and routes between graphs, invalidated by Store change notifications. @default store is a MemoryStore */
+  cacheRoutes?: boolean;
+}
+
+const taskIds = new WeakMap<UnitTask, string>();
+
+/** taskIdOf, once per task instance. */
+function taskIdOfCached(task: UnitTask): string {
+  let id = taskIds.get(task);
+  if (id === undefined) taskIds.set(task, (id = taskIdOf(task)));
+  return id;
+}
+
 export class Router {
   /** taskId -> rotation counter for ties */
   private readonly turn = new Map<string, number>();
+  /** taskId -> its record and routes (only with cacheRoutes) */
+  private readonly cached: Map<string, { record: UnitTaskRecord | undefined; routes: ExecutorRoute[] }> | undefined;
 
-  constructor(private readonly store: Store) {}
+  constructor(
+    private readonly store: Store,
+    options: RouterOptions = {},
+  ) {
+    if (!(options.cacheRoutes ?? store instanceof MemoryStore)) return;
+    const cached = (this.cached = new Map());
+    store.subscribe((change) => {
+      if (change.kind === 'task') cached.delete(change.id);
+      else if (change.kind === 'route') cached.delete(change.taskId);
+    });
+  }
+
+  /** The task's record and executor routes: from the cache when it has them, else read from the Store. */
+  private async read(taskId: string): Promise<{ record: UnitTaskRecord | undefined; routes: ExecutorRoute[] }> {
+    const hit = this.cached?.get(taskId);
+    if (hit) return hit;
+    const record = await fromStore(`read unit task ${taskId}`, this.store.getTask(taskId));
+    const routes = record && record.state === 'ready' ? await fromStore(`list executors of ${taskId}`, this.store.listExecutors(taskId)) : [];
+    const entry = { record, routes };
+    // Kept only for a ready task with ready executors: anything else is an error path, read fresh every time.
+    if (this.cached && record?.state === 'ready' && routes.some((r) => r.state === 'ready')) this.cached.set(taskId, entry);
+    return entry;
+  }
 
   /**
    * Leases an executor for every invocation of `graph`. All or nothing: when one invocation cannot be
@@ -42,7 +87,7 @@ export class Router {
   async routeGraph(graph: TaskGraph): Promise<Lease[]> {
     const byTask = new Map<string, number[]>();
     graph.invocations.forEach((inv, i) => {
-      const id = taskIdOf(inv.task);
+      const id = taskIdOfCached(inv.task);
       byTask.set(id, [...(byTask.get(id) ?? []), i]);
     });
     const leases: Lease[] = [];
@@ -61,10 +106,9 @@ export class Router {
 
   /** Leases one executor per invocation of one task, spreading them by outstanding count. */
   private async routeTask(taskId: string, task: UnitTask, invocations: number[]): Promise<Lease[]> {
-    const record = await fromStore(`read unit task ${taskId}`, this.store.getTask(taskId));
+    const { record, routes } = await this.read(taskId);
     if (!record) throw new TaskNotDeployedError(taskId, task.name);
     if (record.state !== 'ready') throw new TaskNotReadyError(taskId, task.name, record.state);
-    const routes = await fromStore(`list executors of ${taskId}`, this.store.listExecutors(taskId));
     const ready = routes.filter((r) => r.state === 'ready');
     const leases: Lease[] = [];
     try {
@@ -76,6 +120,7 @@ export class Router {
             route.outstanding = await fromStore(`lease executor ${route.executorId}`, this.store.adjustOutstanding(route.executorId, +1));
           } catch (e) {
             if (!(e instanceof StoreNotFoundError)) throw e;
+            this.cached?.delete(taskId);
             ready.splice(ready.indexOf(route), 1); // removed since we listed it: try the next one
             continue;
           }
@@ -108,7 +153,7 @@ export class Router {
       route: { ...route },
       release() {
         released ??= store.adjustOutstanding(route.executorId, -1).then(
-          () => undefined,
+          (n) => void (route.outstanding = n), // the cached route (if any) follows the count
           (err: unknown) => {
             // A deleted executor has nothing to decrement; anything else is worth a line in the log.
             if (!(err instanceof StoreNotFoundError)) log.warn({ err, executor: route.executorId }, 'could not release executor lease');

@@ -102,8 +102,26 @@ function issuesAt(prefix: string, issues: readonly FieldIssue[]): ValidationErro
   return new ValidationError('task graph', issues.map((x) => ({ ...x, path: x.path === '(root)' ? prefix : `${prefix}.${x.path}` })));
 }
 
+/**
+ * Tasks rebuilt from graph JSON, by class and exact task JSON: every invocation of an app sends the same few
+ * tasks, and a UnitTask is immutable (frozen config), so equal JSON can share one instance (no config parse
+ * per invocation; per-task caches such as task ids keyed by instance keep hitting). Bounded: cleared when full.
+ */
+const TASK_CACHE_MAX = 1024;
+const taskCache = new Map<string, UnitTask>();
+
 /** Rebuilds invocation i's task; an unknown class or a bad config is reported at its path in the graph. */
 function taskAt(i: number, className: string, json: UnitTaskJSON): UnitTask {
+  const key = `${className}\u0000${JSON.stringify(json)}`;
+  const cached = taskCache.get(key);
+  if (cached) return cached;
+  const task = buildTask(i, className, json);
+  if (taskCache.size >= TASK_CACHE_MAX) taskCache.clear();
+  taskCache.set(key, task);
+  return task;
+}
+
+function buildTask(i: number, className: string, json: UnitTaskJSON): UnitTask {
   if (!getTaskClass(className))
     throw new ValidationError('task graph', [
       { path: `invocations.${i}.task_class`, message: `unknown unit task class ${className} (known: ${registeredTaskClasses().join(', ') || 'none'})` },

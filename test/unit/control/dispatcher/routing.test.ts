@@ -109,3 +109,42 @@ test('an executor deleted between listing and leasing is skipped for the next on
   const [lease] = await new Router(store).routeGraph(graphOf(fast));
   t.is(lease!.route.executorId, 'there');
 });
+
+test('an executor added after a graph was routed gets the next graph (the route cache follows Store changes)', async (t) => {
+  const store = new MemoryStore();
+  const { taskId } = await deployTask(store, fast, [{ url: URL_, executorId: 'old', outstanding: 4 }]);
+  const router = new Router(store);
+  t.is((await router.routeGraph(graphOf(fast)))[0]!.route.executorId, 'old');
+  await store.putExecutor({ executorId: 'new', taskId, url: URL_, sidecarRanks: [1], devices: [], state: 'ready', outstanding: 0, startedAt: Date.now() });
+  t.is((await router.routeGraph(graphOf(fast)))[0]!.route.executorId, 'new');
+});
+
+test('an executor set to draining after a graph was routed gets no more graphs', async (t) => {
+  const store = new MemoryStore();
+  await deployTask(store, fast, [{ url: URL_, executorId: 'a' }, { url: URL_, executorId: 'b', outstanding: 9 }]);
+  const router = new Router(store);
+  await (await router.routeGraph(graphOf(fast)))[0]!.release();
+  await store.setExecutorState('a', 'draining');
+  const picked = new Set<string>();
+  for (let n = 0; n < 3; n++) picked.add((await router.routeGraph(graphOf(fast)))[0]!.route.executorId);
+  t.deepEqual([...picked], ['b']);
+});
+
+test('a task torn down after a graph was routed is refused with TASK_NOT_READY', async (t) => {
+  const store = new MemoryStore();
+  const { taskId } = await deployTask(store, fast, [{ url: URL_, executorId: 'a' }]);
+  const router = new Router(store);
+  await router.routeGraph(graphOf(fast));
+  await store.updateTask(taskId, { state: 'tearing down' });
+  await t.throwsAsync(router.routeGraph(graphOf(fast)), { code: 'TASK_NOT_READY' });
+});
+
+test('leases still outstanding steer the next graph to the least busy executor of the cached routes', async (t) => {
+  const store = new MemoryStore();
+  await deployTask(store, fast, [{ url: URL_, executorId: 'a' }, { url: URL_, executorId: 'b', outstanding: 1 }]);
+  const router = new Router(store);
+  const picked: string[] = [];
+  for (let n = 0; n < 3; n++) picked.push((await router.routeGraph(graphOf(fast)))[0]!.route.executorId);
+  t.deepEqual(picked.slice(0, 1), ['a']);
+  t.deepEqual(await outstandingByExecutor(store), { a: 2, b: 2 });
+});
