@@ -12,25 +12,19 @@
  */
 import { KubeConfig } from '@kubernetes/client-node';
 import { Registry } from 'prom-client';
-import { AppFunctions } from '../gateway/app-functions.js';
-import { AppManager } from '../gateway/app-manager.js';
-import { buildGateway } from '../gateway/gateway.js';
-import { GatewayMetrics } from '../gateway/metrics.js';
-import { REPO_ROOT } from '../gateway/paths.js';
 import { listen } from '../gateway/server.js';
 import { descriptorFor } from '../descriptors/registry.js';
 import { DEFAULT_APP_LAUNCH, KubernetesPlatform, desiredStateFromStore, kubernetesOptionsFromEnv, type ReconcileReport } from '../platform/kubernetes/index.js';
-import { LocalPlatform } from '../platform/local.js';
 import type { Platform } from '../platform/types.js';
 import { ResourceManagerClient } from '../resources/client.js';
 import { ResourceManager } from '../resources/manager.js';
 import { buildResourceServer } from '../resources/server.js';
 import { taskFromRecord } from '../resources/task-records.js';
-import { createStore, type Store } from '../store/index.js';
+import type { Store } from '../store/index.js';
 import { logger } from '../../lib/log.js';
-import { startTelemetry } from '../../lib/telemetry.js';
+import { exitOnSignal } from '../../lib/shutdown.js';
+import { compose, startGatewayParts, startLocalPlatform, type Closer } from './compose.js';
 import { CliError } from './errors.js';
-import { startNodeSidecars } from './sidecars.js';
 
 export interface RunningRole {
   url: string;
@@ -38,26 +32,10 @@ export interface RunningRole {
   stop(): Promise<void>;
 }
 
-type Closer = () => Promise<unknown>;
-
-/** Runs `build` with a closer list; on failure closes what was opened and rethrows. */
-async function compose(name: string, build: (closers: Closer[], store: Store) => Promise<string>, redisUrl: string, redisPrefix?: string): Promise<RunningRole> {
-  const log = logger(name);
-  if (process.env.OTEL_EXPORTER_OTLP_ENDPOINT) await startTelemetry(`cornserve-${name}`);
-  const store = createStore({ redisUrl, ...(redisPrefix ? { prefix: redisPrefix } : {}) });
-  const closers: Closer[] = [() => store.close()];
-  const stopAll = async () => {
-    for (const close of closers.splice(0).reverse()) await close().catch((err) => log.error({ err }, 'stop step failed'));
-  };
-  try {
-    await store.ready();
-    const url = await build(closers, store);
-    let stopping: Promise<void> | undefined;
-    return { url, stop: () => (stopping ??= stopAll()) };
-  } catch (e) {
-    await stopAll();
-    throw e;
-  }
+/** A role's composition (compose.ts) as the running role: its URL and stop(). */
+async function role(name: string, o: { redisUrl: string; redisPrefix?: string | undefined }, build: (closers: Closer[], store: Store) => Promise<string>): Promise<RunningRole> {
+  const c = await compose(name, { redisUrl: o.redisUrl, ...(o.redisPrefix ? { redisPrefix: o.redisPrefix } : {}) }, build);
+  return { url: c.value, stop: c.stop };
 }
 
 export interface ResourceManagerRoleOptions {
@@ -78,7 +56,7 @@ export interface ResourceManagerRoleOptions {
 
 export function startResourceManagerRole(opts: ResourceManagerRoleOptions): Promise<RunningRole> {
   const log = logger('resource-manager');
-  return compose('resource-manager', async (closers, store) => {
+  return role('resource-manager', opts, async (closers, store) => {
     let platform: Platform;
     let sidecarUrls: Record<string, string> = {};
     let reconciled: ReconcileReport | undefined;
@@ -101,15 +79,11 @@ export function startResourceManagerRole(opts: ResourceManagerRoleOptions): Prom
       for (const n of await k8s.listNodes()) if (n.sidecarUrl) sidecarUrls[n.node] = n.sidecarUrl;
       platform = k8s;
     } else {
-      const local = new LocalPlatform({ repoRoot: REPO_ROOT, devices: opts.devices ?? 4, storeUrl: opts.redisUrl });
-      closers.push(() => local.shutdown());
-      if (opts.sidecars ?? true) {
-        const sidecars = await startNodeSidecars({ nodes: await local.listNodes() });
-        closers.push(() => sidecars.stop());
-        sidecarUrls = sidecars.urls;
-        for (const [node, url] of Object.entries(sidecarUrls)) local.setSidecarUrl(node, url);
-      }
-      platform = local;
+      const local = await startLocalPlatform(closers, {
+        storeUrl: opts.redisUrl, ...(opts.devices !== undefined ? { devices: opts.devices } : {}), ...(opts.sidecars !== undefined ? { sidecars: opts.sidecars } : {}),
+      });
+      sidecarUrls = local.sidecarUrls;
+      platform = local.platform;
     }
     const resources = new ResourceManager({ store, platform, sidecarUrls, ...(opts.healthTimeoutMs ? { healthTimeoutMs: opts.healthTimeoutMs } : {}) });
     closers.push(() => resources.close());
@@ -122,7 +96,7 @@ export function startResourceManagerRole(opts: ResourceManagerRoleOptions): Prom
     closers.push(() => server.close(1_000));
     log.info({ url: server.url, platform: platform.kind }, 'resource manager listening');
     return server.url;
-  }, opts.redisUrl, opts.redisPrefix);
+  });
 }
 
 export interface GatewayRoleOptions {
@@ -137,46 +111,31 @@ export interface GatewayRoleOptions {
 }
 
 export function startGatewayRole(opts: GatewayRoleOptions): Promise<RunningRole> {
-  return compose('gateway', async (closers, store) => {
+  return role('gateway', opts, async (closers, store) => {
     const rm = new ResourceManagerClient(opts.resourceManagerUrl);
     closers.push(async () => rm.close());
-    let apps: AppManager | undefined;
-    const functions = new AppFunctions({
+    const { server } = await startGatewayParts(closers, {
+      store,
       platform: rm,
-      dispatcherUrl: opts.dispatcherUrl,
-      log: logger('app-functions'),
-      ...(opts.bodyLimitBytes ? { env: { CORNSERVE_BODY_LIMIT_BYTES: String(opts.bodyLimitBytes) } } : {}),
-      onStateChange: (appId, state) => apps?.onFunctionState(appId, state),
-    });
-    closers.push(() => functions.close());
-    apps = new AppManager({ store, resources: rm, functions, log: logger('gateway') });
-    const gateway = buildGateway({
-      apps,
-      functions,
       resources: rm,
       dispatcherUrl: opts.dispatcherUrl,
       adminToken: opts.adminToken,
-      metrics: new GatewayMetrics(new Registry(), store),
+      registry: new Registry(),
       ...(opts.bodyLimitBytes ? { bodyLimitBytes: opts.bodyLimitBytes } : {}),
+      recover: true,
+      port: opts.port,
+      ...(opts.host ? { host: opts.host } : {}),
     });
-    await apps.recover();
-    const server = await listen(gateway, opts.port, opts.host ?? '127.0.0.1');
-    closers.push(() => server.close());
     logger('gateway').info({ url: server.url }, 'gateway listening');
     return server.url;
-  }, opts.redisUrl, opts.redisPrefix);
+  });
 }
 
-/** Runs a role in the foreground until SIGINT / SIGTERM, then stops it and exits 0. */
+/** Starts a role and leaves it serving; SIGINT / SIGTERM stop it, then the process exits 0 (lib/shutdown). */
 export async function runRole(start: () => Promise<RunningRole>, io: { err: (l: string) => void }): Promise<void> {
-  const role = await start();
-  io.err(`listening on ${role.url}`);
-  await new Promise<void>((resolve) => {
-    const onSignal = () => void role.stop().then(resolve);
-    process.once('SIGINT', onSignal);
-    process.once('SIGTERM', onSignal);
-  });
-  process.exit(0);
+  const running = await start();
+  io.err(`listening on ${running.url}`);
+  exitOnSignal(() => running.stop());
 }
 
 /** A required setting from a flag or the environment. */

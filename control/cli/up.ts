@@ -17,20 +17,14 @@ import { tmpdir } from 'node:os';
 import { join, relative, resolve } from 'node:path';
 import { Registry } from 'prom-client';
 import { startDispatcher, type RunningDispatcher } from '../dispatcher/server.js';
-import { AppFunctions } from '../gateway/app-functions.js';
-import { AppManager, type RegistrationEvent } from '../gateway/app-manager.js';
-import { buildGateway } from '../gateway/gateway.js';
-import { GatewayMetrics } from '../gateway/metrics.js';
-import { REPO_ROOT } from '../gateway/paths.js';
-import { listen, type ListeningServer } from '../gateway/server.js';
-import { LocalPlatform } from '../platform/local.js';
+import type { AppFunctions } from '../gateway/app-functions.js';
+import type { AppManager, RegistrationEvent } from '../gateway/app-manager.js';
+import type { LocalPlatform } from '../platform/local.js';
 import type { LogSink } from '../platform/child.js';
 import { ResourceManager } from '../resources/manager.js';
-import { createStore, type Store } from '../store/index.js';
-import { logger } from '../../lib/log.js';
-import { startTelemetry } from '../../lib/telemetry.js';
+import type { Store } from '../store/index.js';
 import type { Io } from './commands.js';
-import { startNodeSidecars } from './sidecars.js';
+import { compose, startGatewayParts, startLocalPlatform } from './compose.js';
 import { printAppUsage, printBanner } from './up-output.js';
 
 export interface CornserveOptions {
@@ -79,36 +73,20 @@ export interface Cornserve {
 }
 
 export async function startCornserve(opts: CornserveOptions = {}): Promise<Cornserve> {
-  const log = logger('up');
   const adminToken = opts.adminToken || randomBytes(24).toString('base64url');
-  // Spans only when something collects them (a test may have started telemetry with its own exporter already).
-  if (process.env.OTEL_EXPORTER_OTLP_ENDPOINT) await startTelemetry('cornserve');
-  const store = createStore(opts.redisUrl ? { redisUrl: opts.redisUrl, ...(opts.redisPrefix ? { prefix: opts.redisPrefix } : {}) } : {});
-  const closers: Array<() => Promise<unknown>> = [() => store.close()];
-  const stopAll = async () => {
-    for (const close of closers.splice(0).reverse()) await close().catch((err) => log.error({ err }, 'stop step failed'));
-  };
-  try {
-    await store.ready();
+  const where = { ...(opts.redisUrl ? { redisUrl: opts.redisUrl } : {}), ...(opts.redisPrefix ? { redisPrefix: opts.redisPrefix } : {}) };
+  const composed = await compose('up', { ...where, telemetryName: 'cornserve' }, async (closers, store) => {
     // The local hops (gateway -> app function -> dispatcher) use unix sockets in a folder of this run (lib/unix-url.ts).
     const socketDir = await mkdtemp(join(tmpdir(), 'cs-'));
     closers.push(() => rm(socketDir, { recursive: true, force: true }));
-    const platform = new LocalPlatform({
-      repoRoot: REPO_ROOT,
+    const { platform, sidecarUrls } = await startLocalPlatform(closers, {
       socketDir,
-      devices: opts.devices ?? 4,
+      ...(opts.devices !== undefined ? { devices: opts.devices } : {}),
       ...(opts.redisUrl ? { storeUrl: opts.redisUrl } : {}),
       ...(opts.logSink ? { logSink: opts.logSink } : {}),
       ...(opts.childEnv ? { env: opts.childEnv } : {}),
+      ...(opts.sidecars !== undefined ? { sidecars: opts.sidecars } : {}),
     });
-    closers.push(() => platform.shutdown());
-    let sidecarUrls: Record<string, string> = {};
-    if (opts.sidecars ?? true) {
-      const sidecars = await startNodeSidecars({ nodes: await platform.listNodes(), ...(opts.logSink ? { sink: opts.logSink } : {}), ...(opts.childEnv ? { env: opts.childEnv } : {}) });
-      closers.push(() => sidecars.stop());
-      sidecarUrls = sidecars.urls;
-      for (const [node, url] of Object.entries(sidecarUrls)) platform.setSidecarUrl(node, url);
-    }
     const resources = new ResourceManager({ store, platform, sidecarUrls });
     closers.push(() => resources.close());
     if (opts.redisUrl) await resources.recover();
@@ -116,40 +94,23 @@ export async function startCornserve(opts: CornserveOptions = {}): Promise<Corns
     const dispatcherRegistry = new Registry();
     const dispatcher: RunningDispatcher = await startDispatcher({ store, registry: dispatcherRegistry, socketPath: join(socketDir, 'dispatcher.sock') });
     closers.push(() => dispatcher.close());
-    const localDispatcherUrl = dispatcher.localUrl ?? dispatcher.url;
 
     const gatewayRegistry = new Registry();
-    let apps: AppManager | undefined;
-    const functions = new AppFunctions({
+    const { apps, functions, server } = await startGatewayParts(closers, {
+      store,
       platform,
-      dispatcherUrl: localDispatcherUrl,
-      log: logger('app-functions'),
-      env: {
-        ...opts.childEnv,
-        ...(opts.bodyLimitBytes ? { CORNSERVE_BODY_LIMIT_BYTES: String(opts.bodyLimitBytes) } : {}),
-      },
-      onStateChange: (appId, state) => apps?.onFunctionState(appId, state),
-    });
-    closers.push(() => functions.close());
-    apps = new AppManager({ store, resources, functions, log: logger('gateway') });
-    const metrics = new GatewayMetrics(gatewayRegistry, store);
-    const merged = Registry.merge([gatewayRegistry, dispatcherRegistry]);
-    const gateway = buildGateway({
-      apps,
-      functions,
       resources,
-      dispatcherUrl: localDispatcherUrl,
+      dispatcherUrl: dispatcher.localUrl ?? dispatcher.url,
       adminToken,
-      metrics,
+      registry: gatewayRegistry,
       extraRegistries: [dispatcherRegistry],
       ...(opts.bodyLimitBytes ? { bodyLimitBytes: opts.bodyLimitBytes } : {}),
+      ...(opts.childEnv ? { childEnv: opts.childEnv } : {}),
+      recover: opts.redisUrl !== undefined,
+      port: opts.port ?? 8000,
+      ...(opts.host ? { host: opts.host } : {}),
     });
-    if (opts.redisUrl) await apps.recover();
-    const server: ListeningServer = await listen(gateway, opts.port ?? 8000, opts.host ?? '127.0.0.1');
-    closers.push(() => server.close());
-
     const registrations = opts.appsDir ? await registerAppsDir(apps, opts.appsDir, opts.onRegistration) : [];
-    let stopping: Promise<void> | undefined;
     return {
       gatewayUrl: server.url,
       dispatcherUrl: dispatcher.url,
@@ -160,14 +121,11 @@ export async function startCornserve(opts: CornserveOptions = {}): Promise<Corns
       resources,
       apps,
       functions,
-      metrics: merged,
+      metrics: Registry.merge([gatewayRegistry, dispatcherRegistry]),
       registrations,
-      stop: () => (stopping ??= stopAll()),
     };
-  } catch (e) {
-    await stopAll();
-    throw e;
-  }
+  });
+  return { ...composed.value, stop: composed.stop };
 }
 
 async function appFiles(dir: string): Promise<string[]> {

@@ -1,0 +1,142 @@
+/**
+ * How the control plane is put together, shared by `cornserve up` (everything in one process, up.ts) and the
+ * separate roles (`cornserve resource-manager`, `cornserve gateway`, roles.ts):
+ *
+ *   compose(name, {redisUrl?}, async (closers, store) => { ... })   store + ordered shutdown of what `build` starts
+ *   startLocalPlatform(closers, {...})                              LocalPlatform + one sidecar per node
+ *   startGatewayParts(closers, {...})                               AppFunctions + AppManager + gateway, listening
+ *
+ * Every part pushes how to stop it onto `closers` as soon as it runs; stop() closes them in reverse order (each
+ * once, a failing step logged and skipped), and a failed start closes what was already started and rethrows.
+ */
+import type { Registry } from 'prom-client';
+import { AppFunctions, type AppFunctionsOptions } from '../gateway/app-functions.js';
+import { AppManager } from '../gateway/app-manager.js';
+import { buildGateway } from '../gateway/gateway.js';
+import { GatewayMetrics } from '../gateway/metrics.js';
+import { REPO_ROOT } from '../gateway/paths.js';
+import { listen, type ListeningServer } from '../gateway/server.js';
+import type { LogSink } from '../platform/child.js';
+import { LocalPlatform } from '../platform/local.js';
+import type { ResourceManagerApi } from '../resources/types.js';
+import { createStore, type Store } from '../store/index.js';
+import { logger } from '../../lib/log.js';
+import { startTelemetry } from '../../lib/telemetry.js';
+import { startNodeSidecars } from './sidecars.js';
+
+export type Closer = () => Promise<unknown>;
+
+export interface ComposeOptions {
+  /** Keep all state in Redis; without it an in-memory store (only `cornserve up` runs without Redis). */
+  redisUrl?: string;
+  /** Redis key prefix. @default the store's ('cornserve:') */
+  redisPrefix?: string;
+  /** Service name of the spans, which are started only when OTEL_EXPORTER_OTLP_ENDPOINT is set. @default `cornserve-${name}` */
+  telemetryName?: string;
+}
+
+export interface Composed<T> {
+  value: T;
+  /** Stops everything `build` started, then closes the store (idempotent). */
+  stop(): Promise<void>;
+}
+
+/** Opens the store, runs `build` with the closer list; on failure closes what was opened and rethrows. */
+export async function compose<T>(name: string, o: ComposeOptions, build: (closers: Closer[], store: Store) => Promise<T>): Promise<Composed<T>> {
+  const log = logger(name);
+  if (process.env.OTEL_EXPORTER_OTLP_ENDPOINT) await startTelemetry(o.telemetryName ?? `cornserve-${name}`);
+  const store = createStore(o.redisUrl ? { redisUrl: o.redisUrl, ...(o.redisPrefix ? { prefix: o.redisPrefix } : {}) } : {});
+  const closers: Closer[] = [() => store.close()];
+  const stopAll = async () => {
+    for (const close of closers.splice(0).reverse()) await close().catch((err) => log.error({ err }, 'stop step failed'));
+  };
+  try {
+    await store.ready();
+    const value = await build(closers, store);
+    let stopping: Promise<void> | undefined;
+    return { value, stop: () => (stopping ??= stopAll()) };
+  } catch (e) {
+    await stopAll();
+    throw e;
+  }
+}
+
+export interface LocalPlatformOptions {
+  /** Virtual devices. @default 4 */
+  devices?: number;
+  /** Handed to the children (executors, sidecars) that keep state in Redis. */
+  storeUrl?: string;
+  /** Where app functions listen on unix sockets (see LocalPlatform). */
+  socketDir?: string;
+  logSink?: LogSink;
+  /** Extra environment for every child process. */
+  env?: Record<string, string>;
+  /** Start one sidecar per node. @default true */
+  sidecars?: boolean;
+}
+
+/** The local platform and, unless `sidecars: false`, one sidecar per node (their URLs set on the platform). */
+export async function startLocalPlatform(closers: Closer[], o: LocalPlatformOptions): Promise<{ platform: LocalPlatform; sidecarUrls: Record<string, string> }> {
+  const platform = new LocalPlatform({
+    repoRoot: REPO_ROOT,
+    devices: o.devices ?? 4,
+    ...(o.socketDir ? { socketDir: o.socketDir } : {}),
+    ...(o.storeUrl ? { storeUrl: o.storeUrl } : {}),
+    ...(o.logSink ? { logSink: o.logSink } : {}),
+    ...(o.env ? { env: o.env } : {}),
+  });
+  closers.push(() => platform.shutdown());
+  if (!(o.sidecars ?? true)) return { platform, sidecarUrls: {} };
+  const sidecars = await startNodeSidecars({ nodes: await platform.listNodes(), ...(o.logSink ? { sink: o.logSink } : {}), ...(o.env ? { env: o.env } : {}) });
+  closers.push(() => sidecars.stop());
+  for (const [node, url] of Object.entries(sidecars.urls)) platform.setSidecarUrl(node, url);
+  return { platform, sidecarUrls: sidecars.urls };
+}
+
+export interface GatewayPartsOptions {
+  store: Store;
+  /** Where app functions run: the local platform, or the resource manager's API when the gateway runs apart. */
+  platform: AppFunctionsOptions['platform'];
+  resources: ResourceManagerApi;
+  dispatcherUrl: string;
+  adminToken: string;
+  /** Where the gateway's metrics are registered. */
+  registry: Registry;
+  /** Further registries its GET /metrics shows (an in-process dispatcher's). */
+  extraRegistries?: Registry[];
+  bodyLimitBytes?: number;
+  /** Extra environment for every app function. */
+  childEnv?: Record<string, string>;
+  /** Recover the registered apps from the store before listening. */
+  recover: boolean;
+  port: number;
+  host?: string;
+}
+
+/** App functions, the app manager and the gateway, listening on `port` (after recover(), when asked). */
+export async function startGatewayParts(closers: Closer[], o: GatewayPartsOptions): Promise<{ apps: AppManager; functions: AppFunctions; server: ListeningServer }> {
+  let apps: AppManager | undefined;
+  const functions = new AppFunctions({
+    platform: o.platform,
+    dispatcherUrl: o.dispatcherUrl,
+    log: logger('app-functions'),
+    env: { ...o.childEnv, ...(o.bodyLimitBytes ? { CORNSERVE_BODY_LIMIT_BYTES: String(o.bodyLimitBytes) } : {}) },
+    onStateChange: (appId, state) => apps?.onFunctionState(appId, state),
+  });
+  closers.push(() => functions.close());
+  apps = new AppManager({ store: o.store, resources: o.resources, functions, log: logger('gateway') });
+  const gateway = buildGateway({
+    apps,
+    functions,
+    resources: o.resources,
+    dispatcherUrl: o.dispatcherUrl,
+    adminToken: o.adminToken,
+    metrics: new GatewayMetrics(o.registry, o.store),
+    ...(o.extraRegistries ? { extraRegistries: o.extraRegistries } : {}),
+    ...(o.bodyLimitBytes ? { bodyLimitBytes: o.bodyLimitBytes } : {}),
+  });
+  if (o.recover) await apps.recover();
+  const server = await listen(gateway, o.port, o.host ?? '127.0.0.1');
+  closers.push(() => server.close());
+  return { apps, functions, server };
+}
