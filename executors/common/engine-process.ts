@@ -126,6 +126,7 @@ export class EngineServer {
       process.exit(0);
     };
     process.once('disconnect', () => void gone());
+    if (!process.connected) void gone(); // the router died while this engine started: its 'disconnect' came before the listener
     return s;
   }
 

@@ -1,4 +1,5 @@
-import { spawn } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
+import { rmSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import test from 'ava';
 import { EngineProcess } from '../../../../executors/common/engine-process.js';
@@ -81,5 +82,19 @@ test('the engine exits when its router process is killed', async (t) => {
   t.true(isAlive(Number(pid)));
   router.kill('SIGKILL');
   await waitUntil('engine exit', () => !isAlive(Number(pid)), { timeoutMs: 30_000 });
+  t.pass();
+});
+
+test('an engine whose router died while the engine was starting exits once it connects', async (t) => {
+  // The router exits right after spawning; the engine connects only after that (it waits to be re-parented),
+  // so the IPC 'disconnect' happened before anyone listened for it.
+  const r = spawnSync(process.execPath, ['--import', 'tsx', fileURLToPath(new URL('./fixtures/short-lived-router.ts', import.meta.url))], { encoding: 'utf8', timeout: 120_000 });
+  const { enginePid, ipcDir } = JSON.parse(r.stdout) as { enginePid: number; ipcDir: string };
+  t.teardown(() => {
+    if (isAlive(enginePid)) process.kill(enginePid, 'SIGKILL');
+    rmSync(ipcDir, { recursive: true, force: true });
+  });
+  t.timeout(180_000);
+  await waitUntil('the orphaned engine exits', () => !isAlive(enginePid), { timeoutMs: 120_000 });
   t.pass();
 });
