@@ -25,7 +25,12 @@ function drained(res: Response): Promise<void> {
 /** Sends the result; resolves with the error that broke the stream, if one did. */
 export async function writeDispatchResult(res: Response, result: DispatchResult): Promise<ErrorJSON | undefined> {
   if (!result.stream) {
-    res.json(result.outputs);
+    // What res.json sends (same headers), without express's per-reply charset parsing and freshness checks.
+    const text = JSON.stringify(result.outputs);
+    res.statusCode = 200;
+    res.setHeader('content-type', 'application/json; charset=utf-8');
+    res.setHeader('content-length', Buffer.byteLength(text));
+    res.end(text);
     return undefined;
   }
   res.status(200).set({ 'content-type': 'application/x-ndjson; charset=utf-8', 'cache-control': 'no-cache' });

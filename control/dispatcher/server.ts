@@ -14,7 +14,7 @@ import { createServer } from 'node:http';
 import express, { type Request, type Response } from 'express';
 import { Registry } from 'prom-client';
 import { DEADLINE_HEADER, TaskGraph } from '../../functions/sdk/index.js';
-import { errorHandler, route, toErrorBody, wholeBody } from '../../lib/http.js';
+import { errorHandler, parseByteSize, readWhole, route, toErrorBody, wholeBody } from '../../lib/http.js';
 import { logger } from '../../lib/log.js';
 import { listenUnix } from '../../lib/unix-url.js';
 import { closeServer, listen, type ListeningServer } from '../gateway/server.js'; // generic listen/close helper (belongs in lib/)
@@ -82,6 +82,12 @@ export function buildDispatcher(options: DispatcherOptions): express.Express {
   const app = express();
   app.disable('x-powered-by');
   app.set('etag', false); // replies are POST results: hashing each body for an ETag is pure per-request cost
+  // The CloudEvent route (every app-function call) ahead of the router; `POST /?query` and the rest take the routes below.
+  const maxBody = parseByteSize(limit);
+  app.use((req, res, next) => {
+    if (req.method !== 'POST' || req.url !== '/') return next();
+    readWhole(req, maxBody).then((body) => serve(req, res, 'cloudevent', () => parseInvokeEvent(req.headers, body.toString('utf8')))).catch(next);
+  });
   app.get('/health', (_req, res) => {
     res.json({ status: 'ok' });
   });

@@ -15,7 +15,7 @@ import type { AppManager } from './app-manager.js';
 import { requireAdmin } from './auth.js';
 import type { GatewayMetrics } from './metrics.js';
 import { keepAliveAgent } from './proxy.js';
-import { appRoutes, jsonBody, rawBody } from './routes/apps.js';
+import { appRoutes, hotInvoke, jsonBody, rawBody } from './routes/apps.js';
 import { healthRoutes } from './routes/health.js';
 import { openaiRoutes } from './routes/openai.js';
 import { taskRoutes } from './routes/tasks.js';
@@ -48,18 +48,20 @@ export function buildGateway(deps: GatewayDeps): express.Express {
   const raw = rawBody(deps.bodyLimitBytes ?? DEFAULT_BODY_LIMIT);
   const { metrics } = deps;
 
+  const appDeps = { apps: deps.apps, functions: deps.functions, metrics, agent, admin, json, raw, ...(deps.restartWaitMs ? { restartWaitMs: deps.restartWaitMs } : {}) };
+
   const app = express();
   app.disable('x-powered-by');
   app.set('etag', false);
+  app.use(hotInvoke(appDeps, deps.bodyLimitBytes ?? DEFAULT_BODY_LIMIT, (_req, res, route) => {
+    res.once('finish', () => metrics.httpRequest(route, 'POST', res.statusCode));
+  }));
   app.use(traceRequests('gateway'));
   app.use((req, res, next) => {
-    res.on('finish', () => {
-      const route = req.route?.path ? String(req.route.path) : 'unmatched';
-      metrics.http.inc({ route, method: req.method, status: String(res.statusCode) });
-    });
+    res.once('finish', () => metrics.httpRequest(req.route?.path ? String(req.route.path) : 'unmatched', req.method, res.statusCode));
     next();
   });
-  app.use(appRoutes({ apps: deps.apps, functions: deps.functions, metrics, agent, admin, json, raw, ...(deps.restartWaitMs ? { restartWaitMs: deps.restartWaitMs } : {}) }));
+  app.use(appRoutes(appDeps));
   app.use(taskRoutes({ resources: deps.resources, dispatcherUrl: deps.dispatcherUrl, metrics, agent, admin, json }));
   app.use(healthRoutes(metrics, deps.extraRegistries));
   app.use(openaiRoutes({ apps: deps.apps, functions: deps.functions, metrics, agent, json, log, ...(deps.restartWaitMs ? { restartWaitMs: deps.restartWaitMs } : {}) }));

@@ -67,6 +67,16 @@ export class GatewayMetrics {
   /** Label children per app (and status), looked up once instead of hashing labels on every invocation. */
   private readonly byApp = new Map<string, { inFlight: ReturnType<Gauge<'app'>['labels']>; duration: ReturnType<Histogram<'app'>['labels']>; status: Map<number, ReturnType<Counter<'app' | 'status'>['labels']>> }>();
 
+  private readonly httpChildren = new Map<string, ReturnType<Counter<'route' | 'method' | 'status'>['labels']>>();
+
+  /** Counts one HTTP request in cornserve_gateway_http_requests_total (label children looked up once per combination). */
+  httpRequest(route: string, method: string, status: number): void {
+    const key = `${route} ${method} ${status}`;
+    let child = this.httpChildren.get(key);
+    if (!child) this.httpChildren.set(key, (child = this.http.labels({ route, method, status: String(status) })));
+    child.inc();
+  }
+
   /** Call when an invocation starts; the returned function records its end. */
   invocationStarted(app: string): (status: number) => void {
     let c = this.byApp.get(app);

@@ -2,9 +2,10 @@
  * App routes (DESIGN.md §4): register (SSE), unregister, list, invoke (proxied to the app function).
  */
 import type { Agent } from 'node:http';
-import express, { Router, type RequestHandler } from 'express';
+import express, { Router, type Request, type RequestHandler, type Response } from 'express';
 import { z } from 'zod';
-import { parseOr422, wholeBody } from '../../../lib/http.js';
+import { parseOr422, readWhole, wholeBody } from '../../../lib/http.js';
+import { tracingOn } from '../../../lib/telemetry.js';
 import type { AppFunctions } from '../app-functions.js';
 import type { AppManager } from '../app-manager.js';
 import { requestDeadline } from '../deadline.js';
@@ -37,7 +38,7 @@ const registerBody = z
   .refine((b) => b.source !== undefined || b.source_code !== undefined, { message: 'source is required (the app\'s TypeScript text)', path: ['source'] });
 
 export function appRoutes(deps: AppRoutesDeps): Router {
-  const { apps, functions, metrics, agent, admin, json } = deps;
+  const { apps, admin, json } = deps;
   const r = Router();
 
   r.post('/app/register', admin, json, async (req, res) => {
@@ -60,26 +61,62 @@ export function appRoutes(deps: AppRoutesDeps): Router {
     res.json(req.query.details ? await apps.details() : await apps.list());
   });
 
-  r.post('/app/invoke/:app_id', deps.raw, async (req, res) => {
-    const entry = apps.resolve(String(req.params.app_id));
-    if (entry.state !== 'ready' && functions.state(entry.appId) === undefined) throw new AppNotReadyError(entry.name);
-    const deadline = requestDeadline(req);
-    const done = metrics.invocationStarted(entry.name);
-    res.on('close', () => done(res.statusCode));
-    const target = await functions.waitReady(entry.appId, Math.min(deadline, Date.now() + (deps.restartWaitMs ?? 30_000)));
-    await forward(res, {
-      url: `${target.url}/invoke`,
-      body: Buffer.isBuffer(req.body) ? req.body : Buffer.alloc(0),
-      deadline,
-      ...(typeof req.headers.traceparent === 'string' ? { traceparent: req.headers.traceparent } : {}),
-      agent,
-      what: `app ${entry.name}`,
-      onFailure: async (err) => new AppFunctionFailedError(entry.name, await functions.crashed(entry.appId, target.generation), err.message),
-      onErrorCode: (code) => metrics.errors.inc({ code }),
-    });
-  });
+  r.post(INVOKE_ROUTE, deps.raw, (req, res) => invokeApp(deps, String(req.params.app_id), req, res));
 
   return r;
+}
+
+export const INVOKE_ROUTE = '/app/invoke/:app_id';
+const INVOKE_PATH = /^\/app\/invoke\/([^/]+)$/;
+
+/**
+ * The invoke route ahead of every other middleware (the hot path: no router walk, no per-request metrics
+ * middleware): `POST /app/invoke/<id>` in its canonical form only; anything else (other case, trailing slash,
+ * a malformed %-escape) and every request while tracing is on goes on to the express routes, unchanged.
+ * `onRequest(route)` is told the route name (the http metrics middleware does this for the other routes).
+ */
+export function hotInvoke(deps: AppRoutesDeps, limitBytes: number, onRequest: (req: Request, res: Response, route: string) => void): RequestHandler {
+  return (req, res, next) => {
+    if (req.method !== 'POST' || tracingOn()) return next();
+    const appId = appIdOf(req.path);
+    if (appId === undefined) return next();
+    onRequest(req, res, INVOKE_ROUTE);
+    readWhole(req, limitBytes)
+      .then((body) => {
+        req.body = body;
+        return invokeApp(deps, appId, req, res);
+      })
+      .catch(next);
+  };
+}
+
+function appIdOf(path: string): string | undefined {
+  const m = INVOKE_PATH.exec(path);
+  try {
+    return m ? decodeURIComponent(m[1]!) : undefined;
+  } catch {
+    return undefined; // express answers the malformed escape
+  }
+}
+
+async function invokeApp(deps: AppRoutesDeps, appIdOrName: string, req: Request, res: Response): Promise<void> {
+  const { apps, functions, metrics, agent } = deps;
+  const entry = apps.resolve(appIdOrName);
+  if (entry.state !== 'ready' && functions.state(entry.appId) === undefined) throw new AppNotReadyError(entry.name);
+  const deadline = requestDeadline(req);
+  const done = metrics.invocationStarted(entry.name);
+  res.on('close', () => done(res.statusCode));
+  const target = await functions.waitReady(entry.appId, Math.min(deadline, Date.now() + (deps.restartWaitMs ?? 30_000)));
+  await forward(res, {
+    url: `${target.url}/invoke`,
+    body: Buffer.isBuffer(req.body) ? req.body : Buffer.alloc(0),
+    deadline,
+    ...(typeof req.headers.traceparent === 'string' ? { traceparent: req.headers.traceparent } : {}),
+    agent,
+    what: `app ${entry.name}`,
+    onFailure: async (err) => new AppFunctionFailedError(entry.name, await functions.crashed(entry.appId, target.generation), err.message),
+    onErrorCode: (code) => metrics.errors.inc({ code }),
+  });
 }
 
 export const jsonBody = (limitBytes: number) => express.json({ limit: limitBytes });

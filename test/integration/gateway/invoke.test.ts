@@ -126,3 +126,24 @@ test('user code never sees the admin token: not when checked, not when serving',
 test('GET /health answers', async (t) => {
   t.is((await fetch(`${p.gatewayUrl}/health`)).status, 200);
 });
+
+// Serial (ava runs these before the concurrent tests): the metrics test above expects no echo call in flight.
+test.serial('GET /metrics counts invocations in http_requests_total under the invoke route with their status', async (t) => {
+  await p.invoke('echo', { text: 'count me too' });
+  await p.invoke('echo', { text: 2 });
+  const text = await (await fetch(`${p.gatewayUrl}/metrics`)).text();
+  t.regex(text, /cornserve_gateway_http_requests_total\{route="\/app\/invoke\/:app_id",method="POST",status="200"\} [1-9]/);
+  t.regex(text, /cornserve_gateway_http_requests_total\{route="\/app\/invoke\/:app_id",method="POST",status="422"\} [1-9]/);
+});
+
+test.serial('an invocation under another spelling of the path (trailing slash, upper case) is served as well', async (t) => {
+  for (const path of ['/app/invoke/echo/', '/APP/invoke/echo']) {
+    const res = await fetch(`${p.gatewayUrl}${path}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"request_data":{"text":"spelled"}}' });
+    t.deepEqual(await res.json(), { echo: 'spelled' }, path);
+  }
+});
+
+test.serial('an app id with a malformed %-escape is a 400, not a crash', async (t) => {
+  const res = await fetch(`${p.gatewayUrl}/app/invoke/%E0%A4%A`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"request_data":{}}' });
+  t.is(res.status, 400);
+});
