@@ -12,6 +12,7 @@ import { readFile } from 'node:fs/promises';
 import { Command } from 'commander';
 import { setDefaultDispatcher } from '../sdk/index.js';
 import { logger } from '../../lib/log.js';
+import { exitOnSignal } from '../../lib/shutdown.js';
 import { startTelemetry, stopTelemetry } from '../../lib/telemetry.js';
 import { listenUnix } from '../../lib/unix-url.js';
 import { checkAppFile, CHECK_MARKER } from './check.js';
@@ -65,13 +66,12 @@ async function serve(): Promise<void> {
     const port = Number(env[RUNTIME_ENV.port] ?? 8000);
     server.listen(port, env[RUNTIME_ENV.host] ?? env.HOST ?? '127.0.0.1', () => log.info({ port, app: app.name }, 'app function listening'));
   }
-  const stop = () => {
-    server.close(() => void stopTelemetry().finally(() => process.exit(0)));
+  exitOnSignal(async () => {
+    const closed = new Promise((resolve) => server.close(resolve));
     server.closeIdleConnections();
-    setTimeout(() => process.exit(0), 10_000).unref();
-  };
-  process.once('SIGTERM', stop);
-  process.once('SIGINT', stop);
+    await closed;
+    await stopTelemetry();
+  }, { timeoutMs: 10_000 });
 }
 
 const program = new Command('cornserve-function')
