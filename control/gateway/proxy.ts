@@ -8,7 +8,7 @@
  *  - an upstream failure before the reply started is handed to `onFailure` (which picks the error);
  *    after a stream started, the stream ends with a final `{"error": {...}}` line.
  */
-import { Agent, type IncomingMessage } from 'node:http';
+import { Agent, type ClientRequest, type IncomingMessage } from 'node:http';
 import type { Response } from 'express';
 import { DEADLINE_HEADER } from '../../functions/sdk/index.js';
 import { toErrorBody } from '../../lib/http.js';
@@ -16,7 +16,7 @@ import { traceHeaders } from '../../lib/telemetry.js';
 import { httpRequest } from '../../lib/unix-url.js';
 import { GatewayDeadlineError } from './errors.js';
 
-export interface ForwardOptions {
+export interface UpstreamOptions {
   /** http:// or http+unix:// (lib/unix-url.ts). */
   url: string;
   body: string | Buffer;
@@ -28,6 +28,9 @@ export interface ForwardOptions {
   traceparent?: string;
   /** Names the upstream in the deadline error. */
   what: string;
+}
+
+export interface ForwardOptions extends UpstreamOptions {
   /** Maps an upstream connection failure (before any reply) to the error the client gets. */
   onFailure: (err: Error) => Promise<unknown> | unknown;
   /** Told the error code of an upstream error reply (for metrics). */
@@ -40,6 +43,50 @@ const DEADLINE_GRACE_MS = 1_000;
 const PASSED_HEADERS = ['content-type', 'cache-control', 'retry-after'];
 
 export const keepAliveAgent = () => new Agent({ keepAlive: true, maxSockets: Infinity, timeout: 60_000 });
+
+/** The POST to the upstream (not yet ended), with the JSON body's headers, the deadline and the trace context. */
+function postUpstream(opts: UpstreamOptions): ClientRequest {
+  return httpRequest(opts.url, {
+    method: 'POST',
+    agent: opts.agent,
+    headers: {
+      'content-type': 'application/json',
+      'content-length': String(Buffer.byteLength(opts.body)),
+      [DEADLINE_HEADER]: String(opts.deadline),
+      ...(opts.traceparent ? { traceparent: opts.traceparent } : {}),
+      ...traceHeaders(),
+      ...opts.headers,
+    },
+  });
+}
+
+/**
+ * POSTs to the upstream and resolves with its response (any status) for the caller to read; rejects on a
+ * connection failure. Past the deadline (+ the grace) or once `signal` aborts, the request — and a reply
+ * still being read — is destroyed (GatewayDeadlineError / "the client disconnected").
+ */
+export function openUpstream(opts: UpstreamOptions & { signal: AbortSignal }): Promise<IncomingMessage> {
+  return new Promise((resolve, reject) => {
+    const req = postUpstream(opts);
+    const timer = setTimeout(() => req.destroy(new GatewayDeadlineError(opts.what)), Math.max(0, opts.deadline - Date.now()) + DEADLINE_GRACE_MS);
+    const cancel = () => req.destroy(new Error('the client disconnected'));
+    opts.signal.addEventListener('abort', cancel, { once: true });
+    req.on('error', (e) => {
+      clearTimeout(timer);
+      reject(e);
+    });
+    req.on('response', (res) => {
+      res.on('close', () => {
+        clearTimeout(timer);
+        opts.signal.removeEventListener('abort', cancel);
+      });
+      // The deadline and a disconnect keep applying while the body streams.
+      req.on('error', (e) => res.destroy(e));
+      resolve(res);
+    });
+    req.end(opts.body);
+  });
+}
 
 /** Resolves with the status sent to the client once the reply is complete (or the client left). */
 export function forward(res: Response, opts: ForwardOptions): Promise<number> {
@@ -65,18 +112,7 @@ export function forward(res: Response, opts: ForwardOptions): Promise<number> {
       finish();
     };
 
-    const req = httpRequest(opts.url, {
-      method: 'POST',
-      agent: opts.agent,
-      headers: {
-        'content-type': 'application/json',
-        'content-length': String(Buffer.byteLength(opts.body)),
-        [DEADLINE_HEADER]: String(opts.deadline),
-        ...(opts.traceparent ? { traceparent: opts.traceparent } : {}),
-        ...traceHeaders(),
-        ...opts.headers,
-      },
-    });
+    const req = postUpstream(opts);
     const timer = setTimeout(() => {
       req.destroy();
       upstreamRes?.destroy();

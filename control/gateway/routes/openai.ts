@@ -17,16 +17,15 @@
 import type { Agent, IncomingMessage } from 'node:http';
 import { Router, type ErrorRequestHandler, type RequestHandler, type Response } from 'express';
 import { z } from 'zod';
-import { DEADLINE_HEADER, ndjsonLines } from '../../../functions/sdk/index.js';
+import { ndjsonLines } from '../../../functions/sdk/index.js';
 import { toErrorBody } from '../../../lib/http.js';
 import type { Logger } from '../../../lib/log.js';
-import { traceHeaders } from '../../../lib/telemetry.js';
-import { httpRequest } from '../../../lib/unix-url.js';
 import type { AppFunctions } from '../app-functions.js';
 import type { AppEntry, AppManager } from '../app-manager.js';
 import { requestDeadline } from '../deadline.js';
 import { AppFunctionFailedError, AppNotReadyError, GatewayDeadlineError } from '../errors.js';
 import type { GatewayMetrics } from '../metrics.js';
+import { openUpstream } from '../proxy.js';
 
 export interface OpenAIRoutesDeps {
   apps: AppManager;
@@ -98,8 +97,8 @@ export function openaiRoutes(deps: OpenAIRoutesDeps): Router {
     try {
       // Aggregated replies report usage, so the LLM is asked for it.
       const requestData = stream ? body : { ...(body as object), stream_options: { include_usage: true } };
-      up = await invokeFunction(`${target.url}/invoke`, JSON.stringify({ request_data: requestData }), {
-        agent: deps.agent, deadline, signal: abort.signal,
+      up = await openUpstream({
+        url: `${target.url}/invoke`, body: JSON.stringify({ request_data: requestData }), agent: deps.agent, deadline, signal: abort.signal, what: 'the app function',
         ...(typeof req.headers.traceparent === 'string' ? { traceparent: req.headers.traceparent } : {}),
       });
     } catch (e) {
@@ -172,48 +171,6 @@ export function toOpenAIError(err: unknown): { status: number; body: OpenAIError
   const issues = Array.isArray(cs.details) ? (cs.details as Array<{ path?: unknown }>) : [];
   const param = typeof issues[0]?.path === 'string' && issues[0].path !== '(root)' ? issues[0].path : null;
   return { status, body: { error: { message: cs.message, type: typeFor(status), param, code: cs.code.toLowerCase() } } };
-}
-
-interface InvokeOptions {
-  agent: Agent;
-  deadline: number;
-  signal: AbortSignal;
-  traceparent?: string;
-}
-
-/** POST to the app function; resolves with its response (any status), rejects on connection failure or the deadline. */
-function invokeFunction(url: string, body: string, o: InvokeOptions): Promise<IncomingMessage> {
-  return new Promise((resolve, reject) => {
-    const req = httpRequest(url, {
-      method: 'POST',
-      agent: o.agent,
-      headers: {
-        'content-type': 'application/json',
-        'content-length': String(Buffer.byteLength(body)),
-        [DEADLINE_HEADER]: String(o.deadline),
-        ...(o.traceparent ? { traceparent: o.traceparent } : {}),
-        ...traceHeaders(),
-      },
-    });
-    // Past the deadline (+1 s for the function's own, more precise, 504) the gateway gives up itself.
-    const timer = setTimeout(() => req.destroy(new GatewayDeadlineError('the app function')), Math.max(0, o.deadline - Date.now()) + 1_000);
-    const cancel = () => req.destroy(new Error('the client disconnected'));
-    o.signal.addEventListener('abort', cancel, { once: true });
-    req.on('error', (e) => {
-      clearTimeout(timer);
-      reject(e);
-    });
-    req.on('response', (res) => {
-      res.on('close', () => {
-        clearTimeout(timer);
-        o.signal.removeEventListener('abort', cancel);
-      });
-      // The deadline and a disconnect keep applying while the body streams.
-      req.on('error', (e) => res.destroy(e));
-      resolve(res);
-    });
-    req.end(body);
-  });
 }
 
 async function readAll(up: IncomingMessage): Promise<string> {
