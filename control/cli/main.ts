@@ -83,30 +83,30 @@ program
     process.stdout.write(await manifestsYaml(file, opts));
   });
 
-program
-  .command('resource-manager')
-  .description('run the resource manager as its own process (devices, task managers, platform) with its HTTP API')
-  .option('--port <port>', 'HTTP port', '8001')
-  .option('--host <host>', 'address to bind', '127.0.0.1')
-  .addOption(new Option('--redis <url>', 'Redis Store URL').env('CORNSERVE_STORE_URL'))
+/** A control-plane role as its own process: every role takes --port, --host and --redis (the shared Store). */
+const roleCommand = (name: string, description: string, port: string) =>
+  program
+    .command(name)
+    .description(description)
+    .option('--port <port>', 'HTTP port', port)
+    .option('--host <host>', 'address to bind', '127.0.0.1')
+    .addOption(new Option('--redis <url>', 'Redis Store URL').env('CORNSERVE_STORE_URL'));
+const REDIS_REQUIRED = '--redis (or CORNSERVE_STORE_URL)';
+
+roleCommand('resource-manager', 'run the resource manager as its own process (devices, task managers, platform) with its HTTP API', '8001')
   .addOption(new Option('--platform <kind>', 'where executors and app functions run').choices(['local', 'kubernetes']).env('CORNSERVE_PLATFORM').default('local'))
   .option('--devices <n>', 'local platform: virtual devices', '4')
   .option('--health-timeout-ms <ms>', "bound on one executor's start")
   .action(async (opts: { port: string; host: string; redis?: string; platform: 'local' | 'kubernetes'; devices: string; healthTimeoutMs?: string }) => {
     const { required, runRole, startResourceManagerRole } = await import('./roles.js');
-    const redisUrl = required(opts.redis, '--redis (or CORNSERVE_STORE_URL)');
+    const redisUrl = required(opts.redis, REDIS_REQUIRED);
     await runRole(() => startResourceManagerRole({
       redisUrl, platform: opts.platform, port: Number(opts.port), host: opts.host, devices: Number(opts.devices),
       ...(opts.healthTimeoutMs ? { healthTimeoutMs: Number(opts.healthTimeoutMs) } : {}),
     }), io);
   });
 
-program
-  .command('gateway')
-  .description('run the gateway as its own process, against a resource-manager and a dispatcher process')
-  .option('--port <port>', 'HTTP port', '8000')
-  .option('--host <host>', 'address to bind', '127.0.0.1')
-  .addOption(new Option('--redis <url>', 'Redis Store URL').env('CORNSERVE_STORE_URL'))
+roleCommand('gateway', 'run the gateway as its own process, against a resource-manager and a dispatcher process', '8000')
   .addOption(new Option('--resource-manager <url>', 'resource manager URL').env('CORNSERVE_RESOURCE_MANAGER_URL'))
   .addOption(new Option('--dispatcher <url>', 'dispatcher URL').env('CORNSERVE_DISPATCHER_URL'))
   .addOption(new Option('--admin-token <token>', 'admin token').env('CORNSERVE_ADMIN_TOKEN'))
@@ -114,7 +114,7 @@ program
   .action(async (opts: { port: string; host: string; redis?: string; resourceManager?: string; dispatcher?: string; adminToken?: string; bodyLimit: string }) => {
     const { required, runRole, startGatewayRole } = await import('./roles.js');
     const settings = {
-      redisUrl: required(opts.redis, '--redis (or CORNSERVE_STORE_URL)'),
+      redisUrl: required(opts.redis, REDIS_REQUIRED),
       resourceManagerUrl: required(opts.resourceManager, '--resource-manager (or CORNSERVE_RESOURCE_MANAGER_URL)'),
       dispatcherUrl: required(opts.dispatcher, '--dispatcher (or CORNSERVE_DISPATCHER_URL)'),
       adminToken: required(opts.adminToken, '--admin-token (or CORNSERVE_ADMIN_TOKEN)'),
