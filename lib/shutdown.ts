@@ -16,7 +16,8 @@ export interface ShutdownOptions {
 }
 
 /**
- * Clean shutdown of a process on SIGTERM / SIGINT, then exit 0. A second signal does nothing more.
+ * Clean shutdown of a process on SIGTERM / SIGINT, then exit 0. A second SIGTERM does nothing more (a supervisor
+ * repeating itself); a second SIGINT (an operator pressing Ctrl-C again) exits at once with 130.
  *
  *   exitOnSignal(http, () => engine.stop());           // a server: stop accepting, drop keep-alive connections, then cleanup
  *   exitOnSignal(async (sig) => { log.info({ sig }, 'stopping'); await thing.close(); });   // anything else
@@ -50,7 +51,10 @@ export function exitOnSignal(
       .finally(() => process.exit(0));
   };
   process.on('SIGTERM', () => stop('SIGTERM'));
-  process.on('SIGINT', () => stop('SIGINT'));
+  process.on('SIGINT', () => {
+    if (stopping) process.exit(130);
+    stop('SIGINT');
+  });
   return {
     get stopping() {
       return stopping;

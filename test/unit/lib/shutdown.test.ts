@@ -20,9 +20,19 @@ test('a close function runs once with the signal, then the process exits 0', asy
   t.teardown(() => c.child.kill('SIGKILL'));
   c.child.kill('SIGTERM');
   await waitUntil('the close begun', () => c.lines().length > 0, { timeoutMs: 10_000 });
-  c.child.kill('SIGINT'); // a second signal does nothing more
+  c.child.kill('SIGTERM'); // a second SIGTERM does nothing more
   t.is(await c.exited, 0);
   t.deepEqual(c.lines(), ['closing SIGTERM', 'closed']);
+});
+
+test('a second SIGINT during a close exits at once with 130', async (t) => {
+  const c = await start('hang-long');
+  t.teardown(() => c.child.kill('SIGKILL'));
+  c.child.kill('SIGINT');
+  await waitUntil('the close begun', () => c.lines().length > 0, { timeoutMs: 10_000 });
+  c.child.kill('SIGINT');
+  t.is(await c.exited, 130);
+  t.deepEqual(c.lines(), ['closing']);
 });
 
 test('stop(reason) begins the same shutdown without a signal', async (t) => {
