@@ -1,11 +1,13 @@
 /** Prometheus metrics of one sidecar server (own registry, so several servers can share a process in tests). */
 import { Counter, Gauge, Registry } from 'prom-client';
+import type { LedgerStats } from './ledger.js';
 
 export interface MemoryStats {
   bytesInUse: number;
   bytesFree: number;
   waiting: number;
   chunks: number;
+  ledger: LedgerStats;
 }
 
 export function createMetrics(node: string, stats: () => MemoryStats) {
@@ -17,6 +19,17 @@ export function createMetrics(node: string, stats: () => MemoryStats) {
   gauge('sidecar_shm_bytes_free', 'Shared-memory bytes free', (s) => s.bytesFree);
   gauge('sidecar_alloc_waiting', 'Allocations currently waiting for memory', (s) => s.waiting);
   gauge('sidecar_chunks_held', 'Chunks currently held', (s) => s.chunks);
+  new Gauge({
+    name: 'sidecar_ledger_entries', help: 'Ledger entries, by kind (live_ids: ids with chunks held or recvs waiting; chunks; waiting: recvs; tombstones: consumed/failed ids remembered for the ttl)',
+    labelNames: ['kind'], registers: [registry],
+    collect() {
+      const l = stats().ledger;
+      this.set({ kind: 'live_ids' }, l.liveIds);
+      this.set({ kind: 'chunks' }, l.chunks);
+      this.set({ kind: 'waiting' }, l.waiting);
+      this.set({ kind: 'tombstones' }, l.tombstones);
+    },
+  });
   return {
     registry,
     transfers: new Counter({ name: 'sidecar_transfers_total', help: 'Chunks stored, by origin (local send or from a peer node)', labelNames: ['origin'], registers: [registry] }),

@@ -68,6 +68,7 @@ export class SidecarServer {
     this.memory = new SharedMemory(o.node, o.slabs);
     this.metrics = createMetrics(o.node, () => ({
       bytesInUse: this.memory.bytesInUse, bytesFree: this.memory.bytesFree, waiting: this.memory.waiting, chunks: this.ledger.chunkCount,
+      ledger: this.ledger.stats(),
     }));
     this.memory.onWait = () => this.metrics.memoryWaits.inc();
     this.mirror = new StoreMirror(o.store, o.node, this.log);
@@ -147,7 +148,7 @@ export class SidecarServer {
     return {
       status: 'ok', ...this.info(), segment: this.memory.segment.name, capacity: this.memory.capacity,
       bytesInUse: this.memory.bytesInUse, bytesFree: this.memory.bytesFree, waiting: this.memory.waiting,
-      chunks: this.ledger.chunkCount, ids: this.ledger.idCount, clients: this.conns.size,
+      chunks: this.ledger.chunkCount, ids: this.ledger.idCount, ledger: this.ledger.stats(), clients: this.conns.size,
     };
   }
 
