@@ -5,7 +5,9 @@
  *  1. record: each unit-task invoke() validates its input, returns a placeholder output and is recorded;
  *  2. the recorded graph is dispatched (all invocations at once; executors wire data through sidecars);
  *  3. replay: each unit-task invoke() returns its real output, in call order.
- * Contexts live in AsyncLocalStorage, so concurrent calls never mix; a context is used once.
+ * Record and replay are synchronous, so the current context is a plain variable set around them (no
+ * AsyncLocalStorage: it would add promise-hook work to every request); concurrent calls never mix because
+ * their record and replay sections cannot interleave. A context is used once.
  *
  * The request scope (deadline, cancellation, trace context, dispatcher, the app's declared tasks) is set
  * by the app-function runtime around serve() and read by every call made inside it.
@@ -23,7 +25,7 @@ import { toJsonValue } from './ids.js';
 import { Stream } from './stream.js';
 import { TaskGraph } from './graph.js';
 import { DEFAULT_DEADLINE_MS, getDefaultDispatcher, type DispatchResult, type GraphDispatcher } from './dispatch.js';
-import { unitTaskKey, type Task, type UnitTask } from './task.js';
+import { UnitTask, unitTaskKey, type Task } from './task.js';
 
 export interface RequestScope {
   deadline?: number;
@@ -44,7 +46,8 @@ export interface CallOptions {
 }
 
 const scopeStorage = new AsyncLocalStorage<RequestScope>();
-const contextStorage = new AsyncLocalStorage<TaskContext>();
+/** The context whose record() or replay() is running (synchronously) right now. */
+let activeContext: TaskContext | undefined;
 
 export function runInRequestScope<T>(scope: RequestScope, fn: () => T): T {
   return scopeStorage.run(scope, fn);
@@ -54,8 +57,20 @@ export function currentRequestScope(): RequestScope | undefined {
   return scopeStorage.getStore();
 }
 
+/** The context that is recording or replaying right now (only during those synchronous sections). */
 export function currentContext(): TaskContext | undefined {
-  return contextStorage.getStore();
+  return activeContext;
+}
+
+/** Runs `fn` with `ctx` as the current context, restoring the previous one after. */
+function withContext<T>(ctx: TaskContext, fn: () => T): T {
+  const previous = activeContext;
+  activeContext = ctx;
+  try {
+    return fn();
+  } finally {
+    activeContext = previous;
+  }
 }
 
 type Phase = 'new' | 'recording' | 'recorded' | 'replaying' | 'done';
@@ -71,11 +86,18 @@ export class TaskContext {
   readonly #calls: RecordedCall[] = [];
   #outputs: unknown[] | undefined;
   #replayed = 0;
+  /** A unit task's call() already parsed its input with the same schema: its record does not parse it again. */
+  #parsed: { task: UnitTask; input: unknown } | undefined;
 
   constructor(private readonly allowedTaskKeys?: ReadonlySet<string>) {}
 
   get phase(): Phase {
     return this.#phase;
+  }
+
+  /** Marks `input` as already parsed by `task`'s input schema (the unit task whose call() this context runs). */
+  markParsed(task: UnitTask, input: unknown): void {
+    this.#parsed = { task, input };
   }
 
   record(fn: () => unknown): void {
@@ -84,7 +106,7 @@ export class TaskContext {
     if (this.#phase !== 'new') throw new RecordReplayError('a task context is used once; it cannot record again');
     this.#phase = 'recording';
     try {
-      const r = fn();
+      const r = withContext(this, fn);
       if (r && typeof (r as PromiseLike<unknown>).then === 'function') {
         // The async body goes on after this throw and fails on its next unit-task call; that rejection is ours, not an unhandled one.
         (r as PromiseLike<unknown>).then(undefined, () => {});
@@ -98,7 +120,10 @@ export class TaskContext {
   /** The recorded graph, or undefined when invoke() called no unit task. */
   graph(): TaskGraph | undefined {
     if (this.#phase !== 'recorded') throw new RecordReplayError('the graph exists only between record and replay');
-    return this.#calls.length ? new TaskGraph(this.#calls.map((c) => ({ task: c.task, input: c.input, output: c.placeholder }))) : undefined;
+    // The recorded inputs are already private JSON copies: toJSON() need not copy them again.
+    return this.#calls.length
+      ? new TaskGraph(this.#calls.map((c) => ({ task: c.task, input: c.input, output: c.placeholder })), { inputsAreJson: true })
+      : undefined;
   }
 
   invokeUnit(task: UnitTask, input: unknown): unknown {
@@ -109,12 +134,16 @@ export class TaskContext {
 
   #record(task: UnitTask, input: unknown): unknown {
     if (this.allowedTaskKeys && !this.allowedTaskKeys.has(unitTaskKey(task))) throw new UndeclaredTaskError(task.name);
-    const parsed = task.inputSchema.safeParse(input);
-    if (!parsed.success) throw new ValidationError(`${task.name} input`, formatIssues(parsed.error.issues));
-    task.validateInput(parsed.data);
-    const placeholder = task.makeRecordOutput(parsed.data);
+    let data = input;
+    if (this.#calls.length || this.#parsed?.task !== task || this.#parsed.input !== input) {
+      const parsed = task.inputSchema.safeParse(input);
+      if (!parsed.success) throw new ValidationError(`${task.name} input`, formatIssues(parsed.error.issues));
+      data = parsed.data;
+    }
+    task.validateInput(data);
+    const placeholder = task.makeRecordOutput(data);
     // A JSON copy: later mutation of the input by the composite does not change what was recorded.
-    this.#calls.push({ task, input: toJsonValue(parsed.data), placeholder });
+    this.#calls.push({ task, input: toJsonValue(data), placeholder });
     return placeholder;
   }
 
@@ -151,7 +180,7 @@ export class TaskContext {
     this.#outputs ??= [];
     this.#phase = 'replaying';
     try {
-      const r = fn();
+      const r = withContext(this, fn);
       if (this.#replayed !== this.#calls.length)
         throw new DeterminismViolationError(`replay made ${this.#replayed} unit-task calls but record made ${this.#calls.length}`);
       return r;
@@ -167,7 +196,7 @@ export class TaskContext {
  * rejected promise that invoke() drops.
  */
 export function callTask<I, O>(task: Task<I, O>, input: I, options: CallOptions): Promise<O> {
-  const outer = contextStorage.getStore();
+  const outer = activeContext;
   if (outer && (outer.phase === 'recording' || outer.phase === 'replaying'))
     throw new RecordReplayError(`${task.name}.call() inside invoke(): composites call their subtasks' invoke(), not call()`);
   return runCall(task, input, options);
@@ -188,21 +217,20 @@ async function runCall<I, O>(task: Task<I, O>, input: I, options: CallOptions): 
   );
   const effectiveDeadline = Number.isFinite(deadline) ? deadline : now + DEFAULT_DEADLINE_MS;
   const ctx = new TaskContext(scope.allowedTaskKeys);
-  return contextStorage.run(ctx, async () => {
-    ctx.record(() => task.invoke(input));
-    const graph = ctx.graph();
-    if (graph) {
-      if (effectiveDeadline <= Date.now()) throw new DispatchError(`deadline passed before ${task.name} was dispatched`, 504, undefined, 'DEADLINE_EXCEEDED');
-      const dispatcher = options.dispatcher ?? scope.dispatcher ?? getDefaultDispatcher();
-      const signal = options.signal && scope.signal ? AbortSignal.any([options.signal, scope.signal]) : (options.signal ?? scope.signal);
-      const result = await dispatcher.dispatch(graph.toJSON(), {
-        deadline: effectiveDeadline,
-        ...(signal ? { signal } : {}),
-        ...(scope.traceparent ? { traceparent: scope.traceparent } : {}),
-        ...(scope.appId ? { appId: scope.appId } : {}),
-      });
-      ctx.setOutputs(result);
-    }
-    return ctx.replay(() => task.invoke(input));
-  });
+  if (task instanceof UnitTask) ctx.markParsed(task, input);
+  ctx.record(() => task.invoke(input));
+  const graph = ctx.graph();
+  if (graph) {
+    if (effectiveDeadline <= Date.now()) throw new DispatchError(`deadline passed before ${task.name} was dispatched`, 504, undefined, 'DEADLINE_EXCEEDED');
+    const dispatcher = options.dispatcher ?? scope.dispatcher ?? getDefaultDispatcher();
+    const signal = options.signal && scope.signal ? AbortSignal.any([options.signal, scope.signal]) : (options.signal ?? scope.signal);
+    const result = await dispatcher.dispatch(graph.toJSON(), {
+      deadline: effectiveDeadline,
+      ...(signal ? { signal } : {}),
+      ...(scope.traceparent ? { traceparent: scope.traceparent } : {}),
+      ...(scope.appId ? { appId: scope.appId } : {}),
+    });
+    ctx.setOutputs(result);
+  }
+  return ctx.replay(() => task.invoke(input));
 }

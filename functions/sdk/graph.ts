@@ -45,8 +45,19 @@ export interface TaskInvocation {
   output: unknown;
 }
 
+export interface TaskGraphOptions {
+  /** The inputs are plain JSON values nobody else holds (a recording's private copies): toJSON() uses them as they are. */
+  inputsAreJson?: boolean;
+}
+
 export class TaskGraph {
-  constructor(readonly invocations: readonly TaskInvocation[]) {
+  readonly #inputsAreJson: boolean;
+
+  constructor(
+    readonly invocations: readonly TaskInvocation[],
+    options: TaskGraphOptions = {},
+  ) {
+    this.#inputsAreJson = options.inputsAreJson ?? false;
     if (invocations.length === 0) throw new ValidationError('task graph', [{ path: 'invocations', message: 'must not be empty' }]);
     invocations.forEach((inv, i) => {
       if (inv.task.isStreaming && i !== invocations.length - 1)
@@ -65,7 +76,7 @@ export class TaskGraph {
       invocations: this.invocations.map((inv) => ({
         task_class: inv.task.constructor.name,
         task: inv.task.toJSON(),
-        input: toJsonValue(inv.input),
+        input: this.#inputsAreJson ? inv.input : toJsonValue(inv.input),
         output: toJsonValue(inv.output),
       })),
       is_streaming: this.isStreaming,

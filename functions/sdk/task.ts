@@ -78,7 +78,8 @@ export abstract class UnitTask<S extends AnyConfigSchema = AnyConfigSchema, I = 
     const root = rootUnitTaskClass(this.constructor as UnitTaskClass);
     const parsed = root.configSchema.safeParse(config);
     if (!parsed.success) throw new ValidationError(`${this.constructor.name} config`, formatIssues(parsed.error.issues));
-    this.config = Object.freeze(parsed.data) as Readonly<z.output<S>>;
+    // Deep-frozen: the config decides equivalence, and unitTaskKey() is computed once per instance.
+    this.config = deepFreeze(parsed.data) as Readonly<z.output<S>>;
     this.descriptor = options.descriptor ?? null;
     if (options.id) (this as { id: string }).id = options.id;
   }
@@ -142,9 +143,30 @@ export function rootUnitTaskClass(cls: UnitTaskClass): UnitTaskClass {
   }
 }
 
+/**
+ * Keys per instance: a unit task is immutable once built (its class, descriptor and deep-frozen config are what
+ * the key is made of; `descriptor` is readonly), and tasks are module-level constants called on every request.
+ */
+const keyCache = new WeakMap<UnitTask, string>();
+
 /** Equal keys = equivalent unit tasks. Root class name + descriptor + canonical config. */
 export function unitTaskKey(task: UnitTask): string {
-  return `${task.rootClass.name}|${task.descriptor ?? ''}|${canonicalJson(task.config)}`;
+  let key = keyCache.get(task);
+  if (key === undefined) {
+    key = `${task.rootClass.name}|${task.descriptor ?? ''}|${canonicalJson(task.config)}`;
+    keyCache.set(task, key);
+  }
+  return key;
+}
+
+/** Freezes plain objects and arrays all the way down (a parsed config holds nothing else worth freezing). */
+function deepFreeze<T>(value: T): T {
+  const plain = Array.isArray(value) || (value !== null && typeof value === 'object' && Object.getPrototypeOf(value) === Object.prototype);
+  if (plain && !Object.isFrozen(value)) {
+    Object.freeze(value);
+    for (const v of Object.values(value as object)) deepFreeze(v);
+  }
+  return value;
 }
 
 /** Every unit task reachable from `tasks`, depth first, in declaration order (duplicates kept). */

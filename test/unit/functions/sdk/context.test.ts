@@ -1,4 +1,5 @@
 import test from 'ava';
+import { z } from 'zod';
 import {
   DEFAULT_DEADLINE_MS,
   DeterminismViolationError,
@@ -6,6 +7,9 @@ import {
   RecordReplayError,
   TaskContext,
   UndeclaredTaskError,
+  UnitTask,
+  currentContext,
+  registerTaskClass,
   ValidationError,
   runInRequestScope,
   unitTaskKey,
@@ -13,6 +17,19 @@ import {
 import { EchoTask, EncoderTask, type EchoInput } from '../../../../functions/tasks/index.js';
 import { FakeDispatcher } from '../../../helpers/fake-dispatcher.js';
 import { EchoEach, MODEL, composite } from '../fixtures.js';
+
+/** A unit task whose input schema is not idempotent: parsing `{text}` twice would append two marks. */
+class ShoutTask extends UnitTask<z.ZodObject<{}>, { text: string }, { echo: string }> {
+  readonly inputSchema = z.object({ text: z.string().transform((s) => `${s}!`) });
+  readonly outputSchema = z.object({ echo: z.string() });
+  get name() {
+    return 'shout';
+  }
+  makeRecordOutput() {
+    return { echo: '' };
+  }
+}
+registerTaskClass(ShoutTask);
 
 /** Answers each echo invocation with its input text upper-cased: real outputs differ from placeholders. */
 const upper = () => new FakeDispatcher({ output: (inv) => ({ echo: (inv.input as EchoInput).text.toUpperCase() }) });
@@ -200,6 +217,23 @@ test('an async invoke() is refused, and its abandoned body does not leak an unha
     process.off('unhandledRejection', onUnhandled);
   }
   t.is(unhandled, undefined);
+});
+
+test('a unit task call() parses its input once: a transforming input schema is applied once in the recorded graph', async (t) => {
+  const fake = upper();
+  await new ShoutTask({}).call({ text: 'a' }, { dispatcher: fake });
+  t.deepEqual(fake.graphs[0]!.invocations[0]!.input, { text: 'a!' });
+});
+
+test('the current context exists only while record or replay runs, not while the graph is dispatched', async (t) => {
+  let during: unknown = 'unset';
+  const probe = new FakeDispatcher({ output: () => ((during = currentContext()), { echo: 'x' }) });
+  const echo = new EchoTask({});
+  let inside: unknown;
+  await composite((input: EchoInput) => ((inside = currentContext()), echo.invoke(input))).call({ text: 'a' }, { dispatcher: probe });
+  t.true(inside instanceof TaskContext);
+  t.is(during, undefined);
+  t.is(currentContext(), undefined);
 });
 
 // ---------- request scope: declared tasks, deadlines ----------

@@ -151,3 +151,11 @@ test('a unit task config is frozen: equivalence cannot change after construction
     (task.config as { serviceTimeMs: number }).serviceTimeMs = 4;
   }, { instanceOf: TypeError });
 });
+
+test('a unit task config is frozen all the way down: a nested list cannot change the cached equivalence key', (t) => {
+  const task = new EncoderTask({ modality: 'image', modelIds: [MODEL] });
+  const key = unitTaskKey(task);
+  t.throws(() => (task.config.modelIds as string[]).push('other/model'), { instanceOf: TypeError });
+  t.is(unitTaskKey(task), key);
+  t.true(task.isEquivalentTo(new EncoderTask({ modality: 'image', modelIds: [MODEL] })));
+});
