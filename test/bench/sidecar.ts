@@ -19,6 +19,7 @@ import { startSidecars, type SidecarCluster } from '../helpers/sidecar.js';
 import type { SidecarClient } from '../../sidecar/client/client.js';
 import { tensor, type Tensor } from '../../sidecar/tensor.js';
 import { median, formatTable, type BenchResult } from './types.js';
+import { Ledger } from '../../sidecar/server/ledger.js';
 
 export type { BenchResult };
 
@@ -170,8 +171,38 @@ function row(name: string, figure: number, unit: string, baseline: number, basel
   return { name, figure, unit, baseline, baselineName, ratio: figure / baseline, ...(target ? { target } : {}), ...(notes ? { notes } : {}) };
 }
 
+/** Ledger ops/s for put → recv → markDone of `n` one-chunk ids (what the ledger costs per transfer), vs a Map set/get/delete loop. */
+function ledgerOpsPerSecond(n: number): { ledger: number; map: number; tombstones: number } {
+  const l = new Ledger({ free: () => {}, live: () => true }, 300_000);
+  const alloc = { slab: 0, start: 0, count: 1, offset: 0, length: 8, reserved: 4096 };
+  const t0 = performance.now();
+  for (let i = 0; i < n; i++) {
+    const id = `ledger-${i}`;
+    l.add({ id, chunk: 0, kind: 'json', size: 8, alloc, producerRank: 0, groups: [[1]], doneRanks: new Set(), pushes: 0, expiresAt: Date.now() + 300_000, handedOut: false }, 1);
+    void l.recv(id, 0, 1, Date.now() + 1000);
+    l.done(id, 0, 1, false);
+  }
+  const t1 = performance.now();
+  const m = new Map<string, { id: string; chunk: number }>();
+  let hits = 0;
+  for (let i = 0; i < n; i++) {
+    const id = `map-${i}`;
+    m.set(id, { id, chunk: 0 });
+    if (m.get(id)) hits++;
+    m.delete(id);
+  }
+  const t2 = performance.now();
+  if (hits !== n) throw new Error('map loop broken');
+  return { ledger: n / ((t1 - t0) / 1000), map: n / ((t2 - t1) / 1000), tombstones: l.stats().tombstones };
+}
+
 export async function run(): Promise<BenchResult[]> {
   const results: BenchResult[] = [];
+  ledgerOpsPerSecond(20_000); // JIT warm-up
+  const ops = Array.from({ length: ROUNDS }, () => ledgerOpsPerSecond(100_000));
+  results.push(row('ledger put→recv→markDone (1e5 ids)', median(ops.map((o) => o.ledger)), 'ids/s', median(ops.map((o) => o.map)), 'Map set/get/delete loop',
+    undefined, `each id leaves a tombstone (${ops[0]!.tombstones} after a run; dropped by generation after the ttl); median of ${ROUNDS} rounds`));
+  if (process.env.BENCH_SIDECAR_LEDGER_ONLY) return results;
   // 16 MiB of 4 KiB slots + 384 MiB of 256 KiB slots per node.
   const sc: SidecarCluster = await startSidecars({ nodes: [[0, 1], [2]], slabs: [{ slotBytes: 4096, slots: 4096 }, { slotBytes: 256 * KiB, slots: 1536 }] });
   const dir = mkdtempSync(join(tmpdir(), 'cs-bench-'));
