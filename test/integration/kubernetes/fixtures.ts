@@ -132,6 +132,7 @@ export function setPodStatus(api: FakeKubeApi, pod: KubeObject, status: Record<s
 export async function whenWatched(api: FakeKubeApi, collectionPath: string, name: string, update: () => void): Promise<void> {
   await waitUntil(`a watch on ${collectionPath}/${name}`, () =>
     api.watches().some((w) => w.path === collectionPath && w.fieldSelector === `metadata.name=${name}`),
+    { timeoutMs: 30_000 }, // about "eventually": 10 s was exceeded at load 35
   );
   update();
 }

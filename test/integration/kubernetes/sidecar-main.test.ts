@@ -27,7 +27,7 @@ async function launch(t: { teardown(fn: () => Promise<void>): void }, api: FakeK
       {
         cwd: ROOT,
         env: { PATH: process.env.PATH, KUBECONFIG: kubeconfig, CORNSERVE_NODE: node, CORNSERVE_STORE_URL: 'redis://redis:6379', CORNSERVE_LOG_LEVEL: 'error' },
-        timeout: 30_000,
+        timeout: 120_000, // a node + tsx start; 30 s was exceeded at load 35 (the child was killed, exit code 1)
       },
       (err, stdout, stderr) => resolve({ code: err ? (typeof err.code === 'number' ? err.code : 1) : 0, stdout, stderr }),
     );
