@@ -126,8 +126,11 @@ export class AppFunctions {
     }
   }
 
-  /** True when the instance of `generation` exited within `withinMs` (a crash rather than a dropped connection). */
-  async crashed(appId: string, generation: number, withinMs = 500): Promise<boolean> {
+  /**
+   * True when the instance of `generation` exited within `withinMs` (a crash rather than a dropped connection). The
+   * platform may hold exit events back ~250 ms and a loaded machine is slower still: 2 s, paid only on a failed call.
+   */
+  async crashed(appId: string, generation: number, withinMs = 2_000): Promise<boolean> {
     const entry = this.#entries.get(appId);
     if (!entry) return false;
     if (entry.generation !== generation) return true;
