@@ -19,7 +19,7 @@ import {
   type TaskGraphJSON,
 } from '../sdk/index.js';
 import { readWhole } from '../../lib/http.js';
-import { SpanKind, currentTraceparent, withSpan } from '../../lib/telemetry.js';
+import { SpanKind, currentTraceparent, tracingOn, withSpan } from '../../lib/telemetry.js';
 import { requestTarget } from '../../lib/unix-url.js';
 
 export const TASKGRAPH_EVENT_TYPE = 'ai.cornserve.taskgraph.invoke';
@@ -37,8 +37,10 @@ export interface CloudEventDispatcherOptions {
  * here is ours and valid by construction).
  */
 export function taskGraphEvent(graph: TaskGraphJSON, appId: string, deadline: number, traceparent?: string): { headers: Record<string, string>; body: string } {
+  const body = JSON.stringify(graph);
   const headers: Record<string, string> = {
     'content-type': 'application/json',
+    'content-length': String(Buffer.byteLength(body)),
     'ce-id': randomUUID(),
     'ce-time': new Date().toISOString(),
     'ce-type': TASKGRAPH_EVENT_TYPE,
@@ -48,7 +50,7 @@ export function taskGraphEvent(graph: TaskGraphJSON, appId: string, deadline: nu
     [DEADLINE_HEADER]: String(deadline),
   };
   if (traceparent) headers['ce-traceparent'] = headers.traceparent = traceparent;
-  return { headers, body: JSON.stringify(graph) };
+  return { headers, body };
 }
 
 function toResponse(res: IncomingMessage): Response {
@@ -77,19 +79,24 @@ export class CloudEventDispatcher implements GraphDispatcher {
   readonly #agent: Agent;
   readonly #url: URL;
   /** Where requests go (host/port, or a unix socket for an http+unix:// URL). */
-  readonly #target: RequestOptions;
+  /** Every request's options but the headers: the target, POST and the keep-alive agent. */
+  readonly #requestBase: RequestOptions;
 
   constructor(
     dispatcherUrl: string,
     private readonly options: CloudEventDispatcherOptions = {},
   ) {
     this.#url = new URL(dispatcherUrl);
-    this.#target = requestTarget(this.#url);
     this.#agent = options.agent ?? new Agent({ keepAlive: true, maxSockets: 256 });
+    this.#requestBase = { ...requestTarget(this.#url), method: 'POST', agent: this.#agent };
   }
 
   async dispatch(graph: TaskGraphJSON, options: DispatchOptions): Promise<DispatchResult> {
     const appId = options.appId ?? this.options.appId ?? 'unknown';
+    if (!tracingOn()) {
+      const { headers, body } = taskGraphEvent(graph, appId, options.deadline, options.traceparent);
+      return this.#post(headers, body, options.deadline, options.signal);
+    }
     return withSpan(
       'function.dispatch',
       async () => {
@@ -110,7 +117,7 @@ export class CloudEventDispatcher implements GraphDispatcher {
   #post(headers: Record<string, string>, body: string, deadline: number, signal?: AbortSignal): Promise<DispatchResult> {
     return new Promise((resolve, reject) => {
       if (signal?.aborted) return reject(cancelled());
-      const req = request({ ...this.#target, method: 'POST', agent: this.#agent, headers: { ...headers, 'content-length': String(Buffer.byteLength(body)) } });
+      const req = request({ ...this.#requestBase, headers });
       const onAbort = () => req.destroy(cancelled());
       const timer = setTimeout(() => req.destroy(new DispatchError('the task graph did not finish before the request deadline', 504, undefined, 'DEADLINE_EXCEEDED')), Math.max(0, deadline - Date.now()));
       const release = () => {

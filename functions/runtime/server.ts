@@ -46,17 +46,32 @@ type Reply =
 const isAsyncIterable = (v: unknown): v is AsyncIterable<unknown> =>
   typeof v === 'object' && v !== null && typeof (v as Record<symbol, unknown>)[Symbol.asyncIterator] === 'function';
 
-/** Resolves like `p`, or rejects with the signal's reason once it aborts. */
-function raceAbort<T>(p: Promise<T>, signal: AbortSignal): Promise<T> {
-  if (signal.aborted) return Promise.reject(signal.reason);
-  return new Promise<T>((resolve, reject) => {
-    const onAbort = () => reject(signal.reason);
-    signal.addEventListener('abort', onAbort, { once: true });
-    p.then(
-      (v) => { signal.removeEventListener('abort', onAbort); resolve(v); },
-      (e) => { signal.removeEventListener('abort', onAbort); reject(e); },
-    );
-  });
+/**
+ * One request's cancellation: the AbortSignal serve() and its dispatches see, and `race(p)`, which resolves like
+ * `p` or rejects with the abort reason once aborted (a race with one promise per request instead of an abort
+ * listener added and removed per wait).
+ */
+class Cancellation {
+  readonly #controller = new AbortController();
+  #reject!: (reason: unknown) => void;
+  readonly #aborted = new Promise<never>((_, reject) => (this.#reject = reject));
+
+  constructor() {
+    this.#aborted.catch(() => {}); // nobody may be racing it when it aborts
+  }
+
+  get signal(): AbortSignal {
+    return this.#controller.signal;
+  }
+
+  abort(reason: Error): void {
+    this.#controller.abort(reason);
+    this.#reject(this.#controller.signal.reason);
+  }
+
+  race<T>(p: Promise<T>): Promise<T> {
+    return Promise.race([p, this.#aborted]);
+  }
 }
 
 function readBody(req: IncomingMessage, limit: number): Promise<Buffer> {
@@ -95,29 +110,26 @@ export function buildFunctionServer(options: FunctionServerOptions): Server {
   };
 
   /** Runs serve() and waits for its value, or for its first chunk when it streams. */
-  async function runServe(request: unknown, signal: AbortSignal, deadline: number, traceparent: string | undefined): Promise<Reply> {
-    const scope = { deadline, signal, dispatcher, allowedTaskKeys, appId, ...(traceparent ? { traceparent } : {}) };
-    const result = await raceAbort(
-      runInRequestScope(scope, async () => app.serve(request)),
-      signal,
-    );
+  async function runServe(request: unknown, cancel: Cancellation, deadline: number, traceparent: string | undefined): Promise<Reply> {
+    const scope = { deadline, signal: cancel.signal, dispatcher, allowedTaskKeys, appId, ...(traceparent ? { traceparent } : {}) };
+    const result = await cancel.race(runInRequestScope(scope, async () => app.serve(request)));
     if (!isAsyncIterable(result)) return { kind: 'json', value: checkChunk(result, 'response') };
     const it = result[Symbol.asyncIterator]();
     const next = () => runInRequestScope(scope, () => it.next());
-    const first = await raceAbort(next(), signal);
+    const first = await cancel.race(next());
     return { kind: 'stream', first, next, stop: () => void it.return?.().catch(() => {}) };
   }
 
-  async function streamReply(res: ServerResponse, reply: Extract<Reply, { kind: 'stream' }>, signal: AbortSignal): Promise<void> {
+  async function streamReply(res: ServerResponse, reply: Extract<Reply, { kind: 'stream' }>, cancel: Cancellation): Promise<void> {
     res.writeHead(200, { 'content-type': 'application/x-ndjson', 'cache-control': 'no-cache' });
     let next = reply.first;
     try {
       while (!next.done) {
         res.write(`${JSON.stringify(checkChunk(next.value, 'stream chunk'))}\n`);
-        next = await raceAbort(reply.next(), signal);
+        next = await cancel.race(reply.next());
       }
     } catch (e) {
-      const err = normalizeError(e, signal);
+      const err = normalizeError(e, cancel.signal);
       log.warn({ err, appId }, 'stream failed after it started');
       res.write(`${JSON.stringify(toErrorBody(err).body)}\n`);
       reply.stop();
@@ -139,20 +151,20 @@ export function buildFunctionServer(options: FunctionServerOptions): Server {
     const parsed = app.request.safeParse(requestData);
     if (!parsed.success) throw new ValidationError('request_data', formatIssues(parsed.error.issues));
 
-    const abort = new AbortController();
-    const timer = setTimeout(() => abort.abort(new DOMException('deadline passed', 'TimeoutError')), Math.max(0, deadline - Date.now()));
+    const cancel = new Cancellation();
+    const timer = setTimeout(() => cancel.abort(new DOMException('deadline passed', 'TimeoutError')), Math.max(0, deadline - Date.now()));
     res.on('close', () => {
-      if (!res.writableFinished) abort.abort(new DOMException('the client disconnected', 'AbortError'));
+      if (!res.writableFinished) cancel.abort(new DOMException('the client disconnected', 'AbortError'));
     });
     try {
       const incoming = typeof req.headers.traceparent === 'string' ? req.headers.traceparent : undefined;
-      const reply = await runServe(parsed.data, abort.signal, deadline, currentTraceparent() ?? incoming);
-      if (reply.kind === 'stream') return await streamReply(res, reply, abort.signal);
+      const reply = await runServe(parsed.data, cancel, deadline, currentTraceparent() ?? incoming);
+      if (reply.kind === 'stream') return await streamReply(res, reply, cancel);
       const text = JSON.stringify(reply.value);
       res.writeHead(200, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(text) });
       res.end(text);
     } catch (e) {
-      throw normalizeError(e, abort.signal);
+      throw normalizeError(e, cancel.signal);
     } finally {
       clearTimeout(timer);
     }
