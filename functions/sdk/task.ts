@@ -145,7 +145,8 @@ export function rootUnitTaskClass(cls: UnitTaskClass): UnitTaskClass {
 
 /**
  * Keys per instance: a unit task is immutable once built (its class, descriptor and deep-frozen config are what
- * the key is made of; `descriptor` is readonly), and tasks are module-level constants called on every request.
+ * the key is made of; `descriptor` is a readonly field, by TypeScript only: assigning it at run time is
+ * unsupported), and tasks are module-level constants called on every request.
  */
 const keyCache = new WeakMap<UnitTask, string>();
 
