@@ -5,8 +5,9 @@
  * (after the executor's reply, or its stream, is finished; also on error). Release is idempotent.
  *
  * Caches (per Router): task ids per UnitTask instance (TaskGraph.fromJSON shares instances for equal task JSON),
- * and — for the in-process MemoryStore, whose change notifications arrive within the same tick — each task's
- * record and executor routes, dropped on every `task` / `route` change notification of that task. Outstanding
+ * and — for the in-process MemoryStore, whose change notifications arrive a microtask later — each task's
+ * record and executor routes, dropped on every `task` / `route` change notification of that task (a read during
+ * which any such notification arrived is not kept: it may predate the change). Outstanding
  * counts in the cached routes follow this router's own leases (adjustOutstanding returns the count); with one
  * MemoryStore there is no other writer. A Redis store is read on every graph (other replicas lease too).
  */
@@ -55,6 +56,8 @@ export class Router {
   private readonly turn = new Map<string, number>();
   /** taskId -> its record and routes (only with cacheRoutes) */
   private readonly cached: Map<string, { record: UnitTaskRecord | undefined; routes: ExecutorRoute[] }> | undefined;
+  /** Counts task/route change notifications: a read that saw one arrive is not cached (it may predate the change). */
+  private changes = 0;
 
   constructor(
     private readonly store: Store,
@@ -65,6 +68,8 @@ export class Router {
     store.subscribe((change) => {
       if (change.kind === 'task') cached.delete(change.id);
       else if (change.kind === 'route') cached.delete(change.taskId);
+      else return;
+      this.changes++;
     });
   }
 
@@ -72,11 +77,12 @@ export class Router {
   private async read(taskId: string): Promise<{ record: UnitTaskRecord | undefined; routes: ExecutorRoute[] }> {
     const hit = this.cached?.get(taskId);
     if (hit) return hit;
+    const changesBefore = this.changes;
     const record = await fromStore(`read unit task ${taskId}`, this.store.getTask(taskId));
     const routes = record && record.state === 'ready' ? await fromStore(`list executors of ${taskId}`, this.store.listExecutors(taskId)) : [];
     const entry = { record, routes };
     // Kept only for a ready task with ready executors: anything else is an error path, read fresh every time.
-    if (this.cached && record?.state === 'ready' && routes.some((r) => r.state === 'ready')) this.cached.set(taskId, entry);
+    if (this.cached && this.changes === changesBefore && record?.state === 'ready' && routes.some((r) => r.state === 'ready')) this.cached.set(taskId, entry);
     return entry;
   }
 

@@ -148,3 +148,26 @@ test('leases still outstanding steer the next graph to the least busy executor o
   t.deepEqual(picked.slice(0, 1), ['a']);
   t.deepEqual(await outstandingByExecutor(store), { a: 2, b: 2 });
 });
+
+test('a change notified while the router is reading the Store is not hidden by the routes it read before it', async (t) => {
+  // The executor goes draining after the router's listing and its notification arrives before the read finishes.
+  class ChangingStore extends MemoryStore {
+    drainOnList: string | undefined;
+    override async listExecutors(taskId?: string) {
+      const routes = await super.listExecutors(taskId);
+      const id = this.drainOnList;
+      this.drainOnList = undefined;
+      if (id) {
+        await this.setExecutorState(id, 'draining');
+        await new Promise((resolve) => setImmediate(resolve)); // the change notification is delivered
+      }
+      return routes;
+    }
+  }
+  const store = new ChangingStore();
+  await deployTask(store, fast, [{ url: URL_, executorId: 'a' }, { url: URL_, executorId: 'b', outstanding: 9 }]);
+  const router = new Router(store);
+  store.drainOnList = 'a';
+  await (await router.routeGraph(graphOf(fast)))[0]!.release();
+  t.is((await router.routeGraph(graphOf(fast)))[0]!.route.executorId, 'b');
+});
