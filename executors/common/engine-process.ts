@@ -125,8 +125,10 @@ export class EngineServer {
       await onParentGone();
       process.exit(0);
     };
-    process.once('disconnect', () => void gone());
-    if (!process.connected) void gone(); // the router died while this engine started: its 'disconnect' came before the listener
+    // Not connected: the router died while this engine started, and its 'disconnect' came (or is queued) before any
+    // listener. Either way gone() runs once, not again when a queued 'disconnect' is emitted.
+    if (process.connected) process.once('disconnect', () => void gone());
+    else void gone();
     return s;
   }
 
