@@ -7,10 +7,10 @@ export interface MemoryStats {
   bytesFree: number;
   waiting: number;
   chunks: number;
-  ledger: LedgerStats;
 }
 
-export function createMetrics(node: string, stats: () => MemoryStats) {
+/** `stats` runs once per gauge and scrape (cheap counters); `ledgerStats` walks the live ids, so it runs once per scrape. */
+export function createMetrics(node: string, stats: () => MemoryStats, ledgerStats: () => LedgerStats) {
   const registry = new Registry();
   registry.setDefaultLabels({ node });
   const gauge = (name: string, help: string, pick: (s: MemoryStats) => number) =>
@@ -23,7 +23,7 @@ export function createMetrics(node: string, stats: () => MemoryStats) {
     name: 'sidecar_ledger_entries', help: 'Ledger entries, by kind (live_ids: ids with chunks held or recvs waiting; chunks; waiting: recvs; tombstones: consumed/failed ids remembered for the ttl)',
     labelNames: ['kind'], registers: [registry],
     collect() {
-      const l = stats().ledger;
+      const l = ledgerStats();
       this.set({ kind: 'live_ids' }, l.liveIds);
       this.set({ kind: 'chunks' }, l.chunks);
       this.set({ kind: 'waiting' }, l.waiting);

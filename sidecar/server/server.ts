@@ -68,8 +68,7 @@ export class SidecarServer {
     this.memory = new SharedMemory(o.node, o.slabs);
     this.metrics = createMetrics(o.node, () => ({
       bytesInUse: this.memory.bytesInUse, bytesFree: this.memory.bytesFree, waiting: this.memory.waiting, chunks: this.ledger.chunkCount,
-      ledger: this.ledger.stats(),
-    }));
+    }), () => this.ledger.stats());
     this.memory.onWait = () => this.metrics.memoryWaits.inc();
     this.mirror = new StoreMirror(o.store, o.node, this.log);
     this.ledger = new Ledger({ free: (rec, reason) => this.onFree(rec, reason), live: (rank) => this.liveRanks.has(rank) }, o.ttlMs);
