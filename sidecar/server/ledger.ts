@@ -167,18 +167,13 @@ export class Ledger {
   }
 
   get chunkCount(): number { return this.held; }
-  /** Ids the ledger knows: live ones and tombstones. */
-  get idCount(): number { return this.live.size + this.tombstoneCount; }
-  private get tombstoneCount(): number {
-    let n = 0;
-    for (const g of this.generations) n += g.tombs.size;
-    return n;
-  }
 
   stats(): LedgerStats {
     let waiting = 0;
     for (const e of this.live.values()) for (const ws of e.waiters.values()) waiting += ws.size;
-    return { liveIds: this.live.size, chunks: this.held, waiting, tombstones: this.tombstoneCount, generations: this.generations.length };
+    let tombstones = 0;
+    for (const g of this.generations) tombstones += g.tombs.size;
+    return { liveIds: this.live.size, chunks: this.held, waiting, tombstones, generations: this.generations.length };
   }
 
   // ---------- expiry wheel ----------

@@ -144,10 +144,11 @@ export class SidecarServer {
   }
 
   health() {
+    const ledger = this.ledger.stats();
     return {
       status: 'ok', ...this.info(), segment: this.memory.segment.name, capacity: this.memory.capacity,
       bytesInUse: this.memory.bytesInUse, bytesFree: this.memory.bytesFree, waiting: this.memory.waiting,
-      chunks: this.ledger.chunkCount, ids: this.ledger.idCount, ledger: this.ledger.stats(), clients: this.conns.size,
+      chunks: ledger.chunks, ids: ledger.liveIds + ledger.tombstones, ledger, clients: this.conns.size,
     };
   }
 
