@@ -106,7 +106,7 @@ export async function startCornserve(opts: CornserveOptions = {}): Promise<Corns
       extraRegistries: [dispatcherRegistry],
       ...(opts.bodyLimitBytes ? { bodyLimitBytes: opts.bodyLimitBytes } : {}),
       ...(opts.childEnv ? { childEnv: opts.childEnv } : {}),
-      recover: opts.redisUrl !== undefined,
+      recover: Boolean(opts.redisUrl),
       port: opts.port ?? 8000,
       ...(opts.host ? { host: opts.host } : {}),
     });
