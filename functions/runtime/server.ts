@@ -48,17 +48,12 @@ const isAsyncIterable = (v: unknown): v is AsyncIterable<unknown> =>
 
 /**
  * One request's cancellation: the AbortSignal serve() and its dispatches see, and `race(p)`, which resolves like
- * `p` or rejects with the abort reason once aborted (a race with one promise per request instead of an abort
- * listener added and removed per wait).
+ * `p` or rejects with the abort reason once aborted (the pending waits are kept in a set, not as abort listeners;
+ * a settled wait leaves nothing behind, so a long stream does not hold on to its chunks).
  */
 class Cancellation {
   readonly #controller = new AbortController();
-  #reject!: (reason: unknown) => void;
-  readonly #aborted = new Promise<never>((_, reject) => (this.#reject = reject));
-
-  constructor() {
-    this.#aborted.catch(() => {}); // nobody may be racing it when it aborts
-  }
+  readonly #waiting = new Set<(reason: unknown) => void>();
 
   get signal(): AbortSignal {
     return this.#controller.signal;
@@ -66,11 +61,19 @@ class Cancellation {
 
   abort(reason: Error): void {
     this.#controller.abort(reason);
-    this.#reject(this.#controller.signal.reason);
+    for (const reject of this.#waiting) reject(this.#controller.signal.reason);
+    this.#waiting.clear();
   }
 
   race<T>(p: Promise<T>): Promise<T> {
-    return Promise.race([p, this.#aborted]);
+    return new Promise<T>((resolve, reject) => {
+      if (this.signal.aborted) reject(this.signal.reason);
+      else this.#waiting.add(reject);
+      p.then(
+        (v) => { this.#waiting.delete(reject); resolve(v); },
+        (e) => { this.#waiting.delete(reject); reject(e); },
+      );
+    });
   }
 }
 
