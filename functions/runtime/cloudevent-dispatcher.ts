@@ -78,8 +78,7 @@ const cancelled = () => new DispatchError('the request was cancelled', 499, unde
 export class CloudEventDispatcher implements GraphDispatcher {
   readonly #agent: Agent;
   readonly #url: URL;
-  /** Where requests go (host/port, or a unix socket for an http+unix:// URL). */
-  /** Every request's options but the headers: the target, POST and the keep-alive agent. */
+  /** Every request's options but the headers: the target (host/port, or the unix socket of an http+unix:// URL), POST and the keep-alive agent. */
   readonly #requestBase: RequestOptions;
 
   constructor(
