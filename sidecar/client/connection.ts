@@ -134,7 +134,8 @@ export class Connection {
   private arm(at: number): void {
     clearTimeout(this.timer);
     this.timerAt = at;
-    this.timer = setTimeout(() => this.expire(), Math.max(0, at - Date.now())).unref();
+    // Clamped to setTimeout's range (a longer delay fires after 1 ms); expire() re-arms for what is not yet due.
+    this.timer = setTimeout(() => this.expire(), Math.min(2 ** 31 - 1, Math.max(0, at - Date.now()))).unref();
   }
 
   /** Gives up on the calls whose deadline passed; re-arms for the earliest one left. */

@@ -93,6 +93,9 @@ export interface LedgerStats {
   generations: number;
 }
 
+/** The longest delay setTimeout takes (a longer one fires after 1 ms). */
+const MAX_TIMER_MS = 2 ** 31 - 1;
+
 const compact = (e: IdEntry): Tomb => {
   const n = e.numChunks;
   if (e.failed || n === undefined || e.freed.size !== n || n === 0) return e;
@@ -272,8 +275,10 @@ export class Ledger {
         if (set!.size === 0 && e.waiters.get(chunk) === set) { e.waiters.delete(chunk); this.settle(id, e); }
       };
       const fail = (err: Error) => { w.cleanup(); drop(); reject(err); };
-      const timer = setTimeout(() => fail(new SidecarError('SIDECAR_TIMEOUT', `chunk ${chunk} of ${id} did not arrive before the deadline`)),
-        Math.max(0, deadline - this.clock()));
+      // Past setTimeout's range (~24.8 days) Node fires at once; such a wait ends with the client's own deadline (its cancel).
+      const ms = Math.max(0, deadline - this.clock());
+      const timer = ms > MAX_TIMER_MS ? undefined
+        : setTimeout(() => fail(new SidecarError('SIDECAR_TIMEOUT', `chunk ${chunk} of ${id} did not arrive before the deadline`)), ms);
       const onAbort = () => fail(new SidecarError('SIDECAR_ABORTED', `recv of chunk ${chunk} of ${id} was cancelled`));
       const w: Waiter = { rank, resolve, reject, cleanup: () => { clearTimeout(timer); signal?.removeEventListener('abort', onAbort); } };
       set.add(w);

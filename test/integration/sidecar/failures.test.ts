@@ -22,6 +22,17 @@ test('recv of data that never comes fails with SIDECAR_TIMEOUT at its deadline',
   t.is(codeOf(err), 'SIDECAR_TIMEOUT');
 });
 
+test('a recv whose deadline lies beyond the timer range (30 days) waits for its chunk', async (t) => {
+  const prod = await sc.client(0);
+  const cons = await sc.client(1);
+  const id = newId();
+  const waiting = cons.recv(id, 0, { timeoutMs: 30 * 24 * 3600_000 });
+  await cons.recv(newId(), 0, { timeoutMs: 100 }).catch(() => {}); // a round trip on the same connection: the far recv reached the sidecar
+  await prod.send({ late: true }, id, [[cons.rank]]);
+  t.deepEqual(await waiting, { late: true });
+  await cons.markDone(id);
+});
+
 test('recv honours an AbortSignal', async (t) => {
   const c = await sc.client(1);
   const ac = new AbortController();
