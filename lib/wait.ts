@@ -1,5 +1,8 @@
 /** Bounded waiting: every wait in the platform ends, either with the value or with a clear error. */
 
+/** The longest delay setTimeout takes (≈ 24.8 days); Node fires a longer one after 1 ms. */
+export const MAX_TIMER_MS = 2 ** 31 - 1;
+
 export class TimeoutError extends Error {
   override readonly name = 'TimeoutError';
   constructor(what: string, readonly ms: number) {

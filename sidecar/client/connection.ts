@@ -8,7 +8,7 @@ import { SidecarError, errorFromWire } from '../errors.js';
 import { FrameReader, writeFrame } from '../wire/frames.js';
 import type { HelloReply, Reply } from '../wire/protocol.js';
 import { openSegment } from '../shm/segment.js';
-import { sleep } from '../../lib/wait.js';
+import { MAX_TIMER_MS, sleep } from '../../lib/wait.js';
 import { currentTraceparent } from '../../lib/telemetry.js';
 import { Leases } from './leases.js';
 
@@ -135,7 +135,7 @@ export class Connection {
     clearTimeout(this.timer);
     this.timerAt = at;
     // Clamped to setTimeout's range (a longer delay fires after 1 ms); expire() re-arms for what is not yet due.
-    this.timer = setTimeout(() => this.expire(), Math.min(2 ** 31 - 1, Math.max(0, at - Date.now()))).unref();
+    this.timer = setTimeout(() => this.expire(), Math.min(MAX_TIMER_MS, Math.max(0, at - Date.now()))).unref();
   }
 
   /** Gives up on the calls whose deadline passed; re-arms for the earliest one left. */

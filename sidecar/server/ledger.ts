@@ -28,6 +28,7 @@ import type { Cancellable } from '../cancel.js';
 import type { Allocation } from '../shm/memory.js';
 import type { ChunkKind } from '../wire/protocol.js';
 import type { DType } from '../tensor.js';
+import { MAX_TIMER_MS } from '../../lib/wait.js';
 
 export interface ChunkRecord {
   id: string;
@@ -93,8 +94,6 @@ export interface LedgerStats {
   generations: number;
 }
 
-/** The longest delay setTimeout takes (a longer one fires after 1 ms). */
-const MAX_TIMER_MS = 2 ** 31 - 1;
 
 const compact = (e: IdEntry): Tomb => {
   const n = e.numChunks;

@@ -27,6 +27,16 @@ test('an allocation that cannot get memory fails at its deadline with SIDECAR_TI
   t.is(m.waiting, 0);
 });
 
+test('an allocation whose deadline lies beyond the timer range (30 days) waits for memory', async (t) => {
+  const m = mem(t);
+  const a = await m.alloc(4 * 4096, { deadline: Date.now() + 5000 });
+  const waiting = m.alloc(4096, { deadline: Date.now() + 30 * 24 * 3600_000 });
+  await new Promise((r) => setTimeout(r, 50));
+  t.is(m.waiting, 1, 'still waiting, not timed out');
+  m.free(a);
+  t.is((await waiting).offset, 0);
+});
+
 test('data larger than every slab fails at once with SIDECAR_TOO_LARGE', async (t) => {
   const m = mem(t);
   const err = await t.throwsAsync(m.alloc(5 * 4096, { deadline: Date.now() + 60_000 }));
