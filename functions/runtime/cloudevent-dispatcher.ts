@@ -21,6 +21,7 @@ import {
 import { readWhole } from '../../lib/http.js';
 import { SpanKind, currentTraceparent, tracingOn, withSpan } from '../../lib/telemetry.js';
 import { requestTarget } from '../../lib/unix-url.js';
+import { MAX_TIMER_MS } from '../../lib/wait.js';
 
 export const TASKGRAPH_EVENT_TYPE = 'ai.cornserve.taskgraph.invoke';
 
@@ -118,7 +119,10 @@ export class CloudEventDispatcher implements GraphDispatcher {
       if (signal?.aborted) return reject(cancelled());
       const req = request({ ...this.#requestBase, headers });
       const onAbort = () => req.destroy(cancelled());
-      const timer = setTimeout(() => req.destroy(new DispatchError('the task graph did not finish before the request deadline', 504, undefined, 'DEADLINE_EXCEEDED')), Math.max(0, deadline - Date.now()));
+      // A deadline past setTimeout's range (~24.8 days) arms no timer: Node would fire it after 1 ms.
+      const ms = Math.max(0, deadline - Date.now());
+      const timer = ms > MAX_TIMER_MS ? undefined
+        : setTimeout(() => req.destroy(new DispatchError('the task graph did not finish before the request deadline', 504, undefined, 'DEADLINE_EXCEEDED')), ms);
       const release = () => {
         clearTimeout(timer);
         signal?.removeEventListener('abort', onAbort);

@@ -98,6 +98,13 @@ test.serial('a call still unanswered at its deadline fails with DEADLINE_EXCEEDE
   t.is(err!.status, 504);
 });
 
+test.serial('a deadline past setTimeout\'s range (30 days away) waits for the reply instead of failing at once', async (t) => {
+  const d = new CloudEventDispatcher(url);
+  const result = await d.dispatch(graph({ text: 'far' }), { deadline: Date.now() + 30 * 24 * 3600_000 });
+  d.close();
+  t.deepEqual(result.outputs, [{ text: 'far' }]);
+});
+
 test.serial('aborting the signal cancels the call', async (t) => {
   const d = new CloudEventDispatcher(url);
   const abort = new AbortController();
