@@ -1,9 +1,13 @@
 /**
  * Where an executor's SidecarClient connects: CORNSERVE_SIDECAR_URL may be the node sidecar's unix socket
- * (`/run/cs.sock`, `unix:/run/cs.sock`, `unix:///run/cs.sock`; see sidecar-url.ts) or its HTTP URL
+ * (`/run/cs.sock`, `unix:/run/cs.sock`, `unix:///run/cs.sock` all give `/run/cs.sock`) or its HTTP URL
  * (`http://host:port`), whose GET /info names the socket (`socketPath`).
  */
-import { socketPathOf } from './sidecar-url.js';
+function socketPathOf(address: string): string | undefined {
+  if (address.startsWith('unix://')) return address.slice('unix://'.length);
+  if (address.startsWith('unix:')) return address.slice('unix:'.length);
+  return address.startsWith('/') ? address : undefined;
+}
 
 export async function resolveSidecarSocket(address: string, timeoutMs = 10_000): Promise<string> {
   const path = socketPathOf(address);

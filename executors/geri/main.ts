@@ -4,8 +4,8 @@
  *
  *   node --import tsx executors/geri/main.ts --model-id cornserve/tiny-image-gen --modality image [--max-batch-size 4]
  *
- * The platform passes PORT, CORNSERVE_EXECUTOR_ID, CORNSERVE_SIDECAR_RANKS and CORNSERVE_SIDECAR_URL (the node
- * sidecar's unix socket, `unix:` URL) in the environment; flags win over the environment.
+ * The platform passes PORT, CORNSERVE_EXECUTOR_ID, CORNSERVE_SIDECAR_RANKS and CORNSERVE_SIDECAR_URL (a socket
+ * path, `unix:<path>`, or the sidecar's http URL whose /info names its socket) in the environment; flags win.
  */
 import { fileURLToPath } from 'node:url';
 import { Command, InvalidArgumentError, Option } from 'commander';
@@ -14,7 +14,7 @@ import { logger } from '../../lib/log.js';
 import { exitOnSignal } from '../../lib/shutdown.js';
 import { SidecarClient } from '../../sidecar/client/client.js';
 import { EngineProcess } from '../common/engine-process.js';
-import { socketPathOf } from '../common/sidecar-url.js';
+import { resolveSidecarSocket } from '../common/sidecar-address.js';
 import { findModel } from '../models/catalog.js';
 import { loadManifest } from '../models/loader.js';
 import type { EngineConfig } from './engine/main.js';
@@ -36,7 +36,7 @@ const program = new Command('geri')
   .option('--model-dir <dir>', 'serve this model folder instead of looking the model id up')
   .option('--port <port>', 'HTTP port (default: $PORT or 8000)', int(0))
   .option('--host <host>', 'address to bind', '127.0.0.1')
-  .option('--sidecar-socket <path>', 'the node sidecar\'s unix socket (default: from $CORNSERVE_SIDECAR_URL)')
+  .option('--sidecar-socket <address>', 'the node sidecar: socket path, unix:<path> or http URL (default: $CORNSERVE_SIDECAR_URL)')
   .option('--sidecar-ranks <ranks>', 'this executor\'s sidecar ranks, comma-separated (default: $CORNSERVE_SIDECAR_RANKS)')
   .option('--timeout-ms <ms>', 'deadline of requests without an x-cornserve-deadline header', int(1), 300_000)
   .parse();
@@ -51,7 +51,8 @@ const log = logger('geri', { executor: executorId });
 const dir = o.modelDir ?? (await findModel(o.modelId, o.modality, o.modelsDir)).dir;
 const manifest = await loadManifest(dir);
 const maxBatchSize = o.maxBatchSize > 0 ? o.maxBatchSize : undefined;
-const socket = o.sidecarSocket ?? socketPathOf(process.env[EXECUTOR_ENV.sidecar]);
+const sidecarAddress = o.sidecarSocket ?? process.env[EXECUTOR_ENV.sidecar];
+const socket = sidecarAddress ? await resolveSidecarSocket(sidecarAddress) : undefined;
 const ranks = (o.sidecarRanks ?? process.env[EXECUTOR_ENV.ranks] ?? '').split(',').filter(Boolean).map(int(0));
 let sidecar: SidecarClient | undefined;
 if (socket) {
