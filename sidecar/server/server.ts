@@ -207,7 +207,7 @@ export class SidecarServer {
         ...(input.dtype ? { dtype: input.dtype } : {}), ...(input.shape ? { shape: input.shape } : {}),
       };
       const push = input.traceparent ? startSpan('sidecar.push', input.traceparent, { 'sidecar.id': input.id, 'sidecar.chunk': input.chunk, 'sidecar.bytes': input.size, 'sidecar.peer': node }, SpanKind.PRODUCER) : undefined;
-      if (push?.traceparent) header.traceparent = push.traceparent;
+      if (push) header.traceparent = push.traceparent;
       this.peers.send(node, header, this.memory.view(alloc), input.expiresAt, (err) => {
         if (push) endSpan(push.span, err);
         if (err) this.log.warn({ id: input.id, chunk: input.chunk, node, err: err.message }, 'push to peer failed');

@@ -6,20 +6,19 @@
 import { SpanKind, SpanStatusCode, context, propagation, trace, tracer, withSpan, withTraceparent, type Span } from '../../lib/telemetry.js';
 
 export { SpanKind, type Span };
-export type Attributes = Record<string, string | number | boolean>;
+type Attributes = Record<string, string | number | boolean>;
 
 /** Runs `fn` in a SERVER span, child of `traceparent`. */
-export function serveTraced<T>(name: string, traceparent: string | undefined, attributes: Attributes, fn: () => Promise<T>): Promise<T> {
-  if (!traceparent) return fn();
+export function serveTraced<T>(name: string, traceparent: string, attributes: Attributes, fn: () => Promise<T>): Promise<T> {
   return withTraceparent(traceparent, () => withSpan(name, fn, attributes, SpanKind.SERVER));
 }
 
 /**
- * Starts a span the caller ends with `endSpan`: a child of `traceparent` if given, else of the active span.
- * Returns the traceparent to pass on (the new span's, or the incoming one when telemetry is off).
+ * Starts a span the caller ends with `endSpan`, a child of `traceparent`. Returns the traceparent to pass on
+ * (the new span's, or the incoming one when telemetry is off).
  */
-export function startSpan(name: string, traceparent: string | undefined, attributes: Attributes, kind: SpanKind): { span: Span; traceparent: string | undefined } {
-  const parent = traceparent ? propagation.extract(context.active(), { traceparent }) : context.active();
+export function startSpan(name: string, traceparent: string, attributes: Attributes, kind: SpanKind): { span: Span; traceparent: string } {
+  const parent = propagation.extract(context.active(), { traceparent });
   const span = tracer().startSpan(name, { kind, attributes }, parent);
   const carrier: Record<string, string> = {};
   propagation.inject(trace.setSpan(parent, span), carrier);
