@@ -118,6 +118,12 @@ test('a serve() still running at the deadline is answered with 504', async (t) =
   t.is(((await res.json()) as { error: { code: string } }).error.code, 'DEADLINE_EXCEEDED');
 });
 
+test('a deadline past setTimeout\'s range (30 days away) lets serve() finish instead of a 504 at once', async (t) => {
+  const res = await invoke(url, { request_data: { text: 'far', sleepMs: 50 } }, { [DEADLINE_HEADER]: String(Date.now() + 30 * 24 * 3600_000) });
+  t.is(res.status, 200);
+  t.deepEqual(await res.json(), { text: 'FAR' });
+});
+
 test('a response that does not match the response schema is a 500 naming the field', async (t) => {
   const res = await invoke(await start(badResponse), { request_data: {} });
   t.is(res.status, 500);
