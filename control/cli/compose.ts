@@ -15,7 +15,7 @@ import { AppManager } from '../gateway/app-manager.js';
 import { buildGateway } from '../gateway/gateway.js';
 import { GatewayMetrics } from '../gateway/metrics.js';
 import { REPO_ROOT } from '../gateway/paths.js';
-import { listen, type ListeningServer } from '../gateway/server.js';
+import { listen, type ListeningServer } from '../../lib/listen.js';
 import type { LogSink } from '../platform/child.js';
 import { LocalPlatform } from '../platform/local.js';
 import type { ResourceManagerApi } from '../resources/types.js';

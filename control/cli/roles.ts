@@ -12,7 +12,7 @@
  */
 import { KubeConfig } from '@kubernetes/client-node';
 import { Registry } from 'prom-client';
-import { listen } from '../gateway/server.js';
+import { listen } from '../../lib/listen.js';
 import { descriptorFor } from '../descriptors/registry.js';
 import { DEFAULT_APP_LAUNCH, KubernetesPlatform, desiredStateFromStore, kubernetesOptionsFromEnv, type ReconcileReport } from '../platform/kubernetes/index.js';
 import type { Platform } from '../platform/types.js';

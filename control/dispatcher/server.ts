@@ -11,13 +11,13 @@
  * errors `{error: {code, message, details?}}` with the statuses in errors.ts.
  */
 import { createServer } from 'node:http';
-import express, { type Request, type Response } from 'express';
+import express, { type Request, type RequestHandler, type Response } from 'express';
 import { Registry } from 'prom-client';
 import { DEADLINE_HEADER, TaskGraph } from '../../functions/sdk/index.js';
-import { errorHandler, parseByteSize, readWhole, route, toErrorBody, wholeBody } from '../../lib/http.js';
+import { errorHandler, parseByteSize, readWhole, route, toErrorBody } from '../../lib/http.js';
 import { logger } from '../../lib/log.js';
 import { listenUnix } from '../../lib/unix-url.js';
-import { closeServer, listen, type ListeningServer } from '../gateway/server.js'; // generic listen/close helper (belongs in lib/)
+import { closeServer, listen, type ListeningServer } from '../../lib/listen.js';
 import type { Store } from '../store/types.js';
 import { parseDeadline, parseInvokeEvent, type GraphRequest } from './cloudevent.js';
 import { dispatchGraph, type DispatchDeps } from './dispatch.js';
@@ -82,19 +82,19 @@ export function buildDispatcher(options: DispatcherOptions): express.Express {
   const app = express();
   app.disable('x-powered-by');
   app.set('etag', false); // replies are POST results: hashing each body for an ETag is pure per-request cost
-  // The CloudEvent route (every app-function call) ahead of the router; `POST /?query` and the rest take the routes below.
   const maxBody = parseByteSize(limit);
-  app.use((req, res, next) => {
-    if (req.method !== 'POST' || req.url !== '/') return next();
+  const cloudevent: RequestHandler = (req, res, next) => {
     readWhole(req, maxBody).then((body) => serve(req, res, 'cloudevent', () => parseInvokeEvent(req.headers, body.toString('utf8')))).catch(next);
-  });
+  };
+  // The CloudEvent route (every app-function call) ahead of the router; `POST /?query` takes the same route below.
+  app.use((req, res, next) => (req.method === 'POST' && req.url === '/' ? cloudevent(req, res, next) : next()));
   app.get('/health', (_req, res) => {
     res.json({ status: 'ok' });
   });
   app.get('/metrics', route(async (_req, res) => {
     res.type(registry.contentType).send(await registry.metrics());
   }));
-  app.post('/', wholeBody(limit, 'utf8'), route((req, res) => serve(req, res, 'cloudevent', () => parseInvokeEvent(req.headers, req.body))));
+  app.post('/', cloudevent);
   app.post('/graph', express.json({ limit }), route((req, res) =>
     serve(req, res, 'graph', () => ({
       graph: req.body,

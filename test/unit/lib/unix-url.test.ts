@@ -3,7 +3,7 @@ import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { closeServer } from '../../../control/gateway/server.js';
+import { closeServer } from '../../../lib/listen.js';
 import { httpRequest, listenUnix, probe, requestTarget, socketPathOf, unixUrl } from '../../../lib/unix-url.js';
 
 function tempDir(t: { teardown(fn: () => void): void }): string {

@@ -1,6 +1,7 @@
 /**
- * Listening: starts an HTTP server for the gateway app on host:port (0 = a free port) and closes it
- * gracefully (idle keep-alive connections at once, in-flight requests get `graceMs`).
+ * Listening: starts an HTTP server for an express app (the gateway, the dispatcher, the resource manager) on
+ * host:port (0 = a free port) and closes it gracefully (idle keep-alive connections at once, in-flight
+ * requests get `graceMs`).
  */
 import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
