@@ -94,16 +94,15 @@ export function readWhole(req: IncomingMessage, max: number, tooLargeError: () =
 }
 
 /**
- * Lean body middleware for hot routes: the whole body in `req.body` (any content type) as a Buffer, or as a
- * UTF-8 string with `as: 'utf8'`; 413 past `limit`. What express.raw / express.text({type: () => true}) do,
- * without their per-request type and charset machinery. `next` runs in a promise reaction, so it keeps the
- * caller's async context (trace spans), as body-parser does.
+ * Lean body middleware for hot routes: the whole body in `req.body` (any content type) as a Buffer; 413 past
+ * `limit`. What express.raw({type: () => true}) does, without its per-request type machinery. `next` runs in a
+ * promise reaction, so it keeps the caller's async context (trace spans), as body-parser does.
  */
-export function wholeBody(limit: string | number, as: 'buffer' | 'utf8' = 'buffer'): RequestHandler {
+export function wholeBody(limit: string | number): RequestHandler {
   const max = parseByteSize(limit);
   return (req, _res, next) => {
     readWhole(req, max).then((body) => {
-      req.body = as === 'utf8' ? body.toString('utf8') : body;
+      req.body = body;
       next();
     }, next);
   };
