@@ -42,9 +42,14 @@ export function getDefaultDispatcher(): GraphDispatcher {
   return defaultDispatcher ?? new GatewayDispatcher(globalThis.process?.env.CORNSERVE_GATEWAY_URL ?? 'http://127.0.0.1:8000');
 }
 
-/** A signal that fires at the deadline or when `signal` does. */
+/** The longest delay a timer takes (≈ 24.8 days; lib/wait MAX_TIMER_MS, the SDK imports nothing from lib): Node fires a longer one after 1 ms. */
+const MAX_TIMER_MS = 2 ** 31 - 1;
+
+/** A signal that fires at the deadline or when `signal` does (a deadline past a timer's range never fires). */
 export function deadlineSignal(deadline: number, signal?: AbortSignal): AbortSignal {
-  const timeout = AbortSignal.timeout(Math.max(1, deadline - Date.now()));
+  const ms = Math.max(1, deadline - Date.now());
+  if (ms > MAX_TIMER_MS) return signal ?? new AbortController().signal;
+  const timeout = AbortSignal.timeout(ms);
   return signal ? AbortSignal.any([signal, timeout]) : timeout;
 }
 

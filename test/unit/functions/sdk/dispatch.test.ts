@@ -101,6 +101,18 @@ test('GatewayDispatcher posts the graph to /tasks/invoke with the deadline and t
   );
 });
 
+test('GatewayDispatcher waits for the reply of a call whose deadline lies past setTimeout\'s range (30 days away)', async (t) => {
+  const gw = await gateway([{ echo: 'far', index: 0 }]);
+  t.teardown(() => {
+    gw.server.closeAllConnections();
+    gw.server.close();
+  });
+  const stream = await new EchoStreamTask({}).call({ text: 'far', chunks: 1 }, { dispatcher: new GatewayDispatcher(gw.url), deadline: Date.now() + 30 * 24 * 3600_000 });
+  const chunks: unknown[] = [];
+  for await (const c of stream) chunks.push(c);
+  t.deepEqual(chunks, [{ echo: 'far', index: 0 }]);
+});
+
 test('a final error line ends a streaming dispatch reply with a DispatchError carrying its code', async (t) => {
   const body = ['[{}]', '{"x":1}', '{"error":{"code":"TASK_FAILED","message":"llm broke mid-stream"}}', ''].join('\n');
   const res = new Response(body, { headers: { 'content-type': 'application/x-ndjson' } });
