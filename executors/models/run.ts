@@ -103,9 +103,14 @@ export async function runVision(model: LoadedModel, items: readonly VisionInput[
 export async function encodeImage(model: LoadedModel, bytes: Uint8Array, modelId: string): Promise<Embeddings> {
   const pre = imagePre(model);
   if (pre.layout === 'patches') return (await runVision(model, [await preprocessImage(bytes, pre)], modelId))[0]!;
+  const { pixelValues, dims } = await preprocessImageNchw(bytes, pre);
+  return runVisionNchw(model, pixelValues, dims, modelId);
+}
+
+/** A CLIP/SigLIP-style tower (nchw layout): fixed-size pixel_values [1, 3, H, W] → encoder → projector. */
+export async function runVisionNchw(model: LoadedModel, pixelValues: Float32Array, dims: readonly number[], modelId: string): Promise<Embeddings> {
   model.modelId(modelId);
   const g = model.manifest.graphs.encoder!;
-  const { pixelValues, dims } = await preprocessImageNchw(bytes, pre);
   const out = await runSession(model.graph('encoder'), { [g.inputs[0]!.name]: f32(pixelValues, dims) }, 'vision encoder');
   return project(model, modelId, asMatrix(out[g.outputs[0]!.name], 'vision encoder'));
 }

@@ -19,7 +19,7 @@ import { type Job, serveWorker } from '../../common/worker-runtime.js';
 import { type LoadedModel, loadModel } from '../../models/loader.js';
 import type { ImagePreprocessing, Manifest } from '../../models/manifest.js';
 import { type VisionInput, patchify, smartResize } from '../../models/preprocess/image.js';
-import { type Embeddings, asMatrix, f32, project, runAudio, runSession, runVision } from '../../models/run.js';
+import { type Embeddings, runAudio, runVision, runVisionNchw } from '../../models/run.js';
 import { loadRank } from '../../models/tensor-parallel.js';
 import { runVisionTp } from './tp-vision.js';
 
@@ -55,14 +55,6 @@ function visionInput(it: Item, pre: ImagePreprocessing): VisionInput {
   const bytes = height * width * 3;
   const frames = (it.meta as unknown as ItemMeta).frameIndex!.map((k) => ({ data: (data as Uint8Array).subarray(k * bytes, (k + 1) * bytes), width, height }));
   return patchify(frames, pre);
-}
-
-/** A CLIP/SigLIP-style tower: fixed-size pixel_values [1, 3, H, W] → encoder → projector. */
-async function runNchw(model: LoadedModel, it: Item, modelId: string): Promise<Embeddings> {
-  const g = model.manifest.graphs.encoder!;
-  const px = it.tensors.pixel_values!;
-  const out = await runSession(model.graph('encoder'), { [g.inputs[0]!.name]: f32(px.data as Float32Array, px.shape) }, 'vision encoder');
-  return project(model, modelId, asMatrix(out[g.outputs[0]!.name], 'vision encoder'));
 }
 
 /** A job of one tiny synthetic item (zeros) for the model's input layout. */
@@ -116,7 +108,7 @@ await serveWorker<EricWorkerData>(async (ctx) => {
       }
       if ((job.items[0]?.meta as unknown as ItemMeta | undefined)?.layout === 'nchw') {
         const out: Embeddings[] = [];
-        for (const it of job.items) out.push(await runNchw(body, it, modelId));
+        for (const it of job.items) out.push(await runVisionNchw(body, it.tensors.pixel_values!.data as Float32Array, it.tensors.pixel_values!.shape, modelId));
         return out;
       }
       const inputs = job.items.map((it) => visionInput(it, body.manifest.preprocessing.image!));
