@@ -61,7 +61,7 @@ export async function compose<T>(name: string, o: ComposeOptions, build: (closer
   }
 }
 
-export interface LocalPlatformOptions {
+export interface LocalPartsOptions {
   /** Virtual devices. @default 4 */
   devices?: number;
   /** Handed to the children (executors, sidecars) that keep state in Redis. */
@@ -76,7 +76,7 @@ export interface LocalPlatformOptions {
 }
 
 /** The local platform and, unless `sidecars: false`, one sidecar per node (their URLs set on the platform). */
-export async function startLocalPlatform(closers: Closer[], o: LocalPlatformOptions): Promise<{ platform: LocalPlatform; sidecarUrls: Record<string, string> }> {
+export async function startLocalPlatform(closers: Closer[], o: LocalPartsOptions): Promise<{ platform: LocalPlatform; sidecarUrls: Record<string, string> }> {
   const platform = new LocalPlatform({
     repoRoot: REPO_ROOT,
     devices: o.devices ?? 4,

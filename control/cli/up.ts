@@ -134,7 +134,7 @@ async function appFiles(dir: string): Promise<string[]> {
 }
 
 /** Registers every app file in `dir`, one after the other; resolves with each file's final or error event. */
-export async function registerAppsDir(
+async function registerAppsDir(
   apps: AppManager,
   dir: string,
   onEvent: (file: string, e: RegistrationEvent) => void = () => {},

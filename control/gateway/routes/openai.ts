@@ -49,7 +49,7 @@ const minimalChat = z.object({
 });
 
 /** A chat app: its minimal request example is a chat request. */
-export const isChatApp = (entry: Pick<AppEntry, 'requestExample'>): boolean => minimalChat.safeParse(entry.requestExample).success;
+const isChatApp = (entry: Pick<AppEntry, 'requestExample'>): boolean => minimalChat.safeParse(entry.requestExample).success;
 
 type Chunk = Record<string, unknown>;
 interface ChatChunkChoice {
@@ -152,7 +152,7 @@ const typeFor = (status: number) =>
   status === 401 || status === 403 ? 'authentication_error' : status === 429 ? 'rate_limit_error' : status >= 500 ? 'server_error' : 'invalid_request_error';
 
 /** Any thrown value (ours, the app function's, a body-parser's) in OpenAI's error shape. */
-export function toOpenAIError(err: unknown): { status: number; body: OpenAIError } {
+function toOpenAIError(err: unknown): { status: number; body: OpenAIError } {
   if (err instanceof OpenAIRequestError) return { status: err.status, body: { error: { message: err.message, type: typeFor(err.status), param: err.param, code: err.code } } };
   let status: number;
   let cs: { code: string; message: string; details?: unknown };
@@ -231,7 +231,7 @@ async function streamSse(res: Response, chunks: AsyncGenerator<Chunk>, onError: 
 const isChatChunk = (c: Chunk): c is Chunk & { choices: ChatChunkChoice[] } => c.object === 'chat.completion.chunk' && Array.isArray(c.choices);
 
 /** Chunks -> one `chat.completion` (OpenAI's non-streaming reply). */
-export async function aggregate(chunks: AsyncIterable<Chunk>, requestedModel: string): Promise<Record<string, unknown>> {
+async function aggregate(chunks: AsyncIterable<Chunk>, requestedModel: string): Promise<Record<string, unknown>> {
   let head: Chunk | undefined;
   let usage: unknown = null;
   const choices = new Map<number, { content: string; finish: string | null; audio: Buffer[] }>();
