@@ -8,10 +8,9 @@
  *  - a streaming graph of 100 chunks read to the end vs reading the executor's NDJSON directly.
  * The dispatcher runs in this process with a MemoryStore. Run alone: node --import tsx test/bench/dispatcher.ts
  */
-import { CloudEvent, HTTP } from 'cloudevents';
 import { TaskGraph, readDispatchResponse, type TaskInvocation } from '../../functions/sdk/index.js';
 import { EchoStreamTask, EchoTask } from '../../functions/tasks/echo.js';
-import { TASKGRAPH_EVENT_TYPE } from '../../control/dispatcher/cloudevent.js';
+import { taskGraphEvent } from '../../functions/runtime/cloudevent-dispatcher.js';
 import { dispatchGraph } from '../../control/dispatcher/dispatch.js';
 import { startDispatcher } from '../../control/dispatcher/server.js';
 import { MemoryStore } from '../../control/store/memory.js';
@@ -46,10 +45,8 @@ export async function run(): Promise<BenchResult[]> {
       return res.text();
     };
     const viaEvent = async (graph: TaskGraph) => {
-      const msg = HTTP.binary(
-        new CloudEvent({ type: TASKGRAPH_EVENT_TYPE, source: '/apps/bench', datacontenttype: 'application/json', data: graph.toJSON(), deadline: Date.now() + 60_000 }),
-      );
-      const result = await readDispatchResponse(await fetch(dispatcher.url, { method: 'POST', headers: msg.headers as Record<string, string>, body: msg.body as string }));
+      const { headers, body } = taskGraphEvent(graph.toJSON(), 'bench', Date.now() + 60_000);
+      const result = await readDispatchResponse(await fetch(dispatcher.url, { method: 'POST', headers, body }));
       if (result.stream) for await (const _ of result.stream);
       return result.outputs;
     };
