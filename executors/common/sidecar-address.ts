@@ -3,6 +3,8 @@
  * (`/run/cs.sock`, `unix:/run/cs.sock`, `unix:///run/cs.sock` all give `/run/cs.sock`) or its HTTP URL
  * (`http://host:port`), whose GET /info names the socket (`socketPath`).
  */
+import { SidecarClient } from '../../sidecar/client/client.js';
+
 function socketPathOf(address: string): string | undefined {
   if (address.startsWith('unix://')) return address.slice('unix://'.length);
   if (address.startsWith('unix:')) return address.slice('unix:'.length);
@@ -18,4 +20,16 @@ export async function resolveSidecarSocket(address: string, timeoutMs = 10_000):
   const info = (await res.json()) as { socketPath?: unknown };
   if (typeof info.socketPath !== 'string') throw new Error(`sidecar ${address}/info names no socketPath`);
   return info.socketPath;
+}
+
+/**
+ * The executor's SidecarClient receiving float32 (rank = its first sidecar rank, group = all of them), and the
+ * socket it connected to; nothing without an address. An address without ranks is a configuration error.
+ */
+export async function connectSidecar(address: string | undefined, ranks: readonly number[], memoryHint?: number): Promise<{ socket?: string; sidecar?: SidecarClient }> {
+  if (!address) return {};
+  const socket = await resolveSidecarSocket(address);
+  if (!ranks.length) throw new Error('a sidecar socket needs the executor\'s sidecar ranks (--sidecar-ranks or $CORNSERVE_SIDECAR_RANKS)');
+  const sidecar = await SidecarClient.connect({ rank: ranks[0]!, group: [...ranks], socketPath: socket, recvDtype: 'f32', ...(memoryHint ? { memoryHint } : {}) });
+  return { socket, sidecar };
 }

@@ -12,9 +12,8 @@ import { Command, InvalidArgumentError, Option } from 'commander';
 import { EXECUTOR_ENV } from '../../control/descriptors/types.js';
 import { logger } from '../../lib/log.js';
 import { exitOnSignal } from '../../lib/shutdown.js';
-import { SidecarClient } from '../../sidecar/client/client.js';
 import { EngineProcess } from '../common/engine-process.js';
-import { resolveSidecarSocket } from '../common/sidecar-address.js';
+import { connectSidecar } from '../common/sidecar-address.js';
 import { findModel } from '../models/catalog.js';
 import { loadManifest } from '../models/loader.js';
 import type { EngineConfig } from './engine/main.js';
@@ -51,15 +50,10 @@ const log = logger('geri', { executor: executorId });
 const dir = o.modelDir ?? (await findModel(o.modelId, o.modality, o.modelsDir)).dir;
 const manifest = await loadManifest(dir);
 const maxBatchSize = o.maxBatchSize > 0 ? o.maxBatchSize : undefined;
-const sidecarAddress = o.sidecarSocket ?? process.env[EXECUTOR_ENV.sidecar];
-const socket = sidecarAddress ? await resolveSidecarSocket(sidecarAddress) : undefined;
 const ranks = (o.sidecarRanks ?? process.env[EXECUTOR_ENV.ranks] ?? '').split(',').filter(Boolean).map(int(0));
-let sidecar: SidecarClient | undefined;
-if (socket) {
-  if (!ranks.length) throw new Error('a sidecar socket needs the executor\'s sidecar ranks (--sidecar-ranks or $CORNSERVE_SIDECAR_RANKS)');
-  const hidden = manifest.model_ids[o.modelId]?.hidden_size ?? 0;
-  sidecar = await SidecarClient.connect({ rank: ranks[0]!, group: ranks, socketPath: socket, recvDtype: 'f32', ...(hidden ? { memoryHint: hidden * 4 } : {}) });
-} else {
+const hidden = manifest.model_ids[o.modelId]?.hidden_size ?? 0;
+const { socket, sidecar } = await connectSidecar(o.sidecarSocket ?? process.env[EXECUTOR_ENV.sidecar], ranks, hidden * 4);
+if (!sidecar) {
   log.warn('no sidecar (CORNSERVE_SIDECAR_URL unset): generation requests will fail with GERI_NO_SIDECAR');
 }
 

@@ -10,8 +10,7 @@ import { Command } from 'commander';
 import { EXECUTOR_ENV } from '../../control/descriptors/types.js';
 import { logger } from '../../lib/log.js';
 import { exitOnSignal } from '../../lib/shutdown.js';
-import { SidecarClient } from '../../sidecar/client/client.js';
-import { resolveSidecarSocket } from '../common/sidecar-address.js';
+import { connectSidecar } from '../common/sidecar-address.js';
 import { findModel } from '../models/catalog.js';
 import { LlmModel } from './model.js';
 import { buildLlmServer } from './server.js';
@@ -48,14 +47,8 @@ const log = logger('llm', { executor: executorId });
 
 const dir = o.modelDir ?? (await findModel(o.modelId, 'text', o.modelsDir, 'llm')).dir;
 const model = await LlmModel.load(dir, o.threads ? { threads: o.threads } : {});
-const sidecarAddress = o.sidecarSocket ?? process.env[EXECUTOR_ENV.sidecar];
-const socket = sidecarAddress ? await resolveSidecarSocket(sidecarAddress) : undefined;
 const ranks = (o.sidecarRanks ?? process.env[EXECUTOR_ENV.ranks] ?? '').split(',').filter(Boolean).map(int);
-let sidecar: SidecarClient | undefined;
-if (socket) {
-  if (!ranks.length) throw new Error('a sidecar socket needs the executor\'s sidecar ranks (--sidecar-ranks or $CORNSERVE_SIDECAR_RANKS)');
-  sidecar = await SidecarClient.connect({ rank: ranks[0]!, group: ranks, socketPath: socket, recvDtype: 'f32', memoryHint: model.config.hidden * 4 });
-}
+const { socket, sidecar } = await connectSidecar(o.sidecarSocket ?? process.env[EXECUTOR_ENV.sidecar], ranks, model.config.hidden * 4);
 const server = buildLlmServer({
   model, ...(sidecar ? { sidecar } : {}), receiveEmbeddings: o.receiveEmbeddings, ...(executorId ? { executorId } : {}),
   engine: { maxBatch: o.maxBatch, maxWaiting: o.maxWaiting, maxPrefillTokens: o.maxPrefillTokens }, defaultTimeoutMs: o.timeoutMs, log,
