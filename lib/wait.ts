@@ -3,6 +3,26 @@
 /** The longest delay setTimeout takes (≈ 24.8 days); Node fires a longer one after 1 ms. */
 export const MAX_TIMER_MS = 2 ** 31 - 1;
 
+export interface DeadlineTimer { clear(): void }
+
+/**
+ * Calls `onPassed` once the epoch-ms `deadline` has passed, however far away it is: a delay beyond setTimeout's
+ * range is waited in steps of MAX_TIMER_MS (setTimeout alone would fire it after 1 ms). `now` is the clock the
+ * deadline is measured on (an injected clock in tests); `unref` lets the process exit while it waits.
+ */
+export function deadlineTimer(deadline: number, onPassed: () => void, opts: { now?: () => number; unref?: boolean } = {}): DeadlineTimer {
+  const now = opts.now ?? Date.now;
+  let timer: NodeJS.Timeout;
+  const arm = () => {
+    const left = Math.max(0, deadline - now());
+    const step = Math.min(left, MAX_TIMER_MS);
+    timer = setTimeout(step < left ? arm : onPassed, step);
+    if (opts.unref) timer.unref();
+  };
+  arm();
+  return { clear: () => clearTimeout(timer) };
+}
+
 export class TimeoutError extends Error {
   override readonly name = 'TimeoutError';
   constructor(what: string, readonly ms: number) {

@@ -22,6 +22,7 @@ import { callExecutor, describeFailure } from './executor-client.js';
 import { routerFor, type Lease, type Router } from './routing.js';
 import { guardStream } from './stream-guard.js';
 import { wireDataForwards } from './wiring.js';
+import { deadlineTimer, type DeadlineTimer } from '../../lib/wait.js';
 
 export interface DispatchGraphOptions {
   /** Epoch ms; the whole graph (stream included) is cancelled when it passes. */
@@ -65,15 +66,13 @@ export function dispatchGraph(graph: TaskGraph, options: DispatchGraphOptions, d
   });
 }
 
-const MAX_TIMER_MS = 2 ** 31 - 1;
-
 /** The state of one dispatch: its abort controller, deadline timer, leases and first failure. */
 class GraphRun {
   private readonly abort = new AbortController();
   private failure: Error | undefined;
   private readonly pending = new Set<number>();
   private sites: FailureSite[] = [];
-  private timer: NodeJS.Timeout;
+  private readonly timer: DeadlineTimer;
   private finished = false;
   private readonly onCallerAbort = () => this.fail(new DispatchCancelledError(describeFailure(this.options.signal?.reason ?? 'the caller went away')));
 
@@ -83,28 +82,21 @@ class GraphRun {
     private readonly deps: DispatchDeps,
     private readonly span: Span,
   ) {
-    this.timer = this.arm();
+    this.timer = deadlineTimer(
+      options.deadline,
+      () => this.fail(new DeadlineExceededError(options.deadline, [...this.pending].map((i) => this.sites[i]!))),
+      { unref: true },
+    );
     if (Date.now() >= options.deadline) this.fail(new DeadlineExceededError(options.deadline, []));
     if (options.signal?.aborted) this.onCallerAbort();
     else options.signal?.addEventListener('abort', this.onCallerAbort, { once: true });
-  }
-
-  /** The deadline timer (re-armed when the deadline is beyond setTimeout's ~24.8-day range). */
-  private arm(): NodeJS.Timeout {
-    const left = Math.max(0, this.options.deadline - Date.now());
-    const timer = setTimeout(() => {
-      if (Date.now() < this.options.deadline) this.timer = this.arm();
-      else this.fail(new DeadlineExceededError(this.options.deadline, [...this.pending].map((i) => this.sites[i]!)));
-    }, Math.min(left, MAX_TIMER_MS));
-    timer.unref();
-    return timer;
   }
 
   private secondary: { error: Error; timer: NodeJS.Timeout } | undefined;
 
   /**
    * The first failure wins and aborts every call still running — except a consumer that failed only because
-   * its producer did (the sidecar said SIDECAR_PRODUCER_FAILED): that is not the root cause, so the producer's
+   * its producer did (its error has details.producer_failed): that is not the root cause, so the producer's
    * own error gets a short grace to arrive and be reported instead.
    */
   private fail(e: Error): void {
@@ -123,7 +115,7 @@ class GraphRun {
   private finish(error?: unknown): void {
     if (this.finished) return;
     this.finished = true;
-    clearTimeout(this.timer);
+    this.timer.clear();
     this.options.signal?.removeEventListener('abort', this.onCallerAbort);
     if (error) {
       this.span.recordException(error as Error);

@@ -21,7 +21,7 @@ import {
 import { readWhole } from '../../lib/http.js';
 import { SpanKind, currentTraceparent, tracingOn, withSpan } from '../../lib/telemetry.js';
 import { requestTarget } from '../../lib/unix-url.js';
-import { MAX_TIMER_MS } from '../../lib/wait.js';
+import { deadlineTimer } from '../../lib/wait.js';
 
 export const TASKGRAPH_EVENT_TYPE = 'ai.cornserve.taskgraph.invoke';
 
@@ -119,12 +119,9 @@ export class CloudEventDispatcher implements GraphDispatcher {
       if (signal?.aborted) return reject(cancelled());
       const req = request({ ...this.#requestBase, headers });
       const onAbort = () => req.destroy(cancelled());
-      // A deadline past setTimeout's range (~24.8 days) arms no timer: Node would fire it after 1 ms.
-      const ms = Math.max(0, deadline - Date.now());
-      const timer = ms > MAX_TIMER_MS ? undefined
-        : setTimeout(() => req.destroy(new DispatchError('the task graph did not finish before the request deadline', 504, undefined, 'DEADLINE_EXCEEDED')), ms);
+      const timer = deadlineTimer(deadline, () => req.destroy(new DispatchError('the task graph did not finish before the request deadline', 504, undefined, 'DEADLINE_EXCEEDED')));
       const release = () => {
-        clearTimeout(timer);
+        timer.clear();
         signal?.removeEventListener('abort', onAbort);
       };
       signal?.addEventListener('abort', onAbort, { once: true });

@@ -27,7 +27,7 @@ import {
 import { readWhole, toErrorBody } from '../../lib/http.js';
 import type { Logger } from '../../lib/log.js';
 import { SpanKind, SpanStatusCode, context, currentTraceparent, propagation, trace, tracer, tracingOn } from '../../lib/telemetry.js';
-import { MAX_TIMER_MS } from '../../lib/wait.js';
+import { deadlineTimer } from '../../lib/wait.js';
 import { AppServeError, BadInvokeBodyError, DeadlineExceededError, ResponseSchemaError } from './errors.js';
 
 export interface FunctionServerOptions {
@@ -156,9 +156,7 @@ export function buildFunctionServer(options: FunctionServerOptions): Server {
     if (!parsed.success) throw new ValidationError('request_data', formatIssues(parsed.error.issues));
 
     const cancel = new Cancellation();
-    // A deadline past setTimeout's range (~24.8 days) arms no timer: Node would fire it after 1 ms.
-    const ms = Math.max(0, deadline - Date.now());
-    const timer = ms > MAX_TIMER_MS ? undefined : setTimeout(() => cancel.abort(new DOMException('deadline passed', 'TimeoutError')), ms);
+    const timer = deadlineTimer(deadline, () => cancel.abort(new DOMException('deadline passed', 'TimeoutError')));
     res.on('close', () => {
       if (!res.writableFinished) cancel.abort(new DOMException('the client disconnected', 'AbortError'));
     });
@@ -172,7 +170,7 @@ export function buildFunctionServer(options: FunctionServerOptions): Server {
     } catch (e) {
       throw normalizeError(e, cancel.signal);
     } finally {
-      clearTimeout(timer);
+      timer.clear();
     }
   }
 

@@ -28,7 +28,7 @@ import type { Cancellable } from '../cancel.js';
 import type { Allocation } from '../shm/memory.js';
 import type { ChunkKind } from '../wire/protocol.js';
 import type { DType } from '../tensor.js';
-import { MAX_TIMER_MS } from '../../lib/wait.js';
+import { deadlineTimer } from '../../lib/wait.js';
 
 export interface ChunkRecord {
   id: string;
@@ -274,12 +274,9 @@ export class Ledger {
         if (set!.size === 0 && e.waiters.get(chunk) === set) { e.waiters.delete(chunk); this.settle(id, e); }
       };
       const fail = (err: Error) => { w.cleanup(); drop(); reject(err); };
-      // Past setTimeout's range (~24.8 days) Node fires at once; such a wait ends with the client's own deadline (its cancel).
-      const ms = Math.max(0, deadline - this.clock());
-      const timer = ms > MAX_TIMER_MS ? undefined
-        : setTimeout(() => fail(new SidecarError('SIDECAR_TIMEOUT', `chunk ${chunk} of ${id} did not arrive before the deadline`)), ms);
+      const timer = deadlineTimer(deadline, () => fail(new SidecarError('SIDECAR_TIMEOUT', `chunk ${chunk} of ${id} did not arrive before the deadline`)), { now: this.clock });
       const onAbort = () => fail(new SidecarError('SIDECAR_ABORTED', `recv of chunk ${chunk} of ${id} was cancelled`));
-      const w: Waiter = { rank, resolve, reject, cleanup: () => { clearTimeout(timer); signal?.removeEventListener('abort', onAbort); } };
+      const w: Waiter = { rank, resolve, reject, cleanup: () => { timer.clear(); signal?.removeEventListener('abort', onAbort); } };
       set.add(w);
       if (signal?.aborted) onAbort();
       else signal?.addEventListener('abort', onAbort, { once: true });

@@ -8,7 +8,7 @@ import { SidecarError } from '../errors.js';
 import type { Cancellable } from '../cancel.js';
 import { Slab } from './slab.js';
 import { createSegment, type Segment } from './segment.js';
-import { MAX_TIMER_MS } from '../../lib/wait.js';
+import { deadlineTimer } from '../../lib/wait.js';
 
 export interface SlabSpec {
   slotBytes: number; // multiple of 64 (keeps every typed-array view aligned)
@@ -106,16 +106,13 @@ export class SharedMemory {
     this.onWait(size);
     return new Promise<Allocation>((resolve, reject) => {
       const fail = (e: Error) => { w.cleanup(); this.remove(w); reject(e); };
-      // Past setTimeout's range Node would fire at once; such a wait ends by its signal (the client's own deadline).
-      const ms = Math.max(0, opts.deadline - Date.now());
-      const timer = ms > MAX_TIMER_MS ? undefined : setTimeout(() => fail(new SidecarError('SIDECAR_TIMEOUT',
-        `no shared memory for ${size} bytes before the deadline (${this.bytesInUse} of ${this.capacity} bytes in use, ${this.waiters.length} waiting)`)),
-        ms);
+      const timer = deadlineTimer(opts.deadline, () => fail(new SidecarError('SIDECAR_TIMEOUT',
+        `no shared memory for ${size} bytes before the deadline (${this.bytesInUse} of ${this.capacity} bytes in use, ${this.waiters.length} waiting)`)));
       const onAbort = () => fail(new SidecarError('SIDECAR_ABORTED', `allocation of ${size} bytes aborted`));
       opts.signal?.addEventListener('abort', onAbort, { once: true });
       const w: Waiter = {
         size, hint: opts.hint, resolve, reject,
-        cleanup: () => { clearTimeout(timer); opts.signal?.removeEventListener('abort', onAbort); },
+        cleanup: () => { timer.clear(); opts.signal?.removeEventListener('abort', onAbort); },
       };
       if (opts.signal?.aborted) return onAbort();
       this.waiters.push(w);
