@@ -2,8 +2,10 @@
  * Stream<T>: an async iterable over NDJSON lines, each parsed and validated by a zod schema.
  *
  * A Stream is consumed once. `transform(fn)` moves the underlying lines into a new Stream (the old one
- * can no longer be iterated) and may be done once. In record mode a streaming task returns a placeholder
- * Stream with no source; the real one arrives on replay.
+ * can no longer be iterated or transformed again). Transforms chain: the returned stream may itself be
+ * transformed, and each function applies in order. (The reference rejects any second transform; chaining lets
+ * a task return a transformed stream that an app transforms further, without unwrapping it. README, departures.)
+ * In record mode a streaming task returns a placeholder Stream with no source; the real one arrives on replay.
  */
 import { z } from 'zod';
 import { StreamError, ValidationError, formatIssues } from './errors.js';
@@ -81,7 +83,7 @@ export class Stream<T> implements AsyncIterable<T> {
    * `schema`, when given, validates the transformed chunks.
    */
   transform<R>(fn: (chunk: T) => R, schema?: z.ZodType<R>): Stream<R> {
-    if (this.#state === 'moved') throw new StreamError('a stream can be transformed only once');
+    if (this.#state === 'moved') throw new StreamError('a stream can be transformed only once: transform the stream that transform() returned (transforms chain)');
     if (this.#state !== 'fresh') throw new StreamError('cannot transform a stream that is being or has been iterated');
     const source = this.#lines;
     this.#state = 'moved';

@@ -83,7 +83,7 @@ test('a stream being iterated cannot be transformed', async (t) => {
   t.throws(() => s.transform((c) => c.n), { instanceOf: StreamError, message: /being or has been iterated/ });
 });
 
-test('a transformed stream can be transformed again, and both functions apply in order', async (t) => {
+test('transforms chain (a departure from the reference, which rejects a second transform): both functions apply in order', async (t) => {
   const twice = numbers(1, 2)
     .transform((c) => c.n + 1)
     .transform((n) => `#${n}`);
