@@ -56,13 +56,13 @@ export async function waitUntil<T>(
 /** Races a promise against a deadline (epoch ms); rejects with TimeoutError when it passes. */
 export async function withDeadline<T>(what: string, p: Promise<T>, deadline: number): Promise<T> {
   const ms = Math.max(0, deadline - Date.now());
-  let timer: NodeJS.Timeout | undefined;
+  let timer: DeadlineTimer | undefined;
   try {
     return await Promise.race([
       p,
-      new Promise<never>((_, reject) => { timer = setTimeout(() => reject(new TimeoutError(what, ms)), ms); }),
+      new Promise<never>((_, reject) => { timer = deadlineTimer(deadline, () => reject(new TimeoutError(what, ms))); }),
     ]);
   } finally {
-    clearTimeout(timer);
+    timer?.clear();
   }
 }

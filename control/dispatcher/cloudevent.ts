@@ -10,7 +10,7 @@
  */
 import type { IncomingHttpHeaders } from 'node:http';
 import { HTTP, type CloudEventV1 } from 'cloudevents';
-import { DEFAULT_DEADLINE_MS } from '../../functions/sdk/index.js';
+import { parseDeadline } from '../../lib/deadline.js';
 import { DeadlineInvalidError, EventInvalidError } from './errors.js';
 
 export const TASKGRAPH_EVENT_TYPE = 'ai.cornserve.taskgraph.invoke';
@@ -26,12 +26,9 @@ export interface GraphRequest {
   app: string;
 }
 
-/** A deadline given as epoch ms (number or numeric string); absent = now + 5 minutes. */
-export function parseDeadline(value: unknown, where: string, now = Date.now()): number {
-  if (value === undefined || value === null || value === '') return now + DEFAULT_DEADLINE_MS;
-  const n = typeof value === 'number' ? value : typeof value === 'string' && /^\d+$/.test(value.trim()) ? Number(value) : NaN;
-  if (!Number.isSafeInteger(n) || n <= 0) throw new DeadlineInvalidError(where, value);
-  return n;
+/** A graph's deadline by lib/deadline's rule (epoch ms; absent = now + 5 minutes); a bad one is DEADLINE_INVALID. */
+export function graphDeadline(value: unknown, where: string): number {
+  return parseDeadline(value, { where, invalid: (message) => new DeadlineInvalidError(message) });
 }
 
 function eventData(ev: CloudEventV1<unknown>): unknown {
@@ -69,7 +66,7 @@ function parseBinaryFast(headers: IncomingHttpHeaders, body: unknown): GraphRequ
   }
   const tp = headers['ce-traceparent'] ?? headers.traceparent;
   const traceparent = typeof tp === 'string' ? tp : undefined;
-  return { graph, deadline: parseDeadline(headers['ce-deadline'], 'the CloudEvent extension `deadline`'), ...(traceparent ? { traceparent } : {}), app };
+  return { graph, deadline: graphDeadline(headers['ce-deadline'], 'the CloudEvent extension `deadline`'), ...(traceparent ? { traceparent } : {}), app };
 }
 
 /** Reads a task-graph CloudEvent from an HTTP request (body as text). Throws 400s for anything else. */
@@ -87,7 +84,7 @@ export function parseInvokeEvent(headers: IncomingHttpHeaders, body: unknown): G
   const traceparent = typeof ev.traceparent === 'string' ? ev.traceparent : typeof headers.traceparent === 'string' ? headers.traceparent : undefined;
   return {
     graph: eventData(ev),
-    deadline: parseDeadline(ev.deadline, 'the CloudEvent extension `deadline`'),
+    deadline: graphDeadline(ev.deadline, 'the CloudEvent extension `deadline`'),
     ...(traceparent ? { traceparent } : {}),
     app: APP_SOURCE.exec(ev.source)?.[1] ?? ev.source,
   };

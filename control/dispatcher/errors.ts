@@ -47,8 +47,8 @@ export class EventInvalidError extends DispatcherError {
 }
 
 export class DeadlineInvalidError extends DispatcherError {
-  constructor(where: string, value: unknown) {
-    super('DEADLINE_INVALID', `${where} must be a deadline in epoch milliseconds, got ${JSON.stringify(String(value)).slice(0, 60)}`, 400);
+  constructor(message: string) {
+    super('DEADLINE_INVALID', message, 400);
   }
 }
 

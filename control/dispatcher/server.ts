@@ -19,7 +19,7 @@ import { logger } from '../../lib/log.js';
 import { listenUnix } from '../../lib/unix-url.js';
 import { closeServer, listen, type ListeningServer } from '../../lib/listen.js';
 import type { Store } from '../store/types.js';
-import { parseDeadline, parseInvokeEvent, type GraphRequest } from './cloudevent.js';
+import { graphDeadline, parseInvokeEvent, type GraphRequest } from './cloudevent.js';
 import { dispatchGraph, type DispatchDeps } from './dispatch.js';
 import { DispatcherMetrics } from './metrics.js';
 import { writeDispatchResult } from './reply.js';
@@ -98,7 +98,7 @@ export function buildDispatcher(options: DispatcherOptions): express.Express {
   app.post('/graph', express.json({ limit }), route((req, res) =>
     serve(req, res, 'graph', () => ({
       graph: req.body,
-      deadline: parseDeadline(req.get(DEADLINE_HEADER), `the ${DEADLINE_HEADER} header`),
+      deadline: graphDeadline(req.get(DEADLINE_HEADER), `the ${DEADLINE_HEADER} header`),
       app: req.get(APP_HEADER) ?? 'direct',
       ...(req.get('traceparent') ? { traceparent: req.get('traceparent')! } : {}),
     })),

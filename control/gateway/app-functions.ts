@@ -13,7 +13,7 @@ import type { LaunchSpec } from '../descriptors/types.js';
 import type { AppFunctionPlatform, PlatformEvent } from '../platform/types.js';
 import type { Logger } from '../../lib/log.js';
 import { probe } from '../../lib/unix-url.js';
-import { sleep } from '../../lib/wait.js';
+import { deadlineTimer, sleep, type DeadlineTimer } from '../../lib/wait.js';
 import { AppFunctionUnavailableError } from './errors.js';
 import { RUNTIME_ENTRY } from './paths.js';
 import { HIDDEN_FROM_APPS } from './source-check.js';
@@ -120,9 +120,9 @@ export class AppFunctions {
       if (entry.state === 'ready' && entry.target) return entry.target;
       const left = deadline - Date.now();
       if (left <= 0) throw new AppFunctionUnavailableError(entry.name, `it is ${entry.state}`);
-      let timer: NodeJS.Timeout | undefined;
-      await Promise.race([entry.changed, new Promise<void>((r) => (timer = setTimeout(r, left)))]);
-      clearTimeout(timer);
+      let timer: DeadlineTimer | undefined;
+      await Promise.race([entry.changed, new Promise<void>((r) => (timer = deadlineTimer(deadline, r)))]);
+      timer?.clear();
     }
   }
 

@@ -1,20 +1,14 @@
-/** The deadline of a gateway request: header `x-cornserve-deadline` (epoch ms), or `?timeout_ms=`, or 5 minutes. */
+/** The deadline of a gateway request: header `x-cornserve-deadline` (epoch ms), or `?timeout_ms=`, or 5 minutes (lib/deadline's rule). */
 import type { Request } from 'express';
-import { DEADLINE_HEADER, DEFAULT_DEADLINE_MS } from '../../functions/sdk/index.js';
+import { DEADLINE_HEADER, deadlineAfter, parseDeadline } from '../../lib/deadline.js';
 import { BadRequestError } from './errors.js';
+
+const invalid = (message: string) => new BadRequestError(message);
 
 export function requestDeadline(req: Request, now = Date.now()): number {
   const header = req.headers[DEADLINE_HEADER];
-  if (typeof header === 'string') {
-    const d = Number(header);
-    if (!Number.isFinite(d) || d <= 0) throw new BadRequestError(`${DEADLINE_HEADER} must be a deadline in epoch milliseconds, got ${JSON.stringify(header)}`);
-    return d;
-  }
+  if (header !== undefined) return parseDeadline(header, { where: `the ${DEADLINE_HEADER} header`, invalid, now });
   const timeout = req.query.timeout_ms;
-  if (timeout !== undefined) {
-    const ms = Number(timeout);
-    if (typeof timeout !== 'string' || !Number.isFinite(ms) || ms <= 0) throw new BadRequestError(`timeout_ms must be a positive number of milliseconds, got ${JSON.stringify(timeout)}`);
-    return now + ms;
-  }
-  return now + DEFAULT_DEADLINE_MS;
+  if (timeout !== undefined) return deadlineAfter(timeout, { where: 'timeout_ms', invalid, now });
+  return parseDeadline(undefined, { where: '', invalid, now });
 }

@@ -13,6 +13,7 @@ import type { Response } from 'express';
 import { DEADLINE_HEADER } from '../../functions/sdk/index.js';
 import { toErrorBody } from '../../lib/http.js';
 import { traceHeaders } from '../../lib/telemetry.js';
+import { deadlineTimer } from '../../lib/wait.js';
 import { httpRequest } from '../../lib/unix-url.js';
 import { GatewayDeadlineError } from './errors.js';
 
@@ -68,16 +69,16 @@ function postUpstream(opts: UpstreamOptions): ClientRequest {
 export function openUpstream(opts: UpstreamOptions & { signal: AbortSignal }): Promise<IncomingMessage> {
   return new Promise((resolve, reject) => {
     const req = postUpstream(opts);
-    const timer = setTimeout(() => req.destroy(new GatewayDeadlineError(opts.what)), Math.max(0, opts.deadline - Date.now()) + DEADLINE_GRACE_MS);
+    const timer = deadlineTimer(opts.deadline + DEADLINE_GRACE_MS, () => req.destroy(new GatewayDeadlineError(opts.what)));
     const cancel = () => req.destroy(new Error('the client disconnected'));
     opts.signal.addEventListener('abort', cancel, { once: true });
     req.on('error', (e) => {
-      clearTimeout(timer);
+      timer.clear();
       reject(e);
     });
     req.on('response', (res) => {
       res.on('close', () => {
-        clearTimeout(timer);
+        timer.clear();
         opts.signal.removeEventListener('abort', cancel);
       });
       // The deadline and a disconnect keep applying while the body streams.
@@ -96,7 +97,7 @@ export function forward(res: Response, opts: ForwardOptions): Promise<number> {
     const finish = () => {
       if (settled) return;
       settled = true;
-      clearTimeout(timer);
+      timer.clear();
       resolve(res.statusCode);
     };
     const fail = (err: unknown) => {
@@ -113,11 +114,11 @@ export function forward(res: Response, opts: ForwardOptions): Promise<number> {
     };
 
     const req = postUpstream(opts);
-    const timer = setTimeout(() => {
+    const timer = deadlineTimer(opts.deadline + DEADLINE_GRACE_MS, () => {
       req.destroy();
       upstreamRes?.destroy();
       fail(new GatewayDeadlineError(opts.what));
-    }, Math.max(0, opts.deadline - Date.now()) + DEADLINE_GRACE_MS);
+    });
 
     res.on('close', () => {
       if (!res.writableFinished) req.destroy();

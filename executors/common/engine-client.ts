@@ -6,6 +6,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import type { Logger } from '../../lib/log.js';
+import { deadlineTimer } from '../../lib/wait.js';
 import { ExecutorError, ExecutorErrorCode, executorError, fromWire } from './errors.js';
 import {
   EngineOutbound, type EngineInbound, type Handlers, type Item, type ItemResult, derefTensors, dispatch, itemsToWire, resultsFromWire,
@@ -95,12 +96,12 @@ export class EngineClient {
     };
     return new Promise<EngineResponse>((resolve, reject) => {
       const ms = Math.max(0, o.deadline - Date.now());
-      const timer = setTimeout(() => this.abandon(requestId, executorError(ExecutorErrorCode.DEADLINE_EXCEEDED, `the engine did not answer within ${ms} ms`)), ms);
+      const timer = deadlineTimer(o.deadline, () => this.abandon(requestId, executorError(ExecutorErrorCode.DEADLINE_EXCEEDED, `the engine did not answer within ${ms} ms`)));
       const onAbort = () => this.abandon(requestId, executorError(ExecutorErrorCode.CANCELLED, 'the request was cancelled'));
       o.signal?.addEventListener('abort', onAbort, { once: true });
       this.pending.set(requestId, {
         resolve, reject, ...(o.onStream ? { onStream: o.onStream } : {}),
-        cleanup: () => { clearTimeout(timer); o.signal?.removeEventListener('abort', onAbort); },
+        cleanup: () => { timer.clear(); o.signal?.removeEventListener('abort', onAbort); },
       });
       this.link.send(header, blobs).catch((e: Error) => this.abandon(requestId, executorError(ExecutorErrorCode.ENGINE_DEAD, `cannot reach the engine: ${e.message}`)));
     });

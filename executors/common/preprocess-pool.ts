@@ -11,6 +11,7 @@
 import { type TransferListItem, type Worker, isMainThread, parentPort, workerData } from 'node:worker_threads';
 import { startThread } from './thread.js';
 import type { Logger } from '../../lib/log.js';
+import { deadlineTimer, type DeadlineTimer } from '../../lib/wait.js';
 import { ExecutorErrorCode, executorError, fromWire, toWire, type WireError } from './errors.js';
 
 type ToWorker = { id: number; input: unknown };
@@ -119,17 +120,17 @@ export class PreprocessPool<In, Out> {
       return Promise.reject(executorError(ExecutorErrorCode.OVERLOADED, `${this.queue.length} items are waiting for preprocessing`));
     }
     return new Promise<Out>((resolve, reject) => {
-      let timer: NodeJS.Timeout | undefined;
+      let timer: DeadlineTimer | undefined;
       const task: Task = {
         id: this.nextId++, input, transfer: o.transfer ?? [], resolve: resolve as (v: unknown) => void, reject, settled: false,
-        cleanup: () => { clearTimeout(timer); o.signal?.removeEventListener('abort', onAbort); },
+        cleanup: () => { timer?.clear(); o.signal?.removeEventListener('abort', onAbort); },
       };
       const onAbort = () => this.settle(task, { error: executorError(ExecutorErrorCode.CANCELLED, 'preprocessing was cancelled') });
       if (o.signal?.aborted) return onAbort();
       o.signal?.addEventListener('abort', onAbort, { once: true });
       if (o.deadline !== undefined) {
         const ms = Math.max(0, o.deadline - Date.now());
-        timer = setTimeout(() => this.settle(task, { error: executorError(ExecutorErrorCode.DEADLINE_EXCEEDED, `preprocessing did not finish within ${ms} ms`) }), ms);
+        timer = deadlineTimer(o.deadline, () => this.settle(task, { error: executorError(ExecutorErrorCode.DEADLINE_EXCEEDED, `preprocessing did not finish within ${ms} ms`) }));
       }
       this.queue.push(task);
       this.pump();

@@ -7,6 +7,7 @@
 import express from 'express';
 import { logger, type Logger } from '../../lib/log.js';
 import { traceHeaders, traceRequests } from '../../lib/telemetry.js';
+import { deadlineTimer } from '../../lib/wait.js';
 import { deadlineOf } from '../common/deadline.js';
 import { llmErrors, toOpenAIError } from './errors.js';
 
@@ -60,7 +61,7 @@ export function buildExternalServer(opts: ExternalServerOptions): express.Expres
       res.status(status).json(body);
       return;
     }
-    const timer = setTimeout(() => ac.abort(new Error('deadline exceeded')), Math.max(0, deadline - Date.now()));
+    const timer = deadlineTimer(deadline, () => ac.abort(new Error('deadline exceeded')));
     inFlight++;
     try {
       let up: Response;
@@ -88,7 +89,7 @@ export function buildExternalServer(opts: ExternalServerOptions): express.Expres
       }
       res.end();
     } finally {
-      clearTimeout(timer);
+      timer.clear();
       inFlight--;
       served++;
     }

@@ -15,7 +15,6 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import {
   DEADLINE_HEADER,
-  DEFAULT_DEADLINE_MS,
   ValidationError,
   formatIssues,
   isCornserveError,
@@ -28,6 +27,7 @@ import { readWhole, toErrorBody } from '../../lib/http.js';
 import type { Logger } from '../../lib/log.js';
 import { SpanKind, SpanStatusCode, context, currentTraceparent, propagation, trace, tracer, tracingOn } from '../../lib/telemetry.js';
 import { deadlineTimer } from '../../lib/wait.js';
+import { parseDeadline } from '../../lib/deadline.js';
 import { AppServeError, BadInvokeBodyError, DeadlineExceededError, ResponseSchemaError } from './errors.js';
 
 export interface FunctionServerOptions {
@@ -148,9 +148,7 @@ export function buildFunctionServer(options: FunctionServerOptions): Server {
   }
 
   async function invoke(req: IncomingMessage, res: ServerResponse): Promise<void> {
-    const header = req.headers[DEADLINE_HEADER];
-    const deadline = header === undefined ? Date.now() + DEFAULT_DEADLINE_MS : Number(header);
-    if (!Number.isFinite(deadline)) throw new BadInvokeBodyError(`${DEADLINE_HEADER} must be epoch milliseconds, got ${String(header)}`);
+    const deadline = parseDeadline(req.headers[DEADLINE_HEADER], { where: `the ${DEADLINE_HEADER} header`, invalid: (m) => new BadInvokeBodyError(m) });
     const requestData = parseInvokeBody(await readBody(req, bodyLimit));
     const parsed = app.request.safeParse(requestData);
     if (!parsed.success) throw new ValidationError('request_data', formatIssues(parsed.error.issues));

@@ -1,5 +1,5 @@
 import test from 'ava';
-import { deadlineTimer } from '../../../lib/wait.js';
+import { deadlineTimer, sleep, withDeadline } from '../../../lib/wait.js';
 
 test('a deadline timer fires once its deadline has passed', async (t) => {
   const deadline = Date.now() + 30;
@@ -20,4 +20,8 @@ test('a cleared deadline timer never fires', async (t) => {
   deadlineTimer(Date.now() + 10, () => { fired = true; }).clear();
   await new Promise((r) => setTimeout(r, 50));
   t.false(fired);
+});
+
+test('withDeadline with a deadline beyond setTimeout range (30 days) waits for the promise', async (t) => {
+  t.is(await withDeadline('a slow step', sleep(50).then(() => 'done'), Date.now() + 30 * 24 * 3600_000), 'done');
 });

@@ -55,6 +55,12 @@ test('a request past its deadline fails with EXECUTOR_DEADLINE_EXCEEDED and the 
   t.true((await engine.client.enqueue([item('next')], { deadline: soon() })).ok);
 });
 
+test('a request whose deadline is beyond setTimeout range (30 days) is not failed early', async (t) => {
+  const { engine } = await startEngine(t);
+  const r = await engine.client.enqueue([item('far', { delayMs: 100 })], { deadline: Date.now() + 30 * 24 * 3600_000 });
+  t.true(r.ok);
+});
+
 test('an aborted signal fails the request with EXECUTOR_CANCELLED', async (t) => {
   const { engine } = await startEngine(t);
   const ac = new AbortController();

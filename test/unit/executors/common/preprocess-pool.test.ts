@@ -29,6 +29,10 @@ test('a thread that crashes fails only its own task and is replaced', async (t) 
   t.is(text(await pool.run('after')), 'AFTER!');
 });
 
+test('a task whose deadline is beyond setTimeout range (30 days) is not failed early', async (t) => {
+  t.is(text(await pool.run('pause', { deadline: Date.now() + 30 * 24 * 3600_000 })), 'PAUSE!');
+});
+
 test('a task past its deadline fails with EXECUTOR_DEADLINE_EXCEEDED', async (t) => {
   const err = await t.throwsAsync(pool.run('slow', { deadline: Date.now() + 50 }));
   t.is((err as { code?: string }).code, 'EXECUTOR_DEADLINE_EXCEEDED');
