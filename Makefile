@@ -12,11 +12,12 @@ node_modules/.installed: package-lock.json
 	npm ci --no-audit --no-fund
 	touch $@
 
-# The sidecar's shared-memory addon (mmap of /dev/shm segments as ArrayBuffers), built against Node's headers.
-NODEDIR ?= $(if $(wildcard /usr/include/node/node_api.h),/usr,)
+# The sidecar's shared-memory addon (mmap of /dev/shm segments as ArrayBuffers). `npm ci` builds it (the
+# package's "install" script, sidecar/native/build.mjs, which also finds Node's headers); this rule only
+# rebuilds it when its sources change or an install skipped scripts.
 ADDON := sidecar/native/build/Release/cornserve_shm.node
-$(ADDON): sidecar/native/shm.c sidecar/native/binding.gyp node_modules/.installed
-	npx node-gyp rebuild $(if $(NODEDIR),--nodedir=$(NODEDIR)) --directory sidecar/native
+$(ADDON): sidecar/native/shm.c sidecar/native/binding.gyp sidecar/native/build.mjs | node_modules/.installed
+	npm run --silent build:addon
 
 deps: node_modules/.installed $(ADDON)
 

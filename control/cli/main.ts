@@ -3,6 +3,7 @@
  * talks to a running gateway (CORNSERVE_GATEWAY_URL, default http://127.0.0.1:8000) and sends
  * CORNSERVE_ADMIN_TOKEN on the admin routes.
  */
+import './node-version.js'; // first: refuse a too-old Node before anything else loads
 import { Command, Option } from 'commander';
 import { GatewayClient } from './client.js';
 import { invokeCommand, listCommand, registerCommand, scaleCommand, tasksCommand, unregisterCommand, type Io } from './commands.js';

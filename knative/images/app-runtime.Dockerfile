@@ -11,7 +11,8 @@ FROM ${NODE_IMAGE} AS deps
 WORKDIR /app
 ENV ONNXRUNTIME_NODE_INSTALL=skip
 COPY package.json package-lock.json ./
-RUN npm ci --omit=dev --no-audit --no-fund \
+# --ignore-scripts: app functions need no sidecar addon (the package's install script) and no ORT binaries.
+RUN npm ci --omit=dev --ignore-scripts --no-audit --no-fund \
  # App functions never load models or the Kubernetes client: keep the image small.
  && rm -rf node_modules/onnxruntime-node node_modules/onnxruntime-common node_modules/@kubernetes \
            node_modules/sharp node_modules/@img node_modules/zeromq

@@ -8,18 +8,14 @@
 ARG NODE_IMAGE=node:20-bookworm-slim
 
 FROM ${NODE_IMAGE} AS deps
+# npm ci also builds the sidecar's shared-memory addon (the package's install script, node-gyp): it needs a compiler.
+RUN apt-get update && apt-get install -y --no-install-recommends python3 make g++ && rm -rf /var/lib/apt/lists/*
 WORKDIR /app
 # onnxruntime-node's postinstall would fetch CUDA binaries; the control plane runs no model.
 ENV ONNXRUNTIME_NODE_INSTALL=skip
 COPY package.json package-lock.json ./
-RUN npm ci --omit=dev --no-audit --no-fund
-
-FROM ${NODE_IMAGE} AS native
-# The sidecar's shared-memory addon (sidecar/native, node-gyp).
-RUN apt-get update && apt-get install -y --no-install-recommends python3 make g++ && rm -rf /var/lib/apt/lists/*
-WORKDIR /app
 COPY sidecar/native sidecar/native
-RUN cd sidecar/native && npx --yes node-gyp rebuild
+RUN npm ci --omit=dev --no-audit --no-fund
 
 FROM ${NODE_IMAGE}
 WORKDIR /app
@@ -30,7 +26,7 @@ COPY lib lib
 COPY functions functions
 COPY control control
 COPY sidecar sidecar
-COPY --from=native /app/sidecar/native/build sidecar/native/build
+COPY --from=deps /app/sidecar/native/build sidecar/native/build
 # Executor descriptors are imported by the control plane (launch specs); the executors themselves are separate images.
 COPY executors executors
 USER node

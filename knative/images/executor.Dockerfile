@@ -19,19 +19,16 @@ RUN if ! command -v node >/dev/null; then \
  && (id node >/dev/null 2>&1 || useradd --uid 1000 --create-home node)
 
 FROM base AS deps
+# npm ci also builds the sidecar's shared-memory addon (the package's install script, node-gyp): it needs a compiler.
+RUN apt-get update && apt-get install -y --no-install-recommends python3 make g++ && rm -rf /var/lib/apt/lists/*
 WORKDIR /app
 # skip: CPU execution provider only (bundled); v12: onnxruntime-node fetches its CUDA 12 provider.
 ARG ORT_CUDA=skip
 ENV ONNXRUNTIME_NODE_INSTALL=${ORT_CUDA}
 COPY package.json package-lock.json ./
+COPY sidecar/native sidecar/native
 RUN if [ "$ORT_CUDA" = skip ]; then npm ci --omit=dev --no-audit --no-fund; \
     else ONNXRUNTIME_NODE_INSTALL_CUDA=$ORT_CUDA npm ci --omit=dev --no-audit --no-fund; fi
-
-FROM base AS native
-RUN apt-get update && apt-get install -y --no-install-recommends python3 make g++ && rm -rf /var/lib/apt/lists/*
-WORKDIR /app
-COPY sidecar/native sidecar/native
-RUN cd sidecar/native && npx --yes node-gyp rebuild
 
 FROM deps AS models
 # The project's own small models (deterministic weights), baked into the image; mount real exported models
@@ -54,7 +51,7 @@ COPY functions functions
 COPY control control
 COPY sidecar sidecar
 COPY executors executors
-COPY --from=native /app/sidecar/native/build sidecar/native/build
+COPY --from=deps /app/sidecar/native/build sidecar/native/build
 COPY --from=models /models /models
 USER node
 EXPOSE 8000

@@ -6,8 +6,8 @@ import { createRequire } from 'node:module';
 import { fileURLToPath } from 'node:url';
 import { SidecarError } from '../errors.js';
 
-export const ADDON_BUILD_COMMAND =
-  'node /usr/lib/node_modules/npm/node_modules/node-gyp/bin/node-gyp.js rebuild --nodedir=/usr --directory sidecar/native';
+/** `npm ci` builds the addon (the package's install script); this rebuilds it alone, from the repository root. */
+export const ADDON_BUILD_COMMAND = 'npm run build:addon';
 
 interface ShmAddon {
   map(path: string, size: number, populate: boolean): ArrayBuffer;
