@@ -1,10 +1,12 @@
 /**
  * The task manager of one unit task: starts its executors through the platform (one per group of
  * `devicesPerExecutor` devices), waits until each is healthy, keeps its routes in the Store
- * (starting -> ready; failed while restarting; draining on removal), restarts an executor that dies
- * (same devices, same id, same port when possible, exponential backoff bounded by `restartBackoff.maxMs`),
- * and drains on removal: stop routing, let in-flight requests (the route's `outstanding`) finish within a
- * grace period, then stop the process and delete the route.
+ * (starting -> ready; failed while restarting; draining on removal), probes every ready executor's health
+ * (GET healthPath every `healthCheck.intervalMs`), restarts an executor that dies or is judged unhealthy
+ * (same devices, same id, same port when possible, exponential backoff bounded by `restartBackoff.maxMs`;
+ * the rules are in health-policy.ts), and drains on removal: stop routing, let in-flight requests (the
+ * route's `outstanding`) finish within a grace period, then stop the process and delete the route.
+ * An unhealthy executor's route turns `failed` at once, so dispatchers stop routing to it before it is stopped.
  *
  * Concurrency: the resource manager serialises add/remove/stop calls per task; restarts run on their own and
  * step aside (abort) when their executor is removed.
@@ -16,7 +18,8 @@ import type { DeviceRef, ExecutorRoute, ExecutorState, Store } from '../store/ty
 import { logger, type Logger } from '../../lib/log.js';
 import { sleep, TimeoutError } from '../../lib/wait.js';
 import { ExecutorRemovedError, ExecutorStartError, ExecutorStartTimeoutError } from './errors.js';
-import { waitHealthy } from './health.js';
+import { probeExecutor, waitHealthy } from './health.js';
+import { ExecutorHealth } from './health-policy.js';
 
 export interface TaskManagerOptions {
   taskId: string;
@@ -41,6 +44,14 @@ export interface TaskManagerOptions {
   restartBackoff?: { initialMs?: number; maxMs?: number };
   /** An executor healthy this long has its backoff reset. @default 30000 */
   stableAfterMs?: number;
+  /**
+   * Health checks of ready executors: a probe every `intervalMs` (0 turns them off), each bounded by `timeoutMs`;
+   * `unansweredLimit` probes in a row without an answer make an executor unhealthy (a non-200 answer does at once).
+   * @default {intervalMs: 1000, timeoutMs: 2000, unansweredLimit: 3}
+   */
+  healthCheck?: { intervalMs?: number; timeoutMs?: number; unansweredLimit?: number };
+  /** The clock of the health and backoff decisions. @default Date.now */
+  now?: () => number;
   log?: Logger;
 }
 
@@ -63,10 +74,12 @@ interface Slot {
   phase: Phase;
   url?: string;
   port?: number;
-  readyAt?: number;
-  restarts: number;
+  /** Health verdicts and the restart backoff of this executor. */
+  health: ExecutorHealth;
   totalRestarts: number;
   restartTimer?: NodeJS.Timeout;
+  /** The next health probe. */
+  probeTimer?: NodeJS.Timeout;
   /** The start or restart in progress. */
   pending?: Promise<void>;
   /** Called with the exit event of the current process. */
@@ -185,7 +198,7 @@ export class TaskManager {
       phase: 'starting',
       url: route.url,
       port: Number(new URL(route.url).port) || undefined,
-      restarts: 0,
+      health: this.newHealth(),
       totalRestarts: 0,
       removed: new AbortController(),
     };
@@ -207,9 +220,7 @@ export class TaskManager {
     slot.onExit = undefined;
     if (slot.phase !== 'starting') return false; // removed meanwhile
     if (healthy) {
-      slot.phase = 'running';
-      slot.readyAt = Date.now();
-      await this.opts.store.setExecutorState(slot.executorId, 'ready');
+      await this.serve(slot);
       this.log.info({ executor: slot.executorId }, 'executor adopted');
       return true;
     }
@@ -218,6 +229,7 @@ export class TaskManager {
     if (slot.phase !== 'starting') return false;
     slot.phase = 'restarting';
     slot.totalRestarts++;
+    slot.health.failed();
     this.setState(slot, 'failed');
     await this.restart(slot);
     return false;
@@ -226,7 +238,7 @@ export class TaskManager {
   private newSlot(devices: DeviceRef[]): Slot {
     const executorId = `${this.opts.executorName}-${devices.map((d) => d.globalRank).join('-')}`;
     if (this.slots.has(executorId)) throw new Error(`executor ${executorId} already exists`);
-    const slot: Slot = { executorId, devices, startedAt: Date.now(), phase: 'starting', restarts: 0, totalRestarts: 0, removed: new AbortController() };
+    const slot: Slot = { executorId, devices, startedAt: Date.now(), phase: 'starting', health: this.newHealth(), totalRestarts: 0, removed: new AbortController() };
     this.slots.set(executorId, slot);
     return slot;
   }
@@ -234,9 +246,29 @@ export class TaskManager {
   private async start(slot: Slot): Promise<void> {
     await this.launch(slot);
     if (slot.phase !== 'starting') throw new ExecutorRemovedError(slot.executorId);
+    await this.serve(slot);
+  }
+
+  /** The executor is healthy: route ready, health checks on. */
+  private async serve(slot: Slot): Promise<void> {
     slot.phase = 'running';
-    slot.readyAt = Date.now();
+    slot.health.ready();
     await this.opts.store.setExecutorState(slot.executorId, 'ready');
+    this.watch(slot);
+  }
+
+  private newHealth(): ExecutorHealth {
+    const { initialMs, maxMs } = this.opts.restartBackoff ?? {};
+    const unansweredLimit = this.opts.healthCheck?.unansweredLimit;
+    return new ExecutorHealth(
+      {
+        ...(initialMs !== undefined ? { initialMs } : {}),
+        ...(maxMs !== undefined ? { maxMs } : {}),
+        ...(this.opts.stableAfterMs !== undefined ? { stableAfterMs: this.opts.stableAfterMs } : {}),
+        ...(unansweredLimit !== undefined ? { unansweredLimit } : {}),
+      },
+      this.opts.now,
+    );
   }
 
   /**
@@ -318,20 +350,51 @@ export class TaskManager {
     slot.onExit = undefined;
     notify?.(e);
     if (e.expected || slot.phase !== 'running') return; // starting: launch() reports it; restarting/draining: handled there
-    this.log.warn({ executor: slot.executorId, code: e.code, signal: e.signal, tail: e.logTail?.slice(-5) }, 'executor died; restarting');
-    this.scheduleRestart(slot);
+    const how = e.signal ? `was killed by ${e.signal}` : `exited with code ${e.code}`;
+    this.log.warn({ executor: slot.executorId, code: e.code, signal: e.signal, tail: e.logTail?.slice(-5) }, `executor ${how}`);
+    this.scheduleRestart(slot, `the process ${how}`);
   }
 
-  private scheduleRestart(slot: Slot): void {
+  /** Probes a running executor's health every interval until it stops running; an unhealthy one is replaced. */
+  private watch(slot: Slot): void {
+    const intervalMs = this.opts.healthCheck?.intervalMs ?? 1_000;
+    if (intervalMs <= 0 || this.closed) return;
+    clearTimeout(slot.probeTimer);
+    const url = slot.url!;
+    const probe = async () => {
+      slot.probeTimer = undefined;
+      if (slot.phase !== 'running') return;
+      const result = await probeExecutor(url, this.opts.launch.healthPath ?? '/health', this.opts.healthCheck?.timeoutMs ?? 2_000);
+      if (slot.phase !== 'running' || slot.url !== url) return; // died, removed or restarted meanwhile: not this probe's business
+      const reason = slot.health.observe(result);
+      if (reason) return this.replaceUnhealthy(slot, reason);
+      slot.probeTimer = setTimeout(() => void probe(), intervalMs);
+    };
+    slot.probeTimer = setTimeout(() => void probe(), intervalMs);
+  }
+
+  /** Out of the routes at once (route `failed`), then the process is stopped and restarted with backoff. */
+  private replaceUnhealthy(slot: Slot, reason: string): void {
+    this.log.warn({ executor: slot.executorId, url: slot.url, reason }, 'executor unhealthy: out of the routes; stopping it to restart it');
+    slot.phase = 'restarting';
+    this.setState(slot, 'failed');
+    slot.pending = (async () => {
+      await this.opts.platform
+        .stopExecutor(slot.executorId, { graceMs: this.opts.stopGraceMs ?? 5_000 })
+        .catch((err) => this.log.warn({ err, executor: slot.executorId }, 'cannot stop the unhealthy executor'));
+      if (slot.phase !== 'restarting') return; // removed meanwhile: retire() finishes it
+      this.scheduleRestart(slot, `unhealthy: ${reason}`);
+    })();
+  }
+
+  private scheduleRestart(slot: Slot, reason: string): void {
     if (this.closed || slot.phase === 'draining' || slot.phase === 'stopped') return;
     slot.phase = 'restarting';
-    if (slot.readyAt !== undefined && Date.now() - slot.readyAt >= (this.opts.stableAfterMs ?? 30_000)) slot.restarts = 0;
-    slot.readyAt = undefined;
-    const { initialMs = 250, maxMs = 10_000 } = this.opts.restartBackoff ?? {};
-    const delay = Math.min(maxMs, initialMs * 2 ** Math.min(slot.restarts, 30));
-    slot.restarts++;
+    clearTimeout(slot.probeTimer);
+    const delay = slot.health.failed();
     slot.totalRestarts++;
     this.setState(slot, 'failed');
+    this.log.warn({ executor: slot.executorId, reason, delayMs: delay, restart: slot.totalRestarts }, `restarting executor in ${delay} ms (${reason})`);
     slot.restartTimer = setTimeout(() => {
       slot.restartTimer = undefined;
       slot.pending = this.restart(slot);
@@ -344,14 +407,11 @@ export class TaskManager {
       await this.launch(slot);
     } catch (e) {
       if (slot.phase !== 'restarting' || isError(e) && e.code === 'PLATFORM_SHUT_DOWN') return;
-      this.log.warn({ executor: slot.executorId, err: (e as Error).message }, 'restart failed; trying again');
-      this.scheduleRestart(slot);
+      this.scheduleRestart(slot, `the restart failed: ${(e as Error).message.split('; last output:')[0]}`);
       return;
     }
     if (slot.phase !== 'restarting') return; // removed meanwhile: retire() stops it
-    slot.phase = 'running';
-    slot.readyAt = Date.now();
-    this.setState(slot, 'ready');
+    await this.serve(slot).catch((err) => this.log.warn({ err, executor: slot.executorId }, 'cannot mark the route ready'));
     this.log.info({ executor: slot.executorId, restarts: slot.totalRestarts }, 'executor restarted');
   }
 
@@ -363,6 +423,7 @@ export class TaskManager {
     const wasServing = slot.phase === 'running';
     slot.phase = 'draining';
     clearTimeout(slot.restartTimer);
+    clearTimeout(slot.probeTimer);
     const inProgress = slot.pending; // a start or restart
     const done = (async () => {
       if (options.drain && wasServing) {
