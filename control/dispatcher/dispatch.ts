@@ -53,7 +53,7 @@ const PRODUCER_ERROR_GRACE_MS = 500;
 
 /** The executor's error body says its sidecar receive failed because the producer did (`producer_failed`). */
 const isProducerFailure = (e: Error): boolean =>
-  e instanceof TaskFailedError && reportsProducerFailure((e.details as { executorError?: unknown } | undefined)?.executorError);
+  e instanceof TaskFailedError && reportsProducerFailure(e.executorBody);
 
 export function dispatchGraph(graph: TaskGraph, options: DispatchGraphOptions, deps: DispatchDeps): Promise<DispatchResult> {
   if (!tracingOn()) return new GraphRun(graph, options, deps, NOOP_SPAN).run();

@@ -8,12 +8,14 @@
  *  TASK_NOT_DEPLOYED  404  an invocation's unit task is not in the Store
  *  TASK_NOT_READY     409  the unit task exists but is deploying, tearing down or failed
  *  NO_EXECUTOR        503  the unit task is ready but none of its executors is
- *  TASK_FAILED        502  an executor call failed (HTTP error, connection lost, bad reply, stream broke)
+ *  TASK_FAILED        502  an executor call failed (connection lost, bad reply, stream broke); an executor's own
+ *                          error reply keeps ITS code and, for input errors and 503/504, its status (TaskFailedError)
  *  DEADLINE_EXCEEDED  504  the graph's deadline passed before it finished
  *  STORE_UNAVAILABLE  503  the Store could not be read (Redis down); retry later
  *  DISPATCH_CANCELLED 499  the caller went away (nobody reads this one; it is for logs and metrics)
  */
 import { CornserveError } from '../../functions/sdk/errors.js';
+import { redactInternal, redactJson } from '../../lib/redact.js';
 
 export type DispatcherErrorCode =
   | 'GRAPH_INVALID'
@@ -70,7 +72,7 @@ export class NoExecutorError extends DispatcherError {
   }
 }
 
-/** Where a failure happened: the invocation, its task and the executor it was sent to. */
+/** Where a failure happened: the invocation, its task and the executor it was sent to (internal: logs and traces only). */
 export interface FailureSite {
   invocation: number;
   task: string;
@@ -79,30 +81,57 @@ export interface FailureSite {
   url: string;
 }
 
-/** Executor statuses that mean "this input is bad": the caller gets them as they are, not a 502. */
-const INPUT_ERROR_STATUSES = new Set([400, 413, 422]);
+/** What a client learns about where a failure happened: which task, never where it ran. */
+export const publicSite = (s: FailureSite) => ({ invocation: s.invocation, task: s.task, taskId: s.taskId });
 
-export class TaskFailedError extends DispatcherError {
-  constructor(site: FailureSite, what: string, extra: { status?: number; [k: string]: unknown } = {}) {
+/**
+ * Executor statuses the caller gets as they are: bad input (the caller can fix it) and "retry later" (503/504).
+ * Any other failure of an executor is the platform's: 502.
+ */
+const PASSED_STATUSES = new Set([400, 413, 415, 422, 429, 503, 504]);
+
+/**
+ * An executor call failed. The client sees which task failed (name, id, invocation) and why, never the
+ * executor's id or address: those stay on the error (`site`, `internal`) for the dispatcher's log and span.
+ *  - an executor's error reply keeps the executor's own code (`MODEL_INPUT_CORRUPT`, `ERIC_URL_NOT_ALLOWED`, ...)
+ *    and its status when the caller can act on it (PASSED_STATUSES), else 502; its details come as `executorDetails`;
+ *  - a transport failure (unreachable, connection lost, bad reply, stream broke) is `TASK_FAILED` 502.
+ */
+export class TaskFailedError extends CornserveError {
+  /** The executor's error reply body as it came (the dispatcher reads `producer_failed` in it). */
+  readonly executorBody: unknown;
+  constructor(
+    readonly site: FailureSite,
+    what: string,
+    opts: { code?: string; status?: number; executorBody?: unknown; executorDetails?: unknown; internal?: string } = {},
+  ) {
+    const also = [site.executorId];
     super(
-      'TASK_FAILED',
-      `invocation ${site.invocation} (${site.task}) failed on executor ${site.executorId}: ${what}`,
-      extra.status !== undefined && INPUT_ERROR_STATUSES.has(extra.status) ? extra.status : 502,
-      { ...site, ...extra },
+      opts.code ?? 'TASK_FAILED',
+      redactInternal(`task ${site.task} failed: ${what}`, also),
+      opts.status !== undefined && PASSED_STATUSES.has(opts.status) ? opts.status : 502,
+      { ...publicSite(site), ...(opts.executorDetails !== undefined ? { executorDetails: redactJson(opts.executorDetails, also) } : {}) },
     );
+    this.executorBody = opts.executorBody;
+    this.internal = `invocation ${site.invocation} (${site.task}) on executor ${site.executorId} at ${site.url}: ${opts.internal ?? what}`;
   }
+  /** The full story with the executor's id and address, for logs and spans only. */
+  readonly internal: string;
 }
 
 export class DeadlineExceededError extends DispatcherError {
   constructor(deadline: number, pending: FailureSite[]) {
-    const waiting = pending.map((s) => `invocation ${s.invocation} (${s.task}) on executor ${s.executorId}`).join(', ');
+    const waiting = pending.map((s) => `invocation ${s.invocation} (${s.task})`).join(', ');
     super(
       'DEADLINE_EXCEEDED',
       `deadline ${new Date(deadline).toISOString()} passed${waiting ? ` while waiting for ${waiting}` : ''}`,
       504,
-      { deadline, pending },
+      { deadline, pending: pending.map(publicSite) },
     );
+    this.internal = pending.map((s) => `invocation ${s.invocation} (${s.task}) on executor ${s.executorId} at ${s.url}`).join(', ');
   }
+  /** Where the pending calls ran, for logs only. */
+  readonly internal: string;
 }
 
 export class DispatchCancelledError extends DispatcherError {

@@ -1,7 +1,8 @@
 /**
  * One executor call: POST the descriptor's request to the leased executor over a keep-alive connection
  * pool, with the trace context and the graph's deadline in the headers. Failures become TaskFailedErrors
- * naming the invocation, task and executor; a non-2xx reply carries the executor's error body in details.
+ * naming the invocation and task; an executor's `{error: {code, message, details?}}` reply keeps its code (and
+ * its status when the caller can act on it). The executor's id and address go to logs and spans only.
  *
  * The pool is a node:http keep-alive Agent (measured cheaper per call than fetch/undici, see
  * docs/control-plane.md "Overhead"). It has no timeouts of its own: the graph's AbortSignal bounds every call.
@@ -156,7 +157,7 @@ export async function callExecutor(call: ExecutorCall): Promise<Response> {
     reply = await post(url, call);
   } catch (e) {
     if (call.signal.aborted) throw call.signal.reason;
-    throw new TaskFailedError(call.site, `request to ${url.href} failed: ${describeFailure(e)}`);
+    throw new TaskFailedError(call.site, `its executor could not be reached: ${describeFailure(e)}`, { internal: `request to ${url.href} failed: ${describeFailure(e)}` });
   }
   const { res } = reply;
   const status = res.statusCode ?? 500;
@@ -179,6 +180,12 @@ export async function callExecutor(call: ExecutorCall): Promise<Response> {
   } catch {
     /* not JSON: keep the text */
   }
-  const message = (body as { error?: { message?: string } })?.error?.message ?? (typeof body === 'string' && body ? body.slice(0, 200) : (res.statusMessage ?? ''));
-  throw new TaskFailedError(call.site, `HTTP ${status}: ${message}`, { status, executorError: body });
+  const internal = `HTTP ${status} from ${url.href}: ${text.slice(0, 500)}`;
+  const error = (body as { error?: { code?: unknown; message?: unknown; details?: unknown } } | null)?.error;
+  if (typeof error?.code === 'string' && typeof error.message === 'string') {
+    // The executor's own error: its code and message go to the caller as they are (CLIENT sees e.g. MODEL_INPUT_CORRUPT).
+    throw new TaskFailedError(call.site, error.message, { code: error.code, status, executorBody: body, executorDetails: error.details, internal });
+  }
+  const said = typeof body === 'string' && body ? `: ${body.slice(0, 200)}` : res.statusMessage ? ` (${res.statusMessage})` : '';
+  throw new TaskFailedError(call.site, `its executor answered HTTP ${status}${said}`, { status, executorBody: body, internal });
 }

@@ -23,7 +23,7 @@ function drained(res: Response): Promise<void> {
 }
 
 /** Sends the result; resolves with the error that broke the stream, if one did. */
-export async function writeDispatchResult(res: Response, result: DispatchResult): Promise<ErrorJSON | undefined> {
+export async function writeDispatchResult(res: Response, result: DispatchResult): Promise<(ErrorJSON & { internal?: string }) | undefined> {
   if (!result.stream) {
     // What res.json sends (same headers), without express's per-reply charset parsing and freshness checks.
     const text = JSON.stringify(result.outputs);
@@ -54,7 +54,8 @@ export async function writeDispatchResult(res: Response, result: DispatchResult)
   } catch (e) {
     const { body } = toErrorBody(e);
     if (!res.destroyed) res.write(`${JSON.stringify(body)}\n`);
-    return body.error;
+    const internal = (e as { internal?: unknown }).internal;
+    return typeof internal === 'string' ? { ...body.error, internal } : body.error;
   } finally {
     res.end();
   }

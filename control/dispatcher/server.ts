@@ -70,11 +70,14 @@ export function buildDispatcher(options: DispatcherOptions): express.Express {
         deps,
       );
       const streamError = await writeDispatchResult(res, result);
-      if (streamError) log.warn({ app, code: streamError.code }, streamError.message);
+      if (streamError) log.warn({ app, code: streamError.code, where: streamError.internal }, streamError.message);
       end(streamError?.code);
     } catch (e) {
-      const code = toErrorBody(e).body.error.code;
-      (end ?? metrics.requestStarted(app, routeName))(code);
+      const { status, body } = toErrorBody(e);
+      (end ?? metrics.requestStarted(app, routeName))(body.error.code);
+      // The client's body names the task only; where it ran (executor id, address) is logged here. 5xx: errorHandler logs the error whole.
+      const internal = (e as { internal?: unknown }).internal;
+      if (status < 500 && typeof internal === 'string') log.info({ app, code: body.error.code, where: internal }, body.error.message);
       throw e;
     }
   };

@@ -3,6 +3,7 @@
  * the HTTP status of DESIGN.md §4. Bodies are `{error: {code, message, details?}}` (lib/http.ts).
  */
 import { CornserveError } from '../../functions/sdk/errors.js';
+import { redactInternal } from '../../lib/redact.js';
 
 /** Missing or wrong `Authorization: Bearer <admin token>` on a mutating route. 401. */
 export class UnauthorizedError extends CornserveError {
@@ -38,8 +39,8 @@ export class AppFunctionFailedError extends CornserveError {
     super(
       crashed ? 'APP_FUNCTION_CRASHED' : 'APP_FUNCTION_UNREACHABLE',
       crashed
-        ? `the app function of ${name} crashed while handling this request (${detail}); it is being restarted`
-        : `the app function of ${name} dropped this request (${detail})`,
+        ? `the app function of ${name} crashed while handling this request (${redactInternal(detail)}); it is being restarted`
+        : `the app function of ${name} dropped this request (${redactInternal(detail)})`,
       502,
     );
   }
@@ -69,6 +70,6 @@ export class BadRequestError extends CornserveError {
 /** The dispatcher cannot be reached for POST /tasks/invoke. 503. */
 export class DispatcherUnavailableError extends CornserveError {
   constructor(detail: string) {
-    super('DISPATCHER_UNAVAILABLE', `the dispatcher cannot be reached: ${detail}`, 503);
+    super('DISPATCHER_UNAVAILABLE', `the dispatcher cannot be reached: ${redactInternal(detail)}`, 503);
   }
 }

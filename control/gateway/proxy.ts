@@ -6,12 +6,15 @@
  *  - the client going away aborts the upstream request;
  *  - past the deadline (+ a short grace for the upstream's own 504) the gateway answers 504 itself;
  *  - an upstream failure before the reply started is handed to `onFailure` (which picks the error);
- *    after a stream started, the stream ends with a final `{"error": {...}}` line.
+ *    after a stream started, the stream ends with a final `{"error": {...}}` line;
+ *  - error replies and a stream's final error line pass through redactInternal (lib/redact.ts): no internal
+ *    address (socket path, loopback port) leaves the platform, whatever the upstream wrote.
  */
 import { Agent, type ClientRequest, type IncomingMessage } from 'node:http';
 import type { Response } from 'express';
 import { DEADLINE_HEADER } from '../../functions/sdk/index.js';
 import { toErrorBody } from '../../lib/http.js';
+import { redactInternal } from '../../lib/redact.js';
 import { traceHeaders } from '../../lib/telemetry.js';
 import { deadlineTimer } from '../../lib/wait.js';
 import { httpRequest } from '../../lib/unix-url.js';
@@ -102,13 +105,14 @@ export function forward(res: Response, opts: ForwardOptions): Promise<number> {
     };
     const fail = (err: unknown) => {
       if (settled) return;
+      const { status, body } = toErrorBody(err);
+      body.error.message = redactInternal(body.error.message);
       if (!res.headersSent) {
-        const { status, body } = toErrorBody(err);
         res.status(status).json(body);
       } else if (!res.writableEnded) {
         // A stream ends with an error line; a half-sent JSON body cannot be repaired, so the connection is cut.
         if (!String(res.getHeader('content-type') ?? '').includes('ndjson')) res.destroy();
-        else res.end(`${JSON.stringify(toErrorBody(err).body)}\n`);
+        else res.end(`${JSON.stringify(body)}\n`);
       }
       finish();
     };
@@ -131,34 +135,74 @@ export function forward(res: Response, opts: ForwardOptions): Promise<number> {
     });
     req.on('response', (up) => {
       upstreamRes = up;
-      res.status(up.statusCode ?? 502);
+      const status = up.statusCode ?? 502;
+      res.status(status);
       for (const h of PASSED_HEADERS) if (up.headers[h] !== undefined) res.setHeader(h, up.headers[h]!);
-      if (up.headers['content-length'] !== undefined) res.setHeader('content-length', up.headers['content-length']);
       const streaming = String(up.headers['content-type'] ?? '').includes('ndjson');
+      if (status >= 400 && !streaming) return relayError(up);
+      if (up.headers['content-length'] !== undefined) res.setHeader('content-length', up.headers['content-length']);
       if (streaming) res.flushHeaders();
-      const errorBody: Buffer[] | undefined = (up.statusCode ?? 500) >= 400 && opts.onErrorCode ? [] : undefined;
-      up.on('data', (chunk: Buffer) => {
-        if (errorBody && errorBody.length < 64) errorBody.push(chunk);
+      // A stream's `{"error": ...}` line (its last) is redacted; it is held back from its start until its newline.
+      const pass = (chunk: Buffer) => {
         if (!res.write(chunk)) {
           up.pause();
           res.once('drain', () => up.resume());
         }
+      };
+      let held: Buffer | undefined;
+      up.on('data', (chunk: Buffer) => {
+        if (!streaming) return pass(chunk);
+        let buf = held ? Buffer.concat([held, chunk]) : chunk;
+        held = undefined;
+        for (;;) {
+          const at = errorLineStart(buf);
+          if (at < 0) return pass(buf);
+          if (at > 0) pass(buf.subarray(0, at));
+          const nl = buf.indexOf(0x0a, at);
+          if (nl < 0) return void (held = buf.subarray(at));
+          pass(Buffer.from(redactInternal(buf.subarray(at, nl + 1).toString('utf8'))));
+          buf = buf.subarray(nl + 1);
+          if (buf.length === 0) return;
+        }
       });
       up.on('end', () => {
-        if (errorBody) opts.onErrorCode!(errorCodeOf(Buffer.concat(errorBody)));
-        res.end();
+        res.end(held ? redactInternal(held.toString('utf8')) : undefined);
         finish();
       });
       up.on('error', (err) => fail(err));
       up.on('aborted', () => fail(new Error('the upstream connection closed mid-reply')));
     });
+
+    /** An error reply (small): read whole, counted by code, redacted, sent. */
+    const relayError = (up: IncomingMessage) => {
+      const parts: Buffer[] = [];
+      up.on('data', (chunk: Buffer) => parts.push(chunk));
+      up.on('end', () => {
+        const text = Buffer.concat(parts).toString('utf8');
+        opts.onErrorCode?.(errorCodeOf(text));
+        const body = redactInternal(text);
+        res.setHeader('content-length', Buffer.byteLength(body));
+        res.end(body);
+        finish();
+      });
+      up.on('error', (err) => fail(err));
+      up.on('aborted', () => fail(new Error('the upstream connection closed mid-reply')));
+    };
     req.end(opts.body);
   });
 }
 
-function errorCodeOf(body: Buffer): string {
+const ERROR_LINE = Buffer.from('{"error"');
+
+/** Where an NDJSON `{"error"...` line starts in `chunk` (at its start or after a newline), or -1. */
+function errorLineStart(chunk: Buffer): number {
+  for (let at = chunk.indexOf(ERROR_LINE); at >= 0; at = chunk.indexOf(ERROR_LINE, at + 1)) if (at === 0 || chunk[at - 1] === 0x0a) return at;
+  return -1;
+}
+
+function errorCodeOf(body: string): string {
   try {
-    const code = (JSON.parse(body.toString('utf8')) as { error?: { code?: unknown } }).error?.code;
+    const code = (JSON.parse(body) as { error?: { code?: unknown } }).error?.code;
     return typeof code === 'string' ? code : 'UNKNOWN';
   } catch {
     return 'UNKNOWN';

@@ -19,6 +19,7 @@ import { Router, type ErrorRequestHandler, type RequestHandler, type Response } 
 import { z } from 'zod';
 import { ndjsonLines } from '../../../functions/sdk/index.js';
 import { toErrorBody } from '../../../lib/http.js';
+import { redactInternal } from '../../../lib/redact.js';
 import type { Logger } from '../../../lib/log.js';
 import type { AppFunctions } from '../app-functions.js';
 import type { AppEntry, AppManager } from '../app-manager.js';
@@ -170,7 +171,7 @@ function toOpenAIError(err: unknown): { status: number; body: OpenAIError } {
   if (status === 422) status = 400;
   const issues = Array.isArray(cs.details) ? (cs.details as Array<{ path?: unknown }>) : [];
   const param = typeof issues[0]?.path === 'string' && issues[0].path !== '(root)' ? issues[0].path : null;
-  return { status, body: { error: { message: cs.message, type: typeFor(status), param, code: cs.code.toLowerCase() } } };
+  return { status, body: { error: { message: redactInternal(cs.message), type: typeFor(status), param, code: cs.code.toLowerCase() } } };
 }
 
 async function readAll(up: IncomingMessage): Promise<string> {

@@ -75,7 +75,7 @@ test('closing the stream early releases the executor', async (t) => {
   t.true(await allZero(store));
 });
 
-test.serial('an executor that cannot be reached fails the graph with one TASK_FAILED naming it, and its siblings are cancelled', async (t) => {
+test.serial('an executor that cannot be reached fails the graph with one TASK_FAILED naming its task (not its address), and its siblings are cancelled', async (t) => {
   const busy = shared[0];
   const store = new MemoryStore();
   const slow = echo(SLOW, 'slow');
@@ -84,8 +84,10 @@ test.serial('an executor that cannot be reached fails the graph with one TASK_FA
   const { routes } = await deployTask(store, broken.task, [{ url: await closedPortUrl(), executorId: 'dead-executor' }]);
   const graph = new TaskGraph([slow, broken]);
   const err = await t.throwsAsync<DispatcherError>(dispatchGraph(graph, { deadline: inFive() }, { store }));
-  t.like(err, { code: 'TASK_FAILED', status: 502, details: { invocation: 1, executorId: 'dead-executor', taskId: routes[0]!.taskId } });
-  t.regex(err!.message, /invocation 1 \(echo-1ms\) failed on executor dead-executor: .*ECONNREFUSED/);
+  t.like(err, { code: 'TASK_FAILED', status: 502, details: { invocation: 1, task: 'echo-1ms', taskId: routes[0]!.taskId } });
+  t.regex(err!.message, /task echo-1ms failed: its executor could not be reached: .*ECONNREFUSED/);
+  const wire = JSON.stringify(err!.toJSON());
+  t.false(/127\.0\.0\.1|localhost|dead-executor/.test(wire), wire);
   await waitUntil('the slow sibling request to be aborted', async () => (await busy!.info()).inFlight === 0);
   t.true(await allZero(store));
 });
@@ -102,19 +104,20 @@ test.serial('an executor killed mid-request fails the graph naming it and the ot
   await waitUntil('both calls to arrive', async () => (await victim!.info()).inFlight === 1 && (await survivor!.info()).inFlight === 1);
   await victim!.kill('SIGKILL');
   const err = await t.throwsAsync<DispatcherError>(pending);
-  t.like(err, { code: 'TASK_FAILED', details: { executorId: 'victim' } });
+  t.like(err, { code: 'TASK_FAILED', details: { task: 'echo-30000ms' } });
   await waitUntil('the surviving call to be aborted', async () => (await survivor!.info()).inFlight === 0);
   t.true(await allZero(store));
 });
 
-test('an executor error reply becomes TASK_FAILED carrying the executor error body', async (t) => {
+test("an executor's error reply reaches the caller with the executor's own code and status, naming the task", async (t) => {
   const store = new MemoryStore();
   const a = echo(0, 'x');
   await deployTask(store, a.task, [{ url: shared[0]!.url }]);
   // A descriptor that builds a request the echo executor rejects (negative service time) with its own 422 body.
   const invalid: TaskDescriptor = { ...(echoDescriptor as unknown as TaskDescriptor), request: () => ({ path: '/echo', body: { text: 'x', service_time_ms: -1 } }) };
   const err = await t.throwsAsync<DispatcherError>(dispatchGraph(new TaskGraph([a]), { deadline: inFive() }, { store, descriptors: () => invalid }));
-  t.like(err, { code: 'TASK_FAILED', details: { status: 422, executorError: { error: { code: 'INVALID_INPUT' } } } });
+  t.like(err, { code: 'INVALID_INPUT', status: 422, details: { invocation: 0, task: 'echo-0ms', executorDetails: [{ path: 'service_time_ms' }] } });
+  t.regex(err!.message, /^task echo-0ms failed: echo request: service_time_ms: /);
   t.true(await allZero(store));
 });
 
@@ -127,7 +130,8 @@ test.serial('the deadline cancels a slow graph with DEADLINE_EXCEEDED and aborts
   await waitUntil('the call to arrive', async () => (await busy!.info()).inFlight === 1);
   const err = await t.throwsAsync<DispatcherError>(pending);
   t.like(err, { code: 'DEADLINE_EXCEEDED', status: 504 });
-  t.regex(err!.message, /while waiting for invocation 0 \(echo-30000ms\) on executor slowpoke/);
+  t.regex(err!.message, /while waiting for invocation 0 \(echo-30000ms\)/);
+  t.false(JSON.stringify(err).includes('slowpoke'), 'the executor id stays internal');
   await waitUntil('the executor request to be aborted', async () => (await busy!.info()).inFlight === 0);
   t.true(await allZero(store));
 });
@@ -142,7 +146,7 @@ test('the deadline also ends a stream that is still being read, and closes the e
   const lines = result.stream![Symbol.asyncIterator]();
   t.like(await lines.next(), { done: false });
   const err = await t.throwsAsync<DispatcherError>(lines.next());
-  t.like(err, { code: 'DEADLINE_EXCEEDED', details: { pending: [{ executorId: 'hung' }] } });
+  t.like(err, { code: 'DEADLINE_EXCEEDED', details: { pending: [{ task: 'echo-0ms' }] } });
   await waitUntil('the executor connection to close', () => hung.open() === 0);
   t.true(await allZero(store));
 });
@@ -184,7 +188,7 @@ test('a stream that breaks mid-way makes the stream throw TASK_FAILED after the 
     for await (const line of result.stream!) seen.push(line);
   });
   t.is(seen.length, 2);
-  t.like(err, { code: 'TASK_FAILED', details: { executorId: 'flaky' } });
+  t.like(err, { code: 'TASK_FAILED', details: { task: 'echo-0ms' } });
   t.regex(err!.message, /stream broke/);
   t.true(await allZero(store));
 });

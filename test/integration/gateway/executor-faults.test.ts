@@ -28,9 +28,12 @@ test.serial('an executor killed mid-request fails that request within its deadli
   const res = await inFlight;
   t.true(Date.now() < deadline, 'failed before its deadline');
   t.true(res.status >= 500 && res.status < 600);
-  const body = (await res.json()) as { error: { code: string; message: string } };
+  const text = await res.text();
+  const body = JSON.parse(text) as { error: { code: string; message: string; details?: { task?: string } } };
   t.not(body.error.code, 'DEADLINE_EXCEEDED');
+  t.is(body.error.details?.task, 'echo-2000ms', 'the body names the task that failed');
   t.true(body.error.message.length > 0);
+  for (const internal of [route!.executorId, '127.0.0.1', 'localhost', '.sock', route!.url]) t.false(text.includes(internal), `${internal} in ${text}`);
 
   await waitUntil('the executor is back', async () => {
     const ready = await readyExecutors(taskId);

@@ -61,3 +61,15 @@ test.serial('a corrupt image fails the invocation naming the problem; Geri stops
   }, { timeoutMs: 15_000 }));
   await t.notThrowsAsync(waitUntil('sidecar memory back to zero', async () => (await sc.nodes[0]!.health()).bytesInUse === 0, { timeoutMs: 15_000 }));
 });
+
+test.serial("a corrupt image surfaces Eric's own code at the top, names the failed task, and carries no internal address", async (t) => {
+  const res = await p.invoke('image-variation', { image_url: 'data:image/png;base64,aGVsbG8=' });
+  const text = await res.text();
+  t.is(res.status, 422);
+  const { error } = JSON.parse(text) as { error: { code: string; message: string; details?: { task?: string; taskId?: string } } };
+  t.is(error.code, 'MODEL_INPUT_CORRUPT');
+  t.regex(error.details?.task ?? '', /^encoder-image-/);
+  t.regex(error.message, /^task encoder-image-\S+ failed: /);
+  const executors = await p.store.listExecutors();
+  for (const internal of ['127.0.0.1', 'localhost', '.sock', '/tmp/', ...executors.flatMap((e) => [e.executorId, e.url])]) t.false(text.includes(internal), `${internal} in ${text}`);
+});

@@ -123,6 +123,21 @@ test.serial('a corrupt image fails the request cleanly before its deadline; noth
   await t.notThrowsAsync(ap.idle());
 });
 
+test.serial("a corrupt image is Eric's own code (lower case), names the failed task, and carries no internal address", async (t) => {
+  const res = await fetch(`${ap.p.gatewayUrl}/v1/chat/completions`, {
+    method: 'POST', headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ model: 'mllm', stream: true, messages: [{ role: 'user', content: [{ type: 'image_url', image_url: { url: 'data:image/png;base64,aGVsbG8=' } }] }] }),
+  });
+  const text = await res.text();
+  t.is(res.status, 400);
+  const { error } = JSON.parse(text) as { error: { code: string; message: string } };
+  t.is(error.code, 'model_input_corrupt');
+  t.regex(error.message, /^task encoder-image-\S+ failed: /);
+  const executors = await ap.p.store.listExecutors();
+  for (const internal of ['127.0.0.1', 'localhost', '.sock', '/tmp/', ...executors.flatMap((e) => [e.executorId, e.url])]) t.false(text.includes(internal), `${internal} in ${text}`);
+  await t.notThrowsAsync(ap.idle());
+});
+
 /** The LLM executors' count of requests cancelled by their client. */
 async function cancelledRequests(): Promise<number> {
   const llms = (await ap.p.store.listExecutors()).filter((r) => r.executorId.startsWith('llm-'));

@@ -1,0 +1,25 @@
+import test from 'ava';
+import { redactInternal, redactJson } from '../../../lib/redact.js';
+
+test('loopback URLs, host:port pairs, unix-socket URLs and socket paths are replaced', (t) => {
+  const text = [
+    'request to http://127.0.0.1:41234/embeddings failed',
+    'connect ECONNREFUSED 127.0.0.1:41234',
+    'connect ENOENT /tmp/cs-AbC123/dispatcher.sock',
+    'cannot reach the dispatcher at http+unix://%2Ftmp%2Fcs-x%2Fd.sock/graph',
+    'sidecar unix:/run/cornserve/sidecar-0.sock is gone',
+    'ws://localhost:9000/x',
+  ].join('; ');
+  const out = redactInternal(text);
+  t.false(/127\.0\.0\.1|localhost|\/tmp\/|\.sock|unix:/.test(out), out);
+  t.regex(out, /connect ECONNREFUSED <internal address>/);
+});
+
+test('public URLs and ordinary text are kept', (t) => {
+  const text = 'https://example.com/cat.png is larger than the 1000-byte input limit; image 3 of 4';
+  t.is(redactInternal(text), text);
+});
+
+test('extra words (an executor id) are replaced too, inside JSON values as well', (t) => {
+  t.deepEqual(redactJson({ a: ['ran on eric-tiny-0-1 at http://127.0.0.1:5/x'], n: 3 }, ['eric-tiny-0-1']), { a: ['ran on <executor> at <internal address>'], n: 3 });
+});
