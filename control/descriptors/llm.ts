@@ -4,6 +4,8 @@
  *  - `default`: our LLM executor (executors/llm). The request is the chat request with every `cornserve_*`
  *    field removed; with `receiveEmbeddings`, each multimodal part's URL becomes
  *    `data:{modality}/uuid;data_id=<forward id>;url=<original>,` (its embedding arrives through the sidecar).
+ *    Without `receiveEmbeddings` (MLLMTask with `encoderFission: false`) the URLs pass unchanged and the executor
+ *    is launched with `--encoders`: it runs the model's encoders itself (the monolithic baseline).
  *    LLMTask asks for `stream: true` and its SSE reply becomes NDJSON chunk lines; LLMEmbeddingTask adds
  *    `vllm_xargs` naming the hidden-state forward id and its destination ranks, and reads a JSON reply.
  *  - `external`: an existing OpenAI-compatible server (vLLM, llama.cpp's server, …) given by URL. The task
@@ -92,7 +94,7 @@ export const llmDescriptor: TaskDescriptor<LlmTask> = {
     kind: 'llm',
     entry: 'executors/llm/main.ts',
     image: 'cornserve/llm',
-    args: ['--model-id', task.config.modelId, ...(task.config.receiveEmbeddings ? [] : ['--no-receive-embeddings'])],
+    args: ['--model-id', task.config.modelId, ...(task.config.receiveEmbeddings ? [] : ['--no-receive-embeddings', '--encoders'])],
     devicesPerExecutor: 1,
   }),
   request: (task, input, output) => {
@@ -105,6 +107,8 @@ export const llmDescriptor: TaskDescriptor<LlmTask> = {
         throw invalid(`${parts.length} multimodal parts but ${forwards.length} embeddings (cornserve_embeddings must hold one per part, in message order)`);
       }
       mapUrl = (i, modality, url) => dataUrl(modality, forwards[i]!.id, url);
+    } else if (req.cornserve_embeddings?.length) {
+      throw invalid('this LLM task encodes media itself (receiveEmbeddings: false): cornserve_embeddings must be empty');
     }
     const body = chatBody(task, req, mapUrl);
     if (task instanceof LLMEmbeddingTask) return { path: '/v1/chat/completions', body: { ...body, stream: false, vllm_xargs: hiddenStateXargs(output as LLMEmbeddingOutput) } };

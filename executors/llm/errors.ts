@@ -5,6 +5,7 @@
 import { CornserveError, isCornserveError } from '../../functions/sdk/errors.js';
 import { DEADLINE_HEADER } from '../../functions/sdk/dispatch.js';
 import { producerFailureDetails } from '../common/errors.js';
+import { isModelError } from '../models/errors.js';
 
 export const LlmErrorCode = {
   /** The request does not match the chat-completions schema or asks for something unsupported (n > 1, ...). */
@@ -93,6 +94,12 @@ export function toOpenAIError(err: unknown): { status: number; body: OpenAIError
     status = err.status;
     code = err.code;
     param = (err as Partial<LlmError>).param ?? null;
+    details = err.details;
+  } else if (isModelError(err)) {
+    // the in-process encoders' input errors (MODEL_INPUT_CORRUPT 422, MODEL_INPUT_TOO_LARGE 413, ...)
+    status = err.status;
+    code = err.code;
+    param = 'messages';
     details = err.details;
   } else if (e?.type === 'entity.parse.failed') {
     status = 400;

@@ -12,6 +12,7 @@ import { logger } from '../../lib/log.js';
 import { exitOnSignal } from '../../lib/shutdown.js';
 import { connectSidecar } from '../common/sidecar-address.js';
 import { findModel } from '../models/catalog.js';
+import { InProcessEncoders } from './encoders.js';
 import { LlmModel } from './model.js';
 import { buildLlmServer } from './server.js';
 
@@ -34,28 +35,36 @@ const program = new Command('llm-executor')
   .option('--threads <n>', 'onnxruntime intra-op threads (0 = one per core)', int, 0)
   .option('--sidecar-socket <address>', 'the node sidecar: socket path, unix:<path> or http URL (default: $CORNSERVE_SIDECAR_URL)')
   .option('--sidecar-ranks <ranks>', 'this executor\'s sidecar ranks, comma-separated (default: $CORNSERVE_SIDECAR_RANKS)')
-  .option('--no-receive-embeddings', 'refuse multimodal parts (do not receive embeddings from the sidecar)')
+  .option('--no-receive-embeddings', 'do not receive multimodal embeddings from the sidecar (encoder fission off)')
+  .option('--encoders', 'run the model\'s encoders in this process: plain image / video / audio URLs are encoded here (encoder fission off)', false)
+  .option('--url-allowlist <hosts>', 'with --encoders: hosts http(s) media URLs may point to, comma-separated (default: any)')
   .option('--timeout-ms <ms>', 'deadline of requests without an x-cornserve-deadline header', int, 300_000)
   .parse();
 
 const o = program.opts<{
   modelId: string; modelDir?: string; modelsDir?: string; port?: number; host: string; maxBatch: number; maxWaiting: number;
-  maxPrefillTokens: number; threads: number; sidecarSocket?: string; sidecarRanks?: string; receiveEmbeddings: boolean; timeoutMs: number;
+  maxPrefillTokens: number; threads: number; sidecarSocket?: string; sidecarRanks?: string; receiveEmbeddings: boolean; encoders: boolean; urlAllowlist?: string; timeoutMs: number;
 }>();
 const executorId = process.env[EXECUTOR_ENV.executorId];
 const log = logger('llm', { executor: executorId });
 
 const dir = o.modelDir ?? (await findModel(o.modelId, 'text', o.modelsDir, 'llm')).dir;
 const model = await LlmModel.load(dir, o.threads ? { threads: o.threads } : {});
+const encoders = o.encoders
+  ? await InProcessEncoders.load(model.modelIds.includes(o.modelId) ? o.modelId : model.modelIds[0]!, model.modalities, {
+    ...(o.modelsDir ? { modelsDir: o.modelsDir } : {}),
+    ...(o.urlAllowlist ? { loader: { allowHosts: o.urlAllowlist.split(',').filter(Boolean) } } : {}),
+  })
+  : undefined;
 const ranks = (o.sidecarRanks ?? process.env[EXECUTOR_ENV.ranks] ?? '').split(',').filter(Boolean).map(int);
 const { socket, sidecar } = await connectSidecar(o.sidecarSocket ?? process.env[EXECUTOR_ENV.sidecar], ranks, model.config.hidden * 4);
 const server = buildLlmServer({
-  model, ...(sidecar ? { sidecar } : {}), receiveEmbeddings: o.receiveEmbeddings, ...(executorId ? { executorId } : {}),
+  model, ...(sidecar ? { sidecar } : {}), receiveEmbeddings: o.receiveEmbeddings, ...(encoders ? { encoders } : {}), ...(executorId ? { executorId } : {}),
   engine: { maxBatch: o.maxBatch, maxWaiting: o.maxWaiting, maxPrefillTokens: o.maxPrefillTokens }, defaultTimeoutMs: o.timeoutMs, log,
 });
 const port = o.port ?? Number(process.env[EXECUTOR_ENV.port] ?? 8000);
 const http = server.app.listen(port, o.host, () => {
-  log.info({ port, model: model.manifest.name, modelIds: model.modelIds, sidecar: socket ?? null }, 'llm executor listening');
+  log.info({ port, model: model.manifest.name, modelIds: model.modelIds, sidecar: socket ?? null, encoders: encoders?.modalities ?? [] }, 'llm executor listening');
 });
 http.keepAliveTimeout = 65_000;
-exitOnSignal(http, () => server.close().then(() => model.close()).finally(() => sidecar?.close()));
+exitOnSignal(http, () => server.close().then(() => Promise.all([model.close(), encoders?.close()])).finally(() => sidecar?.close()));

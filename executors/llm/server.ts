@@ -2,7 +2,8 @@
  * The LLM executor's HTTP server: an OpenAI-compatible chat-completions endpoint over the in-process engine.
  *   POST /v1/chat/completions   streaming (SSE `data: {chunk}` … `data: [DONE]`) or one JSON completion
  *   GET  /v1/models  /health  /info  /metrics
- * Multimodal parts arrive as data-id URLs whose embeddings come from the sidecar; `vllm_xargs` with a
+ * Multimodal parts arrive as data-id URLs whose embeddings come from the sidecar, or (with in-process encoders)
+ * as plain URLs encoded here; `vllm_xargs` with a
  * hidden-state forward id makes the request prefill-only and sends the prompt's hidden states to the sidecar.
  * Errors use OpenAI's error shape. A client that disconnects cancels its request: its batch slot is freed at
  * the next step boundary.
@@ -17,7 +18,8 @@ import { Engine, type EngineOptions, type EngineRequest } from './engine.js';
 import { llmErrors, toOpenAIError } from './errors.js';
 import { createLlmMetrics } from './metrics.js';
 import type { LlmModel } from './model.js';
-import { mediaRefs, receiveEmbeddings } from './multimodal.js';
+import type { InProcessEncoders } from './encoders.js';
+import { mediaRefs, resolveEmbeddings } from './multimodal.js';
 import { ChunkWriter, completion, completionId, executorRequestSchema, hiddenStatesForward, usage, type ExecutorRequest } from './openai.js';
 import { buildPrompt, renderChat, type MediaEmbedding, type Prompt } from './prompt.js';
 
@@ -26,8 +28,10 @@ export interface LlmServerOptions {
   engine?: EngineOptions;
   /** The node's sidecar: multimodal embeddings are received and hidden states sent through it. */
   sidecar?: SidecarClient;
-  /** Accept multimodal parts (their embeddings come from the sidecar). @default true when a sidecar is given */
+  /** Accept multimodal parts whose embeddings come from the sidecar. @default true when a sidecar is given */
   receiveEmbeddings?: boolean;
+  /** The model's encoders in this process: plain multimodal URLs are encoded here (encoder fission off). */
+  encoders?: InProcessEncoders;
   executorId?: string;
   /** Deadline of a request without an x-cornserve-deadline header. @default 300000 */
   defaultTimeoutMs?: number;
@@ -89,7 +93,7 @@ export function buildLlmServer(opts: LlmServerOptions): LlmServer {
   app.get('/info', (_req, res) => {
     res.json({
       kind: 'llm', executorId: opts.executorId ?? null, model: model.manifest.name, modelIds: model.modelIds,
-      modalities: model.modalities, receiveEmbeddings: receive, served, receiving, ...engine.stats(),
+      modalities: model.modalities, receiveEmbeddings: receive, encoders: opts.encoders?.modalities ?? [], served, receiving, ...engine.stats(),
     });
   });
   app.get('/v1/models', (_req, res) => {
@@ -115,12 +119,12 @@ export function buildLlmServer(opts: LlmServerOptions): LlmServer {
       if (forward && !sidecar) throw llmErrors.badRequest('hidden-state forwarding needs a sidecar; this executor has none', 'vllm_xargs');
       const deadline = deadlineOf(req, opts.defaultTimeoutMs ?? 300_000, llmErrors.badDeadline);
       const segments = renderChat(model.tokenizer, body.messages);
-      const refs = mediaRefs(segments, model.modalities, receive);
+      const refs = mediaRefs(segments, model.modalities, { receive, encoders: opts.encoders?.modalities ?? [] });
       let media: MediaEmbedding[] = [];
       if (refs.length) {
         receiving++;
         try {
-          media = await receiveEmbeddings(sidecar!, refs, model.config.hidden, deadline);
+          media = await resolveEmbeddings({ ...(sidecar ? { sidecar } : {}), ...(opts.encoders ? { encoders: opts.encoders } : {}) }, refs, model.config.hidden, deadline, cancel.signal);
         } finally {
           receiving--;
         }

@@ -62,6 +62,13 @@ test('without receiveEmbeddings the URLs stay as they are and the executor is to
   t.true(llmDescriptor.launch(task).args.includes('--no-receive-embeddings'));
 });
 
+test('without receiveEmbeddings the executor is launched with its own encoders and refuses forwarded embeddings', (t) => {
+  const task = new LLMTask({ modelId: MODEL, receiveEmbeddings: false });
+  t.true(llmDescriptor.launch(task).args.includes('--encoders'));
+  const { req } = request(1);
+  t.throws(() => llmDescriptor.request(task, { ...req, cornserve_embeddings: [DataForward.tensor()] }, {}), { message: /encodes media itself/ });
+});
+
 test('the SSE reply becomes chunk lines: comments and event lines skipped, nothing after [DONE]', async (t) => {
   const fake = await startFakeOpenAI({ words: ['a', 'b'] });
   t.teardown(() => fake.close());
