@@ -67,6 +67,13 @@ export class BadRequestError extends CornserveError {
   }
 }
 
+/** A request body that is not JSON (text/plain, a form, ...): every body the gateway takes is JSON. 415. */
+export class UnsupportedMediaTypeError extends CornserveError {
+  constructor(contentType: string) {
+    super('UNSUPPORTED_MEDIA_TYPE', `the request body must be JSON: send content-type: application/json (got ${JSON.stringify(contentType.slice(0, 100))})`, 415);
+  }
+}
+
 /** The dispatcher cannot be reached for POST /tasks/invoke. 503. */
 export class DispatcherUnavailableError extends CornserveError {
   constructor(detail: string) {

@@ -9,7 +9,7 @@ import { tracingOn } from '../../../lib/telemetry.js';
 import type { AppFunctions } from '../app-functions.js';
 import type { AppManager } from '../app-manager.js';
 import { requestDeadline } from '../deadline.js';
-import { AppFunctionFailedError, AppNotReadyError } from '../errors.js';
+import { AppFunctionFailedError, AppNotReadyError, UnsupportedMediaTypeError } from '../errors.js';
 import type { GatewayMetrics } from '../metrics.js';
 import { forward } from '../proxy.js';
 import { startSse } from '../sse.js';
@@ -81,6 +81,8 @@ export function hotInvoke(deps: AppRoutesDeps, limitBytes: number, onRequest: (r
     const appId = appIdOf(req.path);
     if (appId === undefined) return next();
     onRequest(req, res, INVOKE_ROUTE);
+    const notJson = unsupportedMediaType(req);
+    if (notJson) return next(notJson);
     readWhole(req, limitBytes)
       .then((body) => {
         req.body = body;
@@ -119,6 +121,24 @@ async function invokeApp(deps: AppRoutesDeps, appIdOrName: string, req: Request,
   });
 }
 
-export const jsonBody = (limitBytes: number) => express.json({ limit: limitBytes });
+/**
+ * Every body the gateway takes is JSON: a body sent with another content type (text/plain, a form: curl -d without
+ * -H) is a 415, not silently parsed as JSON or dropped. A body without a content type is taken as JSON.
+ */
+export function unsupportedMediaType(req: Request): UnsupportedMediaTypeError | undefined {
+  const type = req.headers['content-type'];
+  if (type === undefined || type === '') return undefined;
+  const mime = type.split(';', 1)[0]!.trim().toLowerCase();
+  return mime === 'application/json' || mime.endsWith('+json') ? undefined : new UnsupportedMediaTypeError(type);
+}
+
+/** Refuses non-JSON bodies (415), then runs `body`. */
+const jsonOnly = (body: RequestHandler): RequestHandler => (req, res, next) => {
+  const notJson = unsupportedMediaType(req);
+  if (notJson) return next(notJson);
+  body(req, res, next);
+};
+
+export const jsonBody = (limitBytes: number) => jsonOnly(express.json({ limit: limitBytes }));
 /** Invocation bodies are forwarded byte for byte: read them whole, without body-parser's type machinery. */
-export const rawBody = (limitBytes: number) => wholeBody(limitBytes);
+export const rawBody = (limitBytes: number) => jsonOnly(wholeBody(limitBytes));

@@ -1,6 +1,6 @@
 import test from 'ava';
 import { DEADLINE_HEADER } from '../../../functions/sdk/index.js';
-import { ECHO_APP, echoAppSource, startPlatform, type TestPlatform } from '../../helpers/platform.js';
+import { ECHO_APP, TEST_ADMIN_TOKEN, echoAppSource, startPlatform, type TestPlatform } from '../../helpers/platform.js';
 
 // The admin token in the environment of the control plane, as `cornserve up` usually gets it: user code must not see it.
 const SECRET = 'token-in-the-environment';
@@ -66,6 +66,32 @@ test('an oversized body is a 413', async (t) => {
   const res = await p.invoke('echo', { text: 'x'.repeat(128 * 1024) });
   t.is(res.status, 413);
   t.is(((await res.json()) as ErrorBody).error.code, 'PAYLOAD_TOO_LARGE');
+});
+
+test('a text/plain invocation body is a 415 saying to send JSON', async (t) => {
+  const res = await fetch(`${p.gatewayUrl}/app/invoke/echo`, { method: 'POST', headers: { 'content-type': 'text/plain' }, body: '{"request_data":{"text":"x"}}' });
+  t.is(res.status, 415);
+  const body = (await res.json()) as ErrorBody;
+  t.is(body.error.code, 'UNSUPPORTED_MEDIA_TYPE');
+  t.regex(body.error.message, /application\/json/);
+});
+
+test('a form-encoded invocation body (curl -d without -H) is a 415', async (t) => {
+  const res = await fetch(`${p.gatewayUrl}/app/invoke/echo`, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: '{"request_data":{"text":"x"}}' });
+  t.is(res.status, 415);
+  t.is(((await res.json()) as ErrorBody).error.code, 'UNSUPPORTED_MEDIA_TYPE');
+});
+
+test('a text/plain body on the JSON routes (register, tasks/invoke) is a 415', async (t) => {
+  const register = await fetch(`${p.gatewayUrl}/app/register`, { method: 'POST', headers: { authorization: `Bearer ${TEST_ADMIN_TOKEN}`, 'content-type': 'text/plain' }, body: JSON.stringify({ source: 'x' }) });
+  const graph = await fetch(`${p.gatewayUrl}/tasks/invoke`, { method: 'POST', headers: { 'content-type': 'text/plain' }, body: '{}' });
+  t.deepEqual([register.status, graph.status], [415, 415]);
+});
+
+test('an OpenAI chat request with a form body is a 415 in OpenAI\'s error shape', async (t) => {
+  const res = await fetch(`${p.gatewayUrl}/v1/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: 'model=echo' });
+  t.is(res.status, 415);
+  t.like(await res.json(), { error: { code: 'unsupported_media_type', type: 'invalid_request_error' } });
 });
 
 test('a request past its deadline (?timeout_ms) is a 504', async (t) => {
