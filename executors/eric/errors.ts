@@ -12,7 +12,7 @@ export const EricErrorCode = {
   UNSUPPORTED_MODALITY: 'ERIC_UNSUPPORTED_MODALITY',
   /** Two items of one request share an id. */
   DUPLICATE_ID: 'ERIC_DUPLICATE_ID',
-  /** A URL scheme or host that is not allowed (file: without --allow-file-urls, a host outside --url-allowlist). */
+  /** A URL scheme, host or address that is not allowed (file: without --allow-file-urls, a host outside --url-allowlist, a loopback / private / link-local / metadata address outside --allow-private-urls). */
   URL_NOT_ALLOWED: 'ERIC_URL_NOT_ALLOWED',
   /** A URL that is not well formed (bad data: URL, bad base64, several parts for an image). */
   URL_INVALID: 'ERIC_URL_INVALID',

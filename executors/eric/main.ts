@@ -35,6 +35,7 @@ const program = new Command('eric')
   .option('--models-dir <dir>', 'model folders (default: $CORNSERVE_MODELS_DIR or <repo>/.models)')
   .option('--allow-file-urls', 'accept file: URLs', false)
   .option('--url-allowlist <hosts>', 'hosts http(s) URLs may use (comma-separated; *.domain for sub-domains)', list, [] as string[])
+  .option('--allow-private-urls <list>', 'CIDRs, addresses or hosts http(s) URLs may reach although loopback, private, link-local or metadata (comma-separated; default: $CORNSERVE_ALLOW_PRIVATE_URLS, else none)', list)
   .option('--sidecar-ranks <ranks>', `sidecar ranks (default: $${EXECUTOR_ENV.ranks})`, ranks)
   .option('--sidecar <address>', `node sidecar: socket path or http URL (default: $${EXECUTOR_ENV.sidecar})`)
   .option('--host <host>', 'address to bind (default: $HOST or 127.0.0.1)')
@@ -47,7 +48,7 @@ const program = new Command('eric')
 
 const f = program.opts<{
   modelId: string; adapterModelIds: string[]; modality: EricModality; tpSize?: number; maxBatchSize?: number; modelsDir?: string;
-  allowFileUrls: boolean; urlAllowlist: string[]; sidecarRanks?: number[]; sidecar?: string; host?: string; port?: number;
+  allowFileUrls: boolean; urlAllowlist: string[]; allowPrivateUrls?: string[]; sidecarRanks?: number[]; sidecar?: string; host?: string; port?: number;
   preprocessThreads: number; maxInputBytes?: number; fetchTimeoutMs?: number; maxInflightBatches?: number;
 }>();
 const env = process.env;
@@ -60,6 +61,7 @@ const opt = <K extends string, V>(k: K, v: V | undefined) => (v === undefined ? 
 try {
   const options = compileEricOptions({
     modelId: f.modelId, adapterModelIds: f.adapterModelIds, modality: f.modality, allowFileUrls: f.allowFileUrls, urlAllowlist: f.urlAllowlist,
+    privateUrlAllowlist: f.allowPrivateUrls ?? list(env.CORNSERVE_ALLOW_PRIVATE_URLS ?? ''),
     host: f.host ?? env.HOST ?? '127.0.0.1', port: f.port ?? Number(env[EXECUTOR_ENV.port] ?? 8000), preprocessThreads: f.preprocessThreads,
     ...opt('tpSize', f.tpSize), ...opt('maxBatchSize', f.maxBatchSize), ...opt('modelsDir', f.modelsDir), ...opt('ranks', f.sidecarRanks ?? envRanks),
     ...opt('sidecar', sidecar), ...opt('maxInputBytes', f.maxInputBytes), ...opt('fetchTimeoutMs', f.fetchTimeoutMs),

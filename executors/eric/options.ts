@@ -3,6 +3,7 @@
  * (`compileEricOptions`), then frozen. Defaults are documented per field.
  */
 import { z } from 'zod';
+import { validatePrivateAllowlist } from '../../lib/fetch-guard.js';
 import { describeIssues } from '../models/manifest.js';
 
 export const MODALITIES = ['image', 'video', 'audio'] as const;
@@ -24,6 +25,11 @@ export const EricOptions = z.object({
   allowFileUrls: z.boolean().default(false),
   /** Hosts http(s) URLs may point to (`*.example.com` for sub-domains); empty = any. @default [] */
   urlAllowlist: z.array(z.string().min(1)).default([]),
+  /**
+   * What http(s) URLs may reach although not public (loopback, private, link-local, metadata…): CIDRs, addresses
+   * or host names (lib/fetch-guard.ts). @default $CORNSERVE_ALLOW_PRIVATE_URLS (comma-separated) or [] (none)
+   */
+  privateUrlAllowlist: z.array(z.string().min(1)).default([]),
   /** This executor's sidecar ranks (CORNSERVE_SIDECAR_RANKS). @default [0, ..., tpSize-1] */
   ranks: z.array(z.number().int().nonnegative()).optional(),
   /** The node sidecar: a unix socket path, `unix:<path>`, or its HTTP URL (CORNSERVE_SIDECAR_URL). @default none: no forwarding */
@@ -59,6 +65,7 @@ export function compileEricOptions(input: EricOptionsInput): CompiledEricOptions
   const r = EricOptions.safeParse(input);
   if (!r.success) throw new Error(`invalid Eric options: ${describeIssues(r.error)}`);
   const o = r.data;
+  validatePrivateAllowlist(o.privateUrlAllowlist);
   const tpSize = o.tpSize ?? o.ranks?.length ?? 1;
   const ranks = [...(o.ranks ?? Array.from({ length: tpSize }, (_, i) => i))].sort((a, b) => a - b);
   if (ranks.length !== tpSize) throw new Error(`--tp-size ${tpSize} must equal the number of sidecar ranks (${ranks.join(',')})`);

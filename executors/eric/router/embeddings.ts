@@ -108,6 +108,7 @@ export async function embed(body: unknown, ctx: CallContext, deps: EmbeddingDeps
   const forwards: Forward[] = data.filter((d) => d.receiver_sidecar_ranks).map((d) => ({ id: d.id, receivers: d.receiver_sidecar_ranks! }));
   const loader: UrlLoaderOptions = {
     maxBytes: deps.options.maxInputBytes, timeoutMs: deps.options.fetchTimeoutMs, allowFile: deps.options.allowFileUrls, allowHosts: deps.options.urlAllowlist,
+    allowPrivate: deps.options.privateUrlAllowlist,
   };
   const fail = async (answer: HttpAnswer, reason: string) => {
     if (forwards.length) await deps.failForwards?.(forwards, reason).catch(() => undefined);

@@ -2,13 +2,16 @@
  * Loads an item's URL into bytes, bounded in size and time (DESIGN §6, security):
  *   - `data:<mime>;base64,<data>` — base64 only (as the reference); a video may be a comma-separated list of
  *     base64 frames (`data:video/jpeg;base64,<f0>,<f1>,...`);
- *   - `http(s)://` — size limit (Content-Length and streamed bytes), time limit, optional host allowlist
- *     (checked on every redirect hop, at most 3);
+ *   - `http(s)://` — through the shared fetch guard (lib/fetch-guard.ts): no loopback, private, link-local,
+ *     metadata… address unless `allowPrivate` opens it, checked at connect time after DNS and on every redirect
+ *     hop (at most 3); optional host allowlist; size limit (Content-Length and streamed bytes), time limit;
  *   - `file:` — only with allowFile.
  * Every failure is an EricError naming the URL (a 4xx for that item).
  */
 import { open } from 'node:fs/promises';
 import { fileURLToPath } from 'node:url';
+import type { Response as UndiciResponse } from 'undici';
+import { FetchGuard, TooManyRedirectsError, UrlNotAllowedError, fetchGuard } from '../../../lib/fetch-guard.js';
 import { EricError, ericError } from '../errors.js';
 
 export interface UrlLoaderOptions {
@@ -17,6 +20,10 @@ export interface UrlLoaderOptions {
   allowFile: boolean;
   /** Host names allowed for http(s); `*.example.com` matches sub-domains. Empty or undefined: any host. */
   allowHosts?: readonly string[];
+  /** CIDRs, addresses or host names that may be private (loopback, RFC 1918, …). Empty or undefined: none. */
+  allowPrivate?: readonly string[];
+  /** The guard to fetch through (tests inject one with their own resolver). @default fetchGuard(allowHosts, allowPrivate) */
+  guard?: FetchGuard;
 }
 
 export interface Loaded {
@@ -26,21 +33,10 @@ export interface Loaded {
   parts: Uint8Array[];
 }
 
-const MAX_REDIRECTS = 3;
-
 /** A short form of the URL for messages (data: URLs can be megabytes long). */
 export const describeUrl = (url: string) => (url.startsWith('data:') ? `${url.slice(0, Math.min(url.indexOf(',') + 1 || 40, 40))}…` : url.slice(0, 200));
 
 const tooLarge = (url: string, max: number) => ericError('ERIC_INPUT_TOO_LARGE', `${describeUrl(url)} is larger than the ${max}-byte input limit`);
-
-function hostAllowed(host: string, allow: readonly string[] | undefined): boolean {
-  if (!allow || allow.length === 0) return true;
-  const h = host.toLowerCase();
-  return allow.some((a) => {
-    const p = a.toLowerCase();
-    return p.startsWith('*.') ? h.endsWith(p.slice(1)) : h === p;
-  });
-}
 
 const BASE64 = /^[A-Za-z0-9+/\s]*={0,2}\s*$/;
 
@@ -78,7 +74,7 @@ async function loadFile(url: string, o: UrlLoaderOptions): Promise<Loaded> {
   }
 }
 
-async function readBounded(res: Response, url: string, max: number): Promise<Uint8Array> {
+async function readBounded(res: UndiciResponse, url: string, max: number): Promise<Uint8Array> {
   const declared = Number(res.headers.get('content-length') ?? NaN);
   if (declared > max) { await res.body?.cancel(); throw tooLarge(url, max); }
   const chunks: Uint8Array[] = [];
@@ -97,29 +93,19 @@ async function readBounded(res: Response, url: string, max: number): Promise<Uin
 async function loadHttp(url: string, o: UrlLoaderOptions, signal?: AbortSignal): Promise<Loaded> {
   const timeout = AbortSignal.timeout(o.timeoutMs);
   const sig = signal ? AbortSignal.any([signal, timeout]) : timeout;
-  let current = url;
+  const guard = o.guard ?? fetchGuard({ onlyHosts: o.allowHosts ?? [], allowPrivate: o.allowPrivate ?? [] });
   try {
-    for (let hop = 0; ; hop++) {
-      const u = new URL(current);
-      if (u.protocol !== 'http:' && u.protocol !== 'https:') throw ericError('ERIC_URL_NOT_ALLOWED', `redirect to ${u.protocol} is not allowed`);
-      if (!hostAllowed(u.hostname, o.allowHosts)) throw ericError('ERIC_URL_NOT_ALLOWED', `host ${u.hostname} is not in the URL allowlist`);
-      const res = await fetch(u, { signal: sig, redirect: 'manual', headers: { 'user-agent': 'cornserve-eric' } });
-      const location = res.headers.get('location');
-      if (res.status >= 300 && res.status < 400 && location) {
-        await res.body?.cancel();
-        if (hop >= MAX_REDIRECTS) throw ericError('ERIC_URL_FETCH_FAILED', `${describeUrl(url)} redirects more than ${MAX_REDIRECTS} times`);
-        current = new URL(location, u).href;
-        continue;
-      }
-      if (!res.ok) {
-        await res.body?.cancel();
-        throw ericError('ERIC_URL_FETCH_FAILED', `GET ${describeUrl(current)} answered ${res.status} ${res.statusText}`);
-      }
-      const mime = res.headers.get('content-type')?.split(';')[0]?.trim();
-      return { ...(mime ? { mime } : {}), parts: [await readBounded(res, url, o.maxBytes)] };
+    const { response: res, url: final } = await guard.fetch(url, { signal: sig, headers: { 'user-agent': 'cornserve-eric' } });
+    if (!res.ok) {
+      await res.body?.cancel();
+      throw ericError('ERIC_URL_FETCH_FAILED', `GET ${describeUrl(final)} answered ${res.status} ${res.statusText}`);
     }
+    const mime = res.headers.get('content-type')?.split(';')[0]?.trim();
+    return { ...(mime ? { mime } : {}), parts: [await readBounded(res, url, o.maxBytes)] };
   } catch (e) {
     if (e instanceof EricError) throw e;
+    if (e instanceof UrlNotAllowedError) throw ericError('ERIC_URL_NOT_ALLOWED', `${describeUrl(url)}: ${e.message}`);
+    if (e instanceof TooManyRedirectsError) throw ericError('ERIC_URL_FETCH_FAILED', e.message);
     if (timeout.aborted) throw ericError('ERIC_URL_TIMEOUT', `fetching ${describeUrl(url)} did not finish within ${o.timeoutMs} ms`);
     if (signal?.aborted) throw e;
     const cause = (e as { cause?: { code?: string; message?: string } }).cause;

@@ -37,7 +37,8 @@ test.before(async () => {
   // 404 and local-image cases then failed with ERIC_URL_TIMEOUT at load ~30 on 2 cores).
   eric = await startEric({
     modality: 'image', ranks: [0], sidecarSocket: sc.nodeOf(0).socketPath,
-    args: ['--fetch-timeout-ms', String(FETCH_TIMEOUT_MS), '--max-input-bytes', String(1 << 20)],
+    // The test's web server is on loopback: only 127.0.0.1 is opened (not ::1, not the rest of 127/8).
+    args: ['--fetch-timeout-ms', String(FETCH_TIMEOUT_MS), '--max-input-bytes', String(1 << 20), '--allow-private-urls', '127.0.0.1'],
   });
   consumer = await sc.client(1);
 });
@@ -112,6 +113,16 @@ test('an http(s) image is fetched and encoded', async (t) => {
   t.is((await eric.embed([item(`${webUrl}/ok.png`, id)])).status, 200);
   t.truthy(await consumer.recv(id, 0, { timeoutMs: 10_000 }));
   await consumer.markDone(id, 0);
+});
+
+test('loopback, private and metadata URLs outside --allow-private-urls are a 400 ERIC_URL_NOT_ALLOWED', async (t) => {
+  const port = new URL(webUrl).port;
+  for (const url of [`http://[::1]:${port}/ok.png`, `http://127.0.0.2:${port}/ok.png`, 'http://10.0.0.1/ok.png', 'http://169.254.169.254/latest/meta-data/']) {
+    const res = await eric.embed([item(url)]);
+    t.is(res.status, 400, url);
+    t.is(res.body.error.code, 'ERIC_URL_NOT_ALLOWED', url);
+    t.regex(res.body.error.message, /loopback|private|metadata/, url);
+  }
 });
 
 test('an input over --max-input-bytes is a 413, from a data: URL or a declared Content-Length', async (t) => {

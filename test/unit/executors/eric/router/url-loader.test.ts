@@ -24,7 +24,8 @@ test.before(async () => {
 });
 test.after.always(() => { web.closeAllConnections(); web.close(); });
 
-const o: UrlLoaderOptions = { maxBytes: 1000, timeoutMs: 2000, allowFile: false };
+// The test server is on loopback, which the loader refuses unless the private allowlist opens it.
+const o: UrlLoaderOptions = { maxBytes: 1000, timeoutMs: 2000, allowFile: false, allowPrivate: ['127.0.0.1'] };
 const code = async (p: Promise<unknown>) => ((await p.then(() => undefined, (e: unknown) => e)) as { code?: string } | undefined)?.code;
 
 test('a base64 data: URL gives its bytes and media type', async (t) => {
@@ -47,6 +48,15 @@ test('an http URL is fetched with its content type', async (t) => {
   const r = await loadUrl(`${base}/img`, o);
   t.is(r.mime, 'image/png');
   t.deepEqual([...r.parts[0]!], [1, 2, 3]);
+});
+
+test('a loopback, private or metadata URL is ERIC_URL_NOT_ALLOWED unless the private allowlist opens it', async (t) => {
+  const closed = { ...o, allowPrivate: [] };
+  const err = await loadUrl(`${base}/img`, closed).then(() => undefined, (e: unknown) => e as { code?: string; status?: number; message: string });
+  t.like(err, { code: 'ERIC_URL_NOT_ALLOWED', status: 400 });
+  t.regex(err!.message, /127\.0\.0\.1 is a loopback address/);
+  for (const url of ['http://10.0.0.1/x.png', 'http://169.254.169.254/latest/meta-data/', 'http://[fd00:ec2::254]/']) t.is(await code(loadUrl(url, closed)), 'ERIC_URL_NOT_ALLOWED', url);
+  t.is(await code(loadUrl(`${base}/to-img`, { ...o, allowPrivate: ['10.0.0.0/8'] })), 'ERIC_URL_NOT_ALLOWED', 'a range that does not cover it opens nothing');
 });
 
 test('a body beyond the limit without Content-Length is cut off as ERIC_INPUT_TOO_LARGE', async (t) => {
