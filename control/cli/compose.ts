@@ -23,6 +23,7 @@ import { createStore, type Store } from '../store/index.js';
 import { logger } from '../../lib/log.js';
 import { startTelemetry } from '../../lib/telemetry.js';
 import { startNodeSidecars } from './sidecars.js';
+import { bodyLimitEnv } from '../../lib/body-limit.js';
 
 export type Closer = () => Promise<unknown>;
 
@@ -120,7 +121,7 @@ export async function startGatewayParts(closers: Closer[], o: GatewayPartsOption
     platform: o.platform,
     dispatcherUrl: o.dispatcherUrl,
     log: logger('app-functions'),
-    env: { ...o.childEnv, ...(o.bodyLimitBytes ? { CORNSERVE_BODY_LIMIT_BYTES: String(o.bodyLimitBytes) } : {}) },
+    env: { ...o.childEnv, ...bodyLimitEnv(o.bodyLimitBytes) },
     onStateChange: (appId, state) => apps?.onFunctionState(appId, state),
   });
   closers.push(() => functions.close());

@@ -8,6 +8,7 @@ import { Command, Option } from 'commander';
 import { GatewayClient } from './client.js';
 import { invokeCommand, listCommand, registerCommand, scaleCommand, tasksCommand, unregisterCommand, type Io } from './commands.js';
 import { CliError } from './errors.js';
+import { BODY_LIMIT_ENV, DEFAULT_BODY_LIMIT_BYTES } from '../../lib/body-limit.js';
 
 const io: Io = { out: (l) => console.log(l), err: (l) => console.error(l) };
 
@@ -17,6 +18,10 @@ const program = new Command('cornserve')
   .addOption(new Option('--gateway <url>', 'gateway URL').env('CORNSERVE_GATEWAY_URL').default('http://127.0.0.1:8000'))
   .addOption(new Option('--token <token>', 'admin token for register, unregister and scale').env('CORNSERVE_ADMIN_TOKEN'))
   .showHelpAfterError();
+
+/** The platform's one body limit (lib/body-limit.ts): the gateway's, and every hop behind it takes at least as much. */
+const bodyLimitOption = () =>
+  new Option('--body-limit <bytes>', 'largest accepted request body, in bytes (the whole platform agrees on it)').env(BODY_LIMIT_ENV).default(String(DEFAULT_BODY_LIMIT_BYTES));
 
 const client = () => {
   const { gateway, token } = program.opts<{ gateway: string; token?: string }>();
@@ -32,7 +37,7 @@ program
   .option('--redis <url>', 'keep all control-plane state in Redis (restarting `up` on the same Redis brings apps and tasks back)')
   .option('--apps <dir>', 'register every app file (*.ts) in this folder at start')
   .addOption(new Option('--admin-token <token>', 'admin token (default: $CORNSERVE_ADMIN_TOKEN, else a generated one, printed once)').env('CORNSERVE_ADMIN_TOKEN'))
-  .option('--body-limit <bytes>', 'largest accepted request body', String(32 * 1024 * 1024))
+  .addOption(bodyLimitOption())
   .action(async (opts: { port: string; host: string; devices: string; redis?: string; apps?: string; adminToken?: string; bodyLimit: string }) => {
     const { upCommand } = await import('./up.js');
     await upCommand(opts, io);
@@ -111,7 +116,7 @@ roleCommand('gateway', 'run the gateway as its own process, against a resource-m
   .addOption(new Option('--resource-manager <url>', 'resource manager URL').env('CORNSERVE_RESOURCE_MANAGER_URL'))
   .addOption(new Option('--dispatcher <url>', 'dispatcher URL').env('CORNSERVE_DISPATCHER_URL'))
   .addOption(new Option('--admin-token <token>', 'admin token').env('CORNSERVE_ADMIN_TOKEN'))
-  .option('--body-limit <bytes>', 'largest accepted request body', String(32 * 1024 * 1024))
+  .addOption(bodyLimitOption())
   .action(async (opts: { port: string; host: string; redis?: string; resourceManager?: string; dispatcher?: string; adminToken?: string; bodyLimit: string }) => {
     const { required, runRole, startGatewayRole } = await import('./roles.js');
     const settings = {

@@ -26,6 +26,7 @@ import type { Store } from '../store/index.js';
 import type { Io } from './commands.js';
 import { compose, startGatewayParts, startLocalPlatform } from './compose.js';
 import { printAppUsage, printBanner } from './up-output.js';
+import { bodyLimitEnv, hopBodyLimitBytes } from '../../lib/body-limit.js';
 
 export interface CornserveOptions {
   /** Gateway port; 0 = any free port. @default 8000 */
@@ -42,7 +43,7 @@ export interface CornserveOptions {
   adminToken?: string;
   /** Register every *.ts app in this folder at start. */
   appsDir?: string;
-  /** @default 32 MiB */
+  /** The platform's body limit (the gateway's; every hop behind it takes more, lib/body-limit.ts). @default $CORNSERVE_BODY_LIMIT_BYTES, else 32 MiB */
   bodyLimitBytes?: number;
   /** Where child-process output lines go. @default prefixed on stderr */
   logSink?: LogSink;
@@ -84,7 +85,7 @@ export async function startCornserve(opts: CornserveOptions = {}): Promise<Corns
       ...(opts.devices !== undefined ? { devices: opts.devices } : {}),
       ...(opts.redisUrl ? { storeUrl: opts.redisUrl } : {}),
       ...(opts.logSink ? { logSink: opts.logSink } : {}),
-      ...(opts.childEnv ? { env: opts.childEnv } : {}),
+      env: { ...opts.childEnv, ...bodyLimitEnv(opts.bodyLimitBytes) }, // executors take what the gateway takes (lib/body-limit.ts)
       ...(opts.sidecars !== undefined ? { sidecars: opts.sidecars } : {}),
     });
     const resources = new ResourceManager({ store, platform, sidecarUrls });
@@ -92,7 +93,10 @@ export async function startCornserve(opts: CornserveOptions = {}): Promise<Corns
     if (opts.redisUrl) await resources.recover();
 
     const dispatcherRegistry = new Registry();
-    const dispatcher: RunningDispatcher = await startDispatcher({ store, registry: dispatcherRegistry, socketPath: join(socketDir, 'dispatcher.sock') });
+    const dispatcher: RunningDispatcher = await startDispatcher({
+      store, registry: dispatcherRegistry, socketPath: join(socketDir, 'dispatcher.sock'),
+      ...(opts.bodyLimitBytes ? { bodyLimit: hopBodyLimitBytes(opts.bodyLimitBytes) } : {}),
+    });
     closers.push(() => dispatcher.close());
 
     const gatewayRegistry = new Registry();

@@ -18,9 +18,9 @@ const program = new Command('cornserve-dispatcher')
   .option('--host <host>', 'address to bind', '127.0.0.1')
   .option('--redis <url>', 'Redis Store URL (default: $CORNSERVE_STORE_URL; none = in-memory store)')
   .option('--redis-prefix <prefix>', 'key prefix in Redis', 'cornserve:')
-  .option('--body-limit <size>', 'largest accepted task graph', '32mb')
+  .option('--body-limit <size>', 'largest accepted task graph (default: room for the gateway\'s $CORNSERVE_BODY_LIMIT_BYTES, lib/body-limit.ts)')
   .parse();
-const opts = program.opts<{ port?: string; host: string; redis?: string; redisPrefix: string; bodyLimit: string }>();
+const opts = program.opts<{ port?: string; host: string; redis?: string; redisPrefix: string; bodyLimit?: string }>();
 const log = logger('dispatcher');
 
 const redisUrl = opts.redis ?? process.env.CORNSERVE_STORE_URL;
@@ -30,7 +30,7 @@ await store.ready();
 await startTelemetry('cornserve-dispatcher');
 const registry = new Registry();
 collectDefaultMetrics({ register: registry });
-const dispatcher = await startDispatcher({ store, registry, host: opts.host, port: Number(opts.port ?? process.env.PORT ?? 0), bodyLimit: opts.bodyLimit });
+const dispatcher = await startDispatcher({ store, registry, host: opts.host, port: Number(opts.port ?? process.env.PORT ?? 0), ...(opts.bodyLimit ? { bodyLimit: opts.bodyLimit } : {}) });
 log.info({ url: dispatcher.url }, 'dispatcher listening');
 
 exitOnSignal(async (signal) => {

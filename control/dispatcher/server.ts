@@ -24,6 +24,7 @@ import { dispatchGraph, type DispatchDeps } from './dispatch.js';
 import { DispatcherMetrics } from './metrics.js';
 import { writeDispatchResult } from './reply.js';
 import { Router } from './routing.js';
+import { hopBodyLimitBytes } from '../../lib/body-limit.js';
 
 const log = logger('dispatcher');
 
@@ -36,8 +37,8 @@ export interface DispatcherOptions {
   registry?: Registry;
   /** @default descriptorFor */
   descriptors?: DispatchDeps['descriptors'];
-  /** Largest accepted graph (inputs may carry data URLs). @default '32mb' */
-  bodyLimit?: string;
+  /** Largest accepted graph ('32mb' or bytes; inputs may carry data URLs). @default hopBodyLimitBytes() (lib/body-limit.ts) */
+  bodyLimit?: string | number;
 }
 
 export function buildDispatcher(options: DispatcherOptions): express.Express {
@@ -49,7 +50,7 @@ export function buildDispatcher(options: DispatcherOptions): express.Express {
     observer: metrics,
     ...(options.descriptors ? { descriptors: options.descriptors } : {}),
   };
-  const limit = options.bodyLimit ?? '32mb';
+  const limit = options.bodyLimit ?? hopBodyLimitBytes();
 
   /** Validates, dispatches and replies; every request is counted once with its outcome. */
   const serve = async (req: Request, res: Response, routeName: string, parse: () => GraphRequest) => {

@@ -19,6 +19,7 @@ import { appRoutes, hotInvoke, jsonBody, rawBody } from './routes/apps.js';
 import { healthRoutes } from './routes/health.js';
 import { openaiRoutes } from './routes/openai.js';
 import { taskRoutes } from './routes/tasks.js';
+import { bodyLimitBytes } from '../../lib/body-limit.js';
 
 export interface GatewayDeps {
   apps: AppManager;
@@ -30,7 +31,7 @@ export interface GatewayDeps {
   metrics: GatewayMetrics;
   /** Further registries GET /metrics shows (e.g. an in-process dispatcher's). */
   extraRegistries?: Registry[];
-  /** Largest accepted JSON body. @default 32 MiB */
+  /** Largest accepted JSON body: the platform's limit (lib/body-limit.ts). @default $CORNSERVE_BODY_LIMIT_BYTES, else 32 MiB */
   bodyLimitBytes?: number;
   /** How long an invocation waits for a restarting app function. @default 30 s */
   restartWaitMs?: number;
@@ -38,14 +39,13 @@ export interface GatewayDeps {
   log?: Logger;
 }
 
-export const DEFAULT_BODY_LIMIT = 32 * 1024 * 1024;
-
 export function buildGateway(deps: GatewayDeps): express.Express {
   const log = deps.log ?? logger('gateway');
   const agent = deps.agent ?? keepAliveAgent();
   const admin = requireAdmin(deps.adminToken);
-  const json = jsonBody(deps.bodyLimitBytes ?? DEFAULT_BODY_LIMIT);
-  const raw = rawBody(deps.bodyLimitBytes ?? DEFAULT_BODY_LIMIT);
+  const limit = deps.bodyLimitBytes ?? bodyLimitBytes();
+  const json = jsonBody(limit);
+  const raw = rawBody(limit);
   const { metrics } = deps;
 
   const appDeps = { apps: deps.apps, functions: deps.functions, metrics, agent, admin, json, raw, ...(deps.restartWaitMs ? { restartWaitMs: deps.restartWaitMs } : {}) };
@@ -53,7 +53,7 @@ export function buildGateway(deps: GatewayDeps): express.Express {
   const app = express();
   app.disable('x-powered-by');
   app.set('etag', false);
-  app.use(hotInvoke(appDeps, deps.bodyLimitBytes ?? DEFAULT_BODY_LIMIT, (_req, res, route) => {
+  app.use(hotInvoke(appDeps, limit, (_req, res, route) => {
     res.once('finish', () => metrics.httpRequest(route, 'POST', res.statusCode));
   }));
   app.use(traceRequests('gateway'));

@@ -7,6 +7,7 @@ import { z } from 'zod';
 import { errorHandler, parseOr422 } from '../../lib/http.js';
 import { logger } from '../../lib/log.js';
 import { sleep } from '../../lib/wait.js';
+import { hopBodyLimitBytes } from '../../lib/body-limit.js';
 
 export const echoRequestSchema = z.object({
   text: z.string(),
@@ -25,7 +26,7 @@ export function buildEchoServer(options: EchoServerOptions = {}): express.Expres
   const app = express();
   let inFlight = 0;
   let served = 0;
-  app.use(express.json({ limit: '1mb' }));
+  app.use(express.json({ limit: hopBodyLimitBytes() })); // what the gateway accepts, this accepts (lib/body-limit.ts)
   app.get('/health', (_req, res) => {
     res.json({ status: 'ok' });
   });

@@ -5,6 +5,7 @@
 import { z } from 'zod';
 import { validatePrivateAllowlist } from '../../lib/fetch-guard.js';
 import { describeIssues } from '../models/manifest.js';
+import { hopBodyLimitBytes } from '../../lib/body-limit.js';
 
 export const MODALITIES = ['image', 'video', 'audio'] as const;
 export type EricModality = (typeof MODALITIES)[number];
@@ -40,8 +41,8 @@ export const EricOptions = z.object({
   preprocessThreads: z.number().int().positive().default(2),
   /** Largest accepted input (bytes, after base64 decoding) per item. @default 32 MiB */
   maxInputBytes: z.number().int().positive().default(32 << 20),
-  /** Largest accepted request body. @default 64 MiB */
-  maxBodyBytes: z.number().int().positive().default(64 << 20),
+  /** Largest accepted request body. @default what the gateway accepts, with room (lib/body-limit.ts) */
+  maxBodyBytes: z.number().int().positive().default(() => hopBodyLimitBytes()),
   /** Most frames a video may have before sampling. @default 4096 */
   maxVideoFrames: z.number().int().positive().default(4096),
   /** Time limit of one http(s) fetch. @default 5000 (the reference's) */

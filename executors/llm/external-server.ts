@@ -10,6 +10,7 @@ import { traceHeaders, traceRequests } from '../../lib/telemetry.js';
 import { deadlineTimer } from '../../lib/wait.js';
 import { deadlineOf } from '../common/deadline.js';
 import { llmErrors, toOpenAIError } from './errors.js';
+import { hopBodyLimitBytes } from '../../lib/body-limit.js';
 
 export interface ExternalServerOptions {
   /** Base URL of the upstream server (its routes are under /v1). */
@@ -29,7 +30,7 @@ export function buildExternalServer(opts: ExternalServerOptions): express.Expres
   let served = 0;
   const app = express();
   app.use(traceRequests('llm-external'));
-  app.use(express.json({ limit: '16mb' }));
+  app.use(express.json({ limit: hopBodyLimitBytes() })); // what the gateway accepts, this accepts (lib/body-limit.ts)
 
   app.get('/health', async (_req, res) => {
     try {

@@ -22,6 +22,7 @@ import type { InProcessEncoders } from './encoders.js';
 import { mediaRefs, resolveEmbeddings } from './multimodal.js';
 import { ChunkWriter, completion, completionId, executorRequestSchema, hiddenStatesForward, usage, type ExecutorRequest } from './openai.js';
 import { buildPrompt, renderChat, type MediaEmbedding, type Prompt } from './prompt.js';
+import { hopBodyLimitBytes } from '../../lib/body-limit.js';
 
 export interface LlmServerOptions {
   model: LlmModel;
@@ -85,7 +86,7 @@ export function buildLlmServer(opts: LlmServerOptions): LlmServer {
   let receiving = 0;
   const app = express();
   app.use(traceRequests('llm'));
-  app.use(express.json({ limit: '16mb' }));
+  app.use(express.json({ limit: hopBodyLimitBytes() })); // what the gateway accepts, this accepts (lib/body-limit.ts)
 
   app.get('/health', (_req, res) => {
     res.json({ status: 'ok' });

@@ -19,6 +19,7 @@ import { checkAppFile, CHECK_MARKER } from './check.js';
 import { CloudEventDispatcher } from './cloudevent-dispatcher.js';
 import { loadAppSource } from './load.js';
 import { buildFunctionServer } from './server.js';
+import { BODY_LIMIT_ENV, bodyLimitBytes } from '../../lib/body-limit.js';
 
 export const RUNTIME_ENV = {
   source: 'CORNSERVE_APP_SOURCE',
@@ -26,7 +27,7 @@ export const RUNTIME_ENV = {
   dispatcherUrl: 'CORNSERVE_DISPATCHER_URL',
   port: 'PORT',
   host: 'CORNSERVE_HOST',
-  bodyLimit: 'CORNSERVE_BODY_LIMIT_BYTES',
+  bodyLimit: BODY_LIMIT_ENV,
   socketPath: 'CORNSERVE_SOCKET_PATH',
 } as const;
 
@@ -56,7 +57,7 @@ async function serve(): Promise<void> {
     appId,
     dispatcher,
     log,
-    ...(env[RUNTIME_ENV.bodyLimit] ? { bodyLimitBytes: Number(env[RUNTIME_ENV.bodyLimit]) } : {}),
+    bodyLimitBytes: bodyLimitBytes(env),
   });
   const socketPath = env[RUNTIME_ENV.socketPath];
   if (socketPath) {

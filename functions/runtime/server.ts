@@ -29,6 +29,7 @@ import { SpanKind, SpanStatusCode, context, currentTraceparent, propagation, tra
 import { deadlineTimer } from '../../lib/wait.js';
 import { parseDeadline } from '../../lib/deadline.js';
 import { AppServeError, BadInvokeBodyError, DeadlineExceededError, ResponseSchemaError } from './errors.js';
+import { bodyLimitBytes, hopBodyLimitBytes } from '../../lib/body-limit.js';
 
 export interface FunctionServerOptions {
   app: App;
@@ -104,7 +105,7 @@ function sendError(res: ServerResponse, err: unknown): void {
 
 export function buildFunctionServer(options: FunctionServerOptions): Server {
   const { app, appId, dispatcher, log } = options;
-  const bodyLimit = options.bodyLimitBytes ?? 32 * 1024 * 1024;
+  const bodyLimit = hopBodyLimitBytes(options.bodyLimitBytes ?? bodyLimitBytes()); // the gateway's limit is the smallest (lib/body-limit.ts)
   const allowedTaskKeys = new Set(app.unitTasks().map(unitTaskKey));
 
   const checkChunk = (chunk: unknown, what: string) => {

@@ -26,6 +26,7 @@ import { receiveEmbeddings } from './embeddings.js';
 import { createGeriMetrics, type GeriMetrics } from './metrics.js';
 import { AudioEventStream, sendError, sendImage } from './replies.js';
 import { audioRequestSchema, dataIdOf, imageRequestSchema } from './requests.js';
+import { hopBodyLimitBytes } from '../../../lib/body-limit.js';
 
 /** The engine as the router sees it (EngineProcess + its EngineClient in main.ts). */
 export interface GeriEngineHandle {
@@ -169,7 +170,7 @@ export function buildGeriServer(o: GeriServerOptions): GeriServer {
 
   const app = express();
   app.use(traceRequests('geri'));
-  app.use(express.json({ limit: '1mb' }));
+  app.use(express.json({ limit: hopBodyLimitBytes() })); // what the gateway accepts, this accepts (lib/body-limit.ts)
   app.get('/health', (_req, res) => {
     if (o.engine.alive) res.json({ status: 'ok' });
     else res.status(503).json({ status: 'engine dead', error: { code: ExecutorErrorCode.ENGINE_DEAD, message: 'the engine process is gone' } });

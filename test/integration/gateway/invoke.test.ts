@@ -16,7 +16,7 @@ export default defineApp({
 let p: TestPlatform;
 test.before(async () => {
   process.env.CORNSERVE_ADMIN_TOKEN = SECRET;
-  p = await startPlatform({ devices: 2, bodyLimitBytes: 64 * 1024 });
+  p = await startPlatform({ devices: 2, bodyLimitBytes: LIMIT });
   await p.register(ECHO_APP);
   await p.register(SLOW_APP);
 });
@@ -25,6 +25,8 @@ test.after.always(async () => {
 });
 
 const SLOW_APP = echoAppSource('slow', 1500);
+/** Above the 1 MiB the echo executor used to take on its own: the gateway's limit must hold on every hop. */
+const LIMIT = 2 * 1024 * 1024;
 
 type ErrorBody = { error: { code: string; message: string; details?: Array<{ path: string; message: string }> } };
 
@@ -62,8 +64,16 @@ test('an unknown app is a 404', async (t) => {
   t.is(((await res.json()) as ErrorBody).error.code, 'APP_NOT_FOUND');
 });
 
-test('an oversized body is a 413', async (t) => {
-  const res = await p.invoke('echo', { text: 'x'.repeat(128 * 1024) });
+test.serial('a body just under the gateway limit passes every hop (app function, dispatcher, executor) and is echoed', async (t) => {
+  const frame = JSON.stringify({ request_data: { text: '' } }).length;
+  const text = 'x'.repeat(LIMIT - frame - 16);
+  const res = await p.invoke('echo', { text });
+  t.is(res.status, 200, res.status === 200 ? '' : (await res.clone().text()).slice(0, 300));
+  t.is(((await res.json()) as { echo: string }).echo.length, text.length);
+});
+
+test('an oversized body is a 413 at the gateway', async (t) => {
+  const res = await p.invoke('echo', { text: 'x'.repeat(LIMIT) });
   t.is(res.status, 413);
   t.is(((await res.json()) as ErrorBody).error.code, 'PAYLOAD_TOO_LARGE');
 });
