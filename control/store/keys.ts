@@ -38,6 +38,10 @@ export interface StoreKeys {
   readonly chunksOfPrefix: string;
   /** Sorted set: member chunkMember(id, n), score expiresAt. Also the index of every chunk. */
   readonly chunkExpiry: string;
+  /** JSON SidecarRecord of one node's sidecar, without its lease (which is its score in sidecarLeases). */
+  sidecar(node: string): string;
+  /** Sorted set: member node, score leaseExpiresAt. Also the index of every registered sidecar. */
+  readonly sidecarLeases: string;
   /** Pub/sub channel carrying StoreChange JSON. */
   readonly changes: string;
   /** SCAN MATCH pattern for every key under the prefix. */
@@ -64,6 +68,8 @@ export function storeKeys(prefix = 'cornserve:'): StoreKeys {
     chunksOf: (id) => `${p}chunks:${id}`,
     chunksOfPrefix: `${p}chunks:`,
     chunkExpiry: `${p}chunk-expiry`,
+    sidecar: (node) => `${p}sidecar:${node}`,
+    sidecarLeases: `${p}sidecar-leases`,
     changes: `${p}changes`,
     allKeysPattern: `${p.replace(/[*?[\]\\]/g, '\\$&')}*`,
   };

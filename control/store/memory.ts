@@ -9,7 +9,7 @@
 import { StoreClosedError, StoreConflictError, StoreNotFoundError } from './errors.js';
 import { chunkMember } from './keys.js';
 import { deliver } from './listeners.js';
-import { appNames, assertIntegerDelta, jsonCopy, sortApps, sortChunks, sortExecutors, sortTasks } from './records.js';
+import { appNames, assertIntegerDelta, jsonCopy, sortApps, sortChunks, sortExecutors, sortSidecars, sortTasks } from './records.js';
 import type {
   AppRecord,
   AppState,
@@ -18,6 +18,7 @@ import type {
   NodeInventory,
   Store,
   StoreChange,
+  SidecarRecord,
   TensorChunkMeta,
   UnitTaskRecord,
   Unsubscribe,
@@ -34,6 +35,8 @@ export class MemoryStore implements Store {
   private readonly executors = new Map<string, ExecutorRoute>();
   /** chunkMember(id, n) -> meta */
   private readonly chunks = new Map<string, TensorChunkMeta>();
+  /** node -> registration */
+  private readonly sidecars = new Map<string, SidecarRecord>();
   private readonly listeners = new Set<Listener>();
   private closed = false;
 
@@ -241,6 +244,60 @@ export class MemoryStore implements Store {
       this.emit({ kind: 'tensor', id: meta.id, chunk: meta.chunk, op: 'delete' });
     }
     return sortChunks(expired);
+  }
+
+  // ---------- sidecar registry ----------
+
+  async registerSidecar(record: SidecarRecord): Promise<void> {
+    this.assertOpen();
+    const old = this.sidecars.get(record.node);
+    if (old && old.instance !== record.instance) this.removeSidecar(old);
+    this.sidecars.set(record.node, jsonCopy(record));
+    this.emit({ kind: 'sidecar', id: record.node, op: 'put' });
+  }
+
+  async renewSidecar(node: string, instance: string, leaseExpiresAt: number): Promise<boolean> {
+    this.assertOpen();
+    const rec = this.sidecars.get(node);
+    if (!rec || rec.instance !== instance) return false;
+    rec.leaseExpiresAt = leaseExpiresAt;
+    return true;
+  }
+
+  async getSidecar(node: string): Promise<SidecarRecord | undefined> {
+    this.assertOpen();
+    return copyOrUndefined(this.sidecars.get(node));
+  }
+
+  async listSidecars(): Promise<SidecarRecord[]> {
+    this.assertOpen();
+    return sortSidecars([...this.sidecars.values()].map(jsonCopy));
+  }
+
+  async deleteSidecar(node: string, instance: string): Promise<boolean> {
+    this.assertOpen();
+    const rec = this.sidecars.get(node);
+    if (!rec || rec.instance !== instance) return false;
+    this.removeSidecar(rec);
+    return true;
+  }
+
+  async takeExpiredSidecars(now: number): Promise<SidecarRecord[]> {
+    this.assertOpen();
+    const expired = [...this.sidecars.values()].filter((rec) => rec.leaseExpiresAt <= now);
+    for (const rec of expired) this.removeSidecar(rec);
+    return sortSidecars(expired.map(jsonCopy));
+  }
+
+  /** Drops a registration and every chunk entry naming its node. */
+  private removeSidecar(rec: SidecarRecord): void {
+    for (const [member, meta] of this.chunks) {
+      if (meta.node !== rec.node) continue;
+      this.chunks.delete(member);
+      this.emit({ kind: 'tensor', id: meta.id, chunk: meta.chunk, op: 'delete' });
+    }
+    this.sidecars.delete(rec.node);
+    this.emit({ kind: 'sidecar', id: rec.node, op: 'delete' });
   }
 
   // ---------- change notifications ----------

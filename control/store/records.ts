@@ -3,7 +3,7 @@
  * records are copied through JSON (what Redis stores), lists come back in a stable order,
  * and an app's names (name + aliases) form one namespace.
  */
-import type { AppRecord, ExecutorRoute, TensorChunkMeta, UnitTaskRecord } from './types.js';
+import type { AppRecord, ExecutorRoute, SidecarRecord, TensorChunkMeta, UnitTaskRecord } from './types.js';
 
 /** A deep copy with exactly the semantics of a JSON round trip (as Redis stores it). */
 export const jsonCopy = <T>(value: T): T => JSON.parse(JSON.stringify(value)) as T;
@@ -17,6 +17,7 @@ export const sortApps = (apps: AppRecord[]) => apps.sort((a, b) => byString(a.ap
 export const sortTasks = (tasks: UnitTaskRecord[]) => tasks.sort((a, b) => byString(a.taskId, b.taskId));
 export const sortExecutors = (routes: ExecutorRoute[]) => routes.sort((a, b) => byString(a.executorId, b.executorId));
 export const sortChunks = (chunks: TensorChunkMeta[]) => chunks.sort((a, b) => byString(a.id, b.id) || a.chunk - b.chunk);
+export const sortSidecars = (sidecars: SidecarRecord[]) => sidecars.sort((a, b) => byString(a.node, b.node));
 
 /** Outstanding counts move by whole requests; Redis HINCRBY takes integers only, so both backends insist. */
 export function assertIntegerDelta(delta: number): void {

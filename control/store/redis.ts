@@ -18,7 +18,7 @@ import { logger } from '../../lib/log.js';
 import { StoreClosedError, StoreConflictError, StoreNotFoundError, StoreUnavailableError } from './errors.js';
 import { chunkMember, storeKeys, type StoreKeys } from './keys.js';
 import { deliver } from './listeners.js';
-import { appNames, assertIntegerDelta, sortApps, sortChunks, sortExecutors, sortTasks } from './records.js';
+import { appNames, assertIntegerDelta, sortApps, sortChunks, sortExecutors, sortSidecars, sortTasks } from './records.js';
 import { defineScripts, type RunScript } from './scripts.js';
 import type {
   AppRecord,
@@ -28,6 +28,7 @@ import type {
   NodeInventory,
   Store,
   StoreChange,
+  SidecarRecord,
   TensorChunkMeta,
   UnitTaskRecord,
   Unsubscribe,
@@ -333,6 +334,79 @@ export class RedisStore implements Store {
     return sortChunks(jsons.map((json) => JSON.parse(json) as TensorChunkMeta));
   }
 
+  // ---------- sidecar registry ----------
+
+  async registerSidecar(record: SidecarRecord): Promise<void> {
+    const { leaseExpiresAt, ...rest } = record;
+    // One sidecar per node registers: reading the old instance first leaves no race that matters.
+    const old = await this.getSidecar(record.node);
+    if (old && old.instance !== record.instance) await this.removeSidecar(old.node, old.instance, '+inf');
+    const change: StoreChange = { kind: 'sidecar', id: record.node, op: 'put' };
+    await this.call('registerSidecar', () =>
+      this.redis
+        .multi()
+        .set(this.keys.sidecar(record.node), JSON.stringify(rest))
+        .zadd(this.keys.sidecarLeases, leaseExpiresAt, record.node)
+        .publish(this.keys.changes, JSON.stringify(change))
+        .exec()
+        .then(execResults),
+    );
+  }
+
+  async renewSidecar(node: string, instance: string, leaseExpiresAt: number): Promise<boolean> {
+    const renewed = await this.call('renewSidecar', () =>
+      this.script('renew-sidecar', [this.keys.sidecar(node), this.keys.sidecarLeases], [node, instance, leaseExpiresAt]),
+    );
+    return renewed === 1;
+  }
+
+  async getSidecar(node: string): Promise<SidecarRecord | undefined> {
+    const [json, lease] = await this.call('getSidecar', () =>
+      Promise.all([this.redis.get(this.keys.sidecar(node)), this.redis.zscore(this.keys.sidecarLeases, node)]),
+    );
+    return json === null || lease === null ? undefined : decodeSidecar(json, lease);
+  }
+
+  async listSidecars(): Promise<SidecarRecord[]> {
+    return this.call('listSidecars', async () => {
+      const leases = await this.redis.zrange(this.keys.sidecarLeases, '0', '-1', 'WITHSCORES');
+      if (leases.length === 0) return [];
+      const nodes = leases.filter((_, i) => i % 2 === 0);
+      const jsons = await this.redis.mget(...nodes.map((n) => this.keys.sidecar(n)));
+      return sortSidecars(defined(jsons.map((json, i) => (json === null ? undefined : decodeSidecar(json, leases[2 * i + 1]!)))));
+    });
+  }
+
+  async deleteSidecar(node: string, instance: string): Promise<boolean> {
+    return (await this.removeSidecar(node, instance, '+inf')) !== undefined;
+  }
+
+  async takeExpiredSidecars(now: number): Promise<SidecarRecord[]> {
+    const due = await this.call('takeExpiredSidecars', () => this.redis.zrangebyscore(this.keys.sidecarLeases, '-inf', now, 'WITHSCORES'));
+    const taken: SidecarRecord[] = [];
+    for (let i = 0; i < due.length; i += 2) {
+      const rec = await this.getSidecar(due[i]!);
+      // The script checks the lease again: a sidecar that renewed in between stays.
+      if (rec && (await this.removeSidecar(rec.node, rec.instance, now))) taken.push(rec);
+    }
+    return sortSidecars(taken);
+  }
+
+  /** delete-sidecar.lua: the registration and the node's chunk entries, if `instance` holds it and its lease ends by `latestLease`. */
+  private async removeSidecar(node: string, instance: string, latestLease: number | '+inf'): Promise<string | undefined> {
+    const json = await this.call('deleteSidecar', () =>
+      this.script('delete-sidecar', [this.keys.sidecar(node), this.keys.sidecarLeases, this.keys.chunkExpiry], [
+        node,
+        instance,
+        latestLease,
+        this.keys.chunkPrefix,
+        this.keys.chunksOfPrefix,
+        this.keys.changes,
+      ]),
+    );
+    return typeof json === 'string' ? json : undefined;
+  }
+
   // ---------- change notifications ----------
 
   subscribe(listener: Listener): Unsubscribe {
@@ -494,3 +568,5 @@ function decodeExecutor(h: Hash): ExecutorRoute | undefined {
     outstanding: Number(h.outstanding),
   };
 }
+
+const decodeSidecar = (json: string, lease: string): SidecarRecord => ({ ...(JSON.parse(json) as Omit<SidecarRecord, 'leaseExpiresAt'>), leaseExpiresAt: Number(lease) });

@@ -18,7 +18,9 @@ export type ScriptName =
   | 'adjust-outstanding'
   | 'delete-executor'
   | 'delete-chunk'
-  | 'take-expired-chunks';
+  | 'take-expired-chunks'
+  | 'renew-sidecar'
+  | 'delete-sidecar';
 
 interface ScriptSource {
   lua: string;

@@ -88,13 +88,31 @@ export interface TensorChunkMeta {
   expiresAt: number; // epoch ms; unconsumed data is freed after this
 }
 
+// ---------- sidecar registry ----------
+
+/**
+ * A running sidecar as it registers itself: which ranks it serves, where its peers reach it, and until when its
+ * lease holds. It renews the lease while it runs; past `leaseExpiresAt` it counts as crashed and any sidecar reaps
+ * it with its chunk entries (takeExpiredSidecars).
+ */
+export interface SidecarRecord {
+  node: string;
+  instance: string; // new at every start: a new instance of a node replaces the old one and what it held
+  ranks: number[];
+  host: string;
+  peerPort: number; // sidecar-to-sidecar TCP
+  httpPort: number; // /health, /info, /metrics
+  leaseExpiresAt: number; // epoch ms
+}
+
 // ---------- change notifications ----------
 
 export type StoreChange =
   | { kind: 'app'; id: string; op: 'put' | 'delete' }
   | { kind: 'task'; id: string; op: 'put' | 'delete' }
   | { kind: 'route'; id: string; taskId: string; op: 'put' | 'delete' }
-  | { kind: 'tensor'; id: string; chunk: number; op: 'put' | 'delete' };
+  | { kind: 'tensor'; id: string; chunk: number; op: 'put' | 'delete' }
+  | { kind: 'sidecar'; id: string; op: 'put' | 'delete' }; // id = the sidecar's node
 
 export type Unsubscribe = () => void;
 
@@ -146,8 +164,24 @@ export interface Store {
   getChunk(id: string, chunk: number): Promise<TensorChunkMeta | undefined>;
   listChunks(id?: string): Promise<TensorChunkMeta[]>;
   deleteChunk(id: string, chunk: number): Promise<boolean>;
-  /** Removes and returns every chunk whose expiresAt <= now. */
+  /** Removes and returns every chunk whose expiresAt <= now (entries a live sidecar failed to delete). */
   takeExpiredChunks(now: number): Promise<TensorChunkMeta[]>;
+
+  // sidecar registry
+  /**
+   * Registers a sidecar (or registers it again). When another instance of the same node was registered, that
+   * instance's registration and chunk entries are removed first: its memory is gone.
+   */
+  registerSidecar(record: SidecarRecord): Promise<void>;
+  /** Moves the lease of `node` to `leaseExpiresAt` if `instance` still holds it; false otherwise (register again). No change is published. */
+  renewSidecar(node: string, instance: string, leaseExpiresAt: number): Promise<boolean>;
+  getSidecar(node: string): Promise<SidecarRecord | undefined>;
+  /** Every registered sidecar, by node. */
+  listSidecars(): Promise<SidecarRecord[]>;
+  /** Removes `instance`'s registration of `node` and every chunk entry naming `node` (a sidecar stopping); false if `instance` does not hold it. */
+  deleteSidecar(node: string, instance: string): Promise<boolean>;
+  /** Removes and returns every sidecar whose lease ended at or before `now`, with every chunk entry naming its node (crashed sidecars). */
+  takeExpiredSidecars(now: number): Promise<SidecarRecord[]>;
 
   /** Change notifications (in-process for memory; pub/sub for Redis, so other processes see them). */
   subscribe(listener: (change: StoreChange) => void): Unsubscribe;

@@ -1,7 +1,7 @@
 /**
  * Sample Store records for tests: valid, distinct per call (pass a suffix), and overridable field by field.
  */
-import type { AppRecord, ExecutorRoute, TensorChunkMeta, UnitTaskRecord } from '../../control/store/types.js';
+import type { AppRecord, ExecutorRoute, SidecarRecord, TensorChunkMeta, UnitTaskRecord } from '../../control/store/types.js';
 
 export function sampleApp(n: string | number, overrides: Partial<AppRecord> = {}): AppRecord {
   return {
@@ -55,6 +55,19 @@ export function sampleChunk(id: string, chunk: number, overrides: Partial<Tensor
     shape: [1, 1024],
     size: 4096,
     expiresAt: 1_700_000_060_000,
+    ...overrides,
+  };
+}
+
+export function sampleSidecar(node: string, overrides: Partial<SidecarRecord> = {}): SidecarRecord {
+  return {
+    node,
+    instance: `${node}-i1`,
+    ranks: [0, 1],
+    host: '10.0.0.1',
+    peerPort: 10001,
+    httpPort: 10000,
+    leaseExpiresAt: 1_700_000_010_000,
     ...overrides,
   };
 }

@@ -10,7 +10,7 @@ import test, { type ExecutionContext } from 'ava';
 import { StoreClosedError, StoreConflictError, StoreNotFoundError } from '../../../../control/store/errors.js';
 import type { Store, StoreChange } from '../../../../control/store/types.js';
 import { waitUntil } from '../../../../lib/wait.js';
-import { sampleApp, sampleChunk, sampleRoute, sampleTask } from '../../../helpers/store-records.js';
+import { sampleApp, sampleChunk, sampleRoute, sampleSidecar, sampleTask } from '../../../helpers/store-records.js';
 
 export interface StoreFixture {
   store: Store;
@@ -438,6 +438,89 @@ export function storeConformance(name: string, makeStore: () => Promise<StoreFix
     t.deepEqual(await store.getChunk('aa01', 0), sampleChunk('aa01', 0));
   });
 
+  // ---------- sidecar registry ----------
+
+  it('registerSidecar then getSidecar and listSidecars return the registration', async (t, { store }) => {
+    await store.registerSidecar(sampleSidecar('node-b', { ranks: [2] }));
+    await store.registerSidecar(sampleSidecar('node-a'));
+    t.deepEqual(await store.getSidecar('node-b'), sampleSidecar('node-b', { ranks: [2] }));
+    t.deepEqual(await store.listSidecars(), [sampleSidecar('node-a'), sampleSidecar('node-b', { ranks: [2] })]);
+    t.is(await store.getSidecar('node-c'), undefined);
+  });
+
+  it('renewSidecar moves the lease of the instance that holds it', async (t, { store }) => {
+    await store.registerSidecar(sampleSidecar('node-a', { leaseExpiresAt: 1000 }));
+    t.true(await store.renewSidecar('node-a', 'node-a-i1', 5000));
+    t.is((await store.getSidecar('node-a'))!.leaseExpiresAt, 5000);
+  });
+
+  it('renewSidecar returns false for another instance or an unknown node and changes nothing', async (t, { store }) => {
+    await store.registerSidecar(sampleSidecar('node-a', { leaseExpiresAt: 1000 }));
+    t.false(await store.renewSidecar('node-a', 'node-a-i2', 5000));
+    t.false(await store.renewSidecar('node-b', 'node-b-i1', 5000));
+    t.is((await store.getSidecar('node-a'))!.leaseExpiresAt, 1000);
+    t.is(await store.getSidecar('node-b'), undefined);
+  });
+
+  it('a new instance of a node replaces the old registration and drops the chunk entries naming that node', async (t, { store }) => {
+    await store.registerSidecar(sampleSidecar('node-a'));
+    await store.putChunk(sampleChunk('aa01', 0, { node: 'node-a' }));
+    await store.putChunk(sampleChunk('aa01', 1, { node: 'node-b' }));
+    await store.registerSidecar(sampleSidecar('node-a', { instance: 'node-a-i2', peerPort: 10101 }));
+    t.deepEqual(await store.getSidecar('node-a'), sampleSidecar('node-a', { instance: 'node-a-i2', peerPort: 10101 }));
+    t.deepEqual(await store.listChunks(), [sampleChunk('aa01', 1, { node: 'node-b' })]);
+  });
+
+  it('registering the same instance again keeps its chunk entries', async (t, { store }) => {
+    await store.registerSidecar(sampleSidecar('node-a'));
+    await store.putChunk(sampleChunk('aa01', 0, { node: 'node-a' }));
+    await store.registerSidecar(sampleSidecar('node-a', { leaseExpiresAt: 2_000_000_000_000 }));
+    t.deepEqual(await store.listChunks(), [sampleChunk('aa01', 0, { node: 'node-a' })]);
+  });
+
+  it('deleteSidecar removes the registration and every chunk entry naming its node', async (t, { store }) => {
+    await store.registerSidecar(sampleSidecar('node-a'));
+    await store.registerSidecar(sampleSidecar('node-b'));
+    await store.putChunk(sampleChunk('aa01', 0, { node: 'node-a' }));
+    await store.putChunk(sampleChunk('bb02', 0, { node: 'node-a' }));
+    await store.putChunk(sampleChunk('bb02', 1, { node: 'node-b' }));
+    t.true(await store.deleteSidecar('node-a', 'node-a-i1'));
+    t.is(await store.getSidecar('node-a'), undefined);
+    t.deepEqual(await store.listSidecars(), [sampleSidecar('node-b')]);
+    t.deepEqual(await store.listChunks(), [sampleChunk('bb02', 1, { node: 'node-b' })]);
+    t.deepEqual(await store.listChunks('aa01'), []);
+  });
+
+  it('deleteSidecar by another instance returns false and removes nothing', async (t, { store }) => {
+    await store.registerSidecar(sampleSidecar('node-a'));
+    await store.putChunk(sampleChunk('aa01', 0, { node: 'node-a' }));
+    t.false(await store.deleteSidecar('node-a', 'node-a-i0'));
+    t.false(await store.deleteSidecar('node-b', 'node-b-i1'));
+    t.deepEqual(await store.getSidecar('node-a'), sampleSidecar('node-a'));
+    t.is((await store.listChunks()).length, 1);
+  });
+
+  it('takeExpiredSidecars takes exactly the sidecars whose lease ended, with their chunk entries', async (t, { store }) => {
+    await store.registerSidecar(sampleSidecar('node-a', { leaseExpiresAt: 1000 }));
+    await store.registerSidecar(sampleSidecar('node-b', { leaseExpiresAt: 2000 }));
+    await store.registerSidecar(sampleSidecar('node-c', { leaseExpiresAt: 3000 }));
+    await store.putChunk(sampleChunk('aa01', 0, { node: 'node-a', expiresAt: 9000 }));
+    await store.putChunk(sampleChunk('aa01', 1, { node: 'node-c', expiresAt: 9000 }));
+    await store.putChunk(sampleChunk('bb02', 0, { node: 'node-b', expiresAt: 9000 }));
+    const taken = await store.takeExpiredSidecars(2000);
+    t.deepEqual(taken, [sampleSidecar('node-a', { leaseExpiresAt: 1000 }), sampleSidecar('node-b', { leaseExpiresAt: 2000 })]);
+    t.deepEqual(await store.listSidecars(), [sampleSidecar('node-c', { leaseExpiresAt: 3000 })]);
+    t.deepEqual(await store.listChunks(), [sampleChunk('aa01', 1, { node: 'node-c', expiresAt: 9000 })]);
+    t.deepEqual(await store.takeExpiredSidecars(2000), []);
+  });
+
+  it('a renewed lease is not taken by takeExpiredSidecars', async (t, { store }) => {
+    await store.registerSidecar(sampleSidecar('node-a', { leaseExpiresAt: 1000 }));
+    await store.renewSidecar('node-a', 'node-a-i1', 4000);
+    t.deepEqual(await store.takeExpiredSidecars(2000), []);
+    t.is((await store.listSidecars()).length, 1);
+  });
+
   // ---------- change notifications ----------
 
   it('subscribe sees app changes made through the other handle', async (t, { store, peer }) => {
@@ -489,6 +572,26 @@ export function storeConformance(name: string, makeStore: () => Promise<StoreFix
       seen.sort((a, b) => chunkOf(a) - chunkOf(b)),
       [0, 1].map((chunk) => ({ kind: 'tensor', id: 'aa01', chunk, op: 'delete' })),
     );
+  });
+
+  it('registering, renewing and removing sidecars publishes a sidecar put and deletes (renewal publishes nothing)', async (t, { store, peer }) => {
+    const { seen } = watch(store);
+    await store.subscriptionReady();
+    await peer.registerSidecar(sampleSidecar('node-a', { leaseExpiresAt: 1000 }));
+    await peer.renewSidecar('node-a', 'node-a-i1', 1500);
+    await peer.putChunk(sampleChunk('aa01', 0, { node: 'node-a' }));
+    await peer.takeExpiredSidecars(2000);
+    await peer.registerSidecar(sampleSidecar('node-b'));
+    await peer.deleteSidecar('node-b', 'node-b-i1');
+    await waitForCount(seen, 6);
+    t.deepEqual(seen, [
+      { kind: 'sidecar', id: 'node-a', op: 'put' },
+      { kind: 'tensor', id: 'aa01', chunk: 0, op: 'put' },
+      { kind: 'tensor', id: 'aa01', chunk: 0, op: 'delete' },
+      { kind: 'sidecar', id: 'node-a', op: 'delete' },
+      { kind: 'sidecar', id: 'node-b', op: 'put' },
+      { kind: 'sidecar', id: 'node-b', op: 'delete' },
+    ]);
   });
 
   it('unsubscribe stops delivery to that listener only', async (t, { store, peer }) => {
