@@ -1,5 +1,6 @@
 /**
  * `node --import tsx sidecar/main.ts --node n0 --ranks 0,1 --socket /tmp/sc-n0.sock --peer n1=127.0.0.1:7101@2,3`
+ * `node --import tsx sidecar/main.ts --node n0 --ranks 0,1 --socket /tmp/sc-n0.sock --store-url redis://127.0.0.1:6379` (peers found in the Store)
  * Starts one node's sidecar server; stops cleanly (segment unlinked) on SIGINT/SIGTERM.
  * Prints one JSON line `{"ready": {...info}}` on stdout once it accepts connections.
  */
@@ -40,13 +41,14 @@ const program = new Command('sidecar')
   .option('--slab <spec>', 'a shared-memory slab SLOT_BYTESxSLOTS (repeatable; default 4096x4096 and 262144x1984 = 512 MiB)', slab, [] as SlabSpec[])
   .option('--ttl-ms <ms>', 'expiry of unconsumed chunks', int, 300_000)
   .option('--sweep-ms <ms>', 'how often expired chunks are freed', int)
-  .option('--store-url <url>', 'mirror chunk metadata into this Redis (redis://host:port); default: no mirror')
-  .option('--store-prefix <prefix>', 'Redis key prefix', 'cornserve:');
+  .option('--store-url <url>', 'the Store (redis://host:port): register this sidecar, find peers and chunks through it, record where produced chunks are held; default: fixed --peer only')
+  .option('--store-prefix <prefix>', 'Redis key prefix', 'cornserve:')
+  .option('--lease-ms <ms>', 'with --store-url: registration lease (renewed every third); a crashed sidecar is reaped after it', int, 10_000);
 
 program.parse();
 const o = program.opts<{
   node: string; ranks: number[]; socket: string; host: string; peerPort: number; httpPort: number; peer: PeerAddress[];
-  slab: SlabSpec[]; ttlMs: number; sweepMs?: number; storeUrl?: string; storePrefix: string;
+  slab: SlabSpec[]; ttlMs: number; sweepMs?: number; storeUrl?: string; storePrefix: string; leaseMs: number;
 }>();
 
 // Telemetry only when spans go somewhere: its async context tracking costs on every request of this hot path.
@@ -56,7 +58,7 @@ const store = o.storeUrl ? createStore({ redisUrl: o.storeUrl, prefix: o.storePr
 await store?.ready();
 const server = new SidecarServer({
   node: o.node, ranks: o.ranks, socketPath: o.socket, host: o.host, peerPort: o.peerPort, httpPort: o.httpPort, peers: o.peer,
-  ttlMs: o.ttlMs, ...(o.slab.length ? { slabs: o.slab } : {}), ...(o.sweepMs ? { sweepMs: o.sweepMs } : {}), ...(store ? { store } : {}),
+  ttlMs: o.ttlMs, leaseMs: o.leaseMs, ...(o.slab.length ? { slabs: o.slab } : {}), ...(o.sweepMs ? { sweepMs: o.sweepMs } : {}), ...(store ? { store } : {}),
 });
 try {
   await server.start();

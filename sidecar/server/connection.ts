@@ -98,7 +98,7 @@ export class ClientConnection {
       }
       case 'put': return this.put(req, payload, signal) as Promise<Record<string, unknown>>;
       case 'recv': {
-        const rec = await srv.ledger.recv(req.id, req.chunk, this.rank!, req.deadline, signal);
+        const rec = await srv.recv(req.id, req.chunk, this.rank!, req.deadline, signal);
         if (!rec) return { end: true } satisfies RecvReply;
         return {
           kind: rec.kind, offset: rec.alloc.offset, size: rec.size, producerRank: rec.producerRank,
@@ -110,7 +110,7 @@ export class ClientConnection {
         return {};
       case 'close': {
         const open = this.open.get(req.id);
-        const list = [...this.peerNodes(req.dst, open)];
+        const list = [...await this.peerNodes(req.dst, open)];
         srv.closeStream(req.id, req.numChunks, list);
         const o = open ?? { numChunks: req.numChunks, sent: new Set<number>(), nodes: new Set(list) };
         this.open.set(req.id, o);
@@ -119,7 +119,7 @@ export class ClientConnection {
         return {};
       }
       case 'fail': {
-        srv.failEverywhere(req.id, `producer rank ${this.rank} failed: ${req.reason}`, this.peerNodes(req.dst, this.open.get(req.id)));
+        srv.failEverywhere(req.id, `producer rank ${this.rank} failed: ${req.reason}`, await this.peerNodes(req.dst, this.open.get(req.id)));
         this.open.delete(req.id);
         return {};
       }
@@ -127,8 +127,8 @@ export class ClientConnection {
   }
 
   /** The peer nodes a close or fail of an id goes to: those of `dst` if given, else those the id went to, else all. */
-  private peerNodes(dst: number[][] | undefined, open: OpenId | undefined): Iterable<string> {
-    return dst ? this.srv.route(dst).remote.keys() : open ? open.nodes : this.srv.allNodes();
+  private async peerNodes(dst: number[][] | undefined, open: OpenId | undefined): Promise<Iterable<string>> {
+    return dst ? (await this.srv.resolveRoute(dst)).remote.keys() : open ? open.nodes : this.srv.allNodes();
   }
 
   private async put(req: PutReq, payload: Buffer | null, signal: Cancellable): Promise<PutReply> {
@@ -142,7 +142,8 @@ export class ClientConnection {
     let remote: Map<string, number[][]>;
     try {
       if (req.kind === 'tensor' && (!req.dtype || !req.shape)) throw badRequest('a tensor needs dtype and shape');
-      remote = srv.route(req.dst).remote; // validates ranks before any memory is taken
+      const routed = srv.resolveRoute(req.dst); // validates ranks before any memory is taken
+      remote = (routed instanceof Promise ? await routed : routed).remote;
       if (reserved) {
         if (req.size > reserved.reserved) throw badRequest(`allocation holds ${reserved.reserved} bytes, put says ${req.size}`);
         alloc = srv.memory.trim(reserved, req.size); // a lease may be larger than this chunk

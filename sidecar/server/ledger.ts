@@ -29,6 +29,7 @@ import type { Allocation } from '../shm/memory.js';
 import type { ChunkKind } from '../wire/protocol.js';
 import type { DType } from '../tensor.js';
 import { deadlineTimer } from '../../lib/wait.js';
+import type { TensorChunkMeta } from '../../control/store/types.js';
 
 export interface ChunkRecord {
   id: string;
@@ -44,6 +45,7 @@ export interface ChunkRecord {
   pushes: number; // pushes to other nodes not yet written
   expiresAt: number;
   handedOut: boolean;
+  entry?: TensorChunkMeta; // what the Store records for it (chunks produced on this node, with a Store)
 }
 
 export type FreeReason = 'done' | 'expired' | 'failed';
@@ -344,6 +346,23 @@ export class Ledger {
     e.waiters.clear();
     for (const rec of [...e.chunks.values()]) if (!rec.handedOut && rec.pushes <= 0) this.release(rec, 'failed');
     this.settle(id, e);
+  }
+
+  /** Whether a recv waits for chunk `chunk` of `id`. */
+  waitingOn(id: string, chunk: number): boolean {
+    return this.live.get(id)?.waiters.has(chunk) ?? false;
+  }
+
+  /** Whether `rec` is held (not freed yet, e.g. at once because nobody needed it). */
+  holds(rec: ChunkRecord): boolean {
+    return this.live.get(rec.id)?.chunks.get(rec.chunk) === rec;
+  }
+
+  /** Every chunk held. */
+  heldChunks(): ChunkRecord[] {
+    const out: ChunkRecord[] = [];
+    for (const e of this.live.values()) out.push(...e.chunks.values());
+    return out;
   }
 
   isFailed(id: string): boolean {

@@ -1,22 +1,25 @@
 /**
- * Mirrors the chunks this sidecar holds into the Store (where each chunk lives: node, location, dtype,
- * shape, size, producer, expiry), so any node can find them when the Store is Redis.
+ * Records in the Store where each chunk produced on this node is held (node, location, dtype, shape, size,
+ * producer, expiry) until this sidecar frees it, so that a consumer's sidecar on another node can find it and
+ * dial this one (finder.ts).
  *
  * Writes are asynchronous and never on a transfer's critical path (a Redis write costs ~120 µs, the
  * whole same-node round trip has a 300 µs budget). Operations on one key are chained, so a delete never
  * overtakes its put. A failed write is logged and counted, not retried: the sidecar's own ledger, not the
- * Store, is the authority on what it holds.
+ * Store, is the authority on what it holds (an entry a failed delete left is reaped after its expiry, lease.ts).
  */
 import type { Store, TensorChunkMeta } from '../../control/store/types.js';
 import type { Logger } from '../../lib/log.js';
 
-export type ChunkIndex = Pick<Store, 'putChunk' | 'getChunk' | 'deleteChunk' | 'listChunks'>;
+export type ChunkIndex = Pick<Store, 'putChunk' | 'deleteChunk'>;
 
 export class StoreMirror {
   private readonly tails = new Map<string, Promise<void>>();
   errors = 0;
 
-  constructor(private readonly store: ChunkIndex | undefined, private readonly node: string, private readonly log: Logger) {}
+  constructor(private readonly store: ChunkIndex | undefined, private readonly log: Logger) {}
+
+  get enabled(): boolean { return this.store !== undefined; }
 
   private chain(key: string, op: () => Promise<unknown>): void {
     if (!this.store) return;
@@ -33,12 +36,9 @@ export class StoreMirror {
     this.chain(`${meta.id}/${meta.chunk}`, () => this.store!.putChunk(meta));
   }
 
-  /** Deletes the entry if it still names this node (another node may hold a newer copy of the chunk). */
+  /** Deletes the entry (only the producing node writes one per chunk: ids are unique per transfer). */
   remove(id: string, chunk: number): void {
-    this.chain(`${id}/${chunk}`, async () => {
-      const cur = await this.store!.getChunk(id, chunk);
-      if (cur && cur.node === this.node) await this.store!.deleteChunk(id, chunk);
-    });
+    this.chain(`${id}/${chunk}`, () => this.store!.deleteChunk(id, chunk));
   }
 
   /** Resolves once every queued write has settled. */

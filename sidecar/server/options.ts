@@ -1,7 +1,7 @@
 /** Sidecar server options: user-facing with documented defaults, compiled (validated, frozen) once at start. */
 import type { SlabSpec } from '../shm/memory.js';
 import type { PeerAddress } from './peers.js';
-import type { ChunkIndex } from './mirror.js';
+import type { Store } from '../../control/store/types.js';
 import { badRequest } from '../errors.js';
 
 export interface SidecarServerOptions {
@@ -25,9 +25,21 @@ export interface SidecarServerOptions {
   ttlMs?: number;
   /** How often expired chunks are swept. @default min(1000, ttlMs / 4) */
   sweepMs?: number;
-  /** Where chunk metadata is mirrored (MemoryStore / RedisStore). @default none */
-  store?: ChunkIndex;
+  /**
+   * The Store (MemoryStore / RedisStore) this sidecar registers in, finds its peers through, and records where the
+   * chunks it produces are held. Without one, only the fixed `peers` are known. @default none
+   */
+  store?: SidecarStore;
+  /** How long the registration lives without renewal (renewed every third of it); a crashed sidecar is reaped after it. @default 10_000 */
+  leaseMs?: number;
+  /** How long a local recv waits before this sidecar asks the Store where its chunk is held. @default 50 */
+  findAfterMs?: number;
 }
+
+/** The part of the Store a sidecar uses. */
+export type SidecarStore = Pick<Store,
+  | 'putChunk' | 'getChunk' | 'deleteChunk' | 'takeExpiredChunks'
+  | 'registerSidecar' | 'renewSidecar' | 'listSidecars' | 'deleteSidecar' | 'takeExpiredSidecars'>;
 
 export const KiB = 1024;
 export const MiB = 1024 * KiB;
@@ -37,7 +49,7 @@ export const DEFAULT_SLABS: SlabSpec[] = [
   { slotBytes: 256 * KiB, slots: 1984 },
 ];
 
-export type CompiledSidecarOptions = Readonly<Required<Omit<SidecarServerOptions, 'store'>> & { store: ChunkIndex | undefined }>;
+export type CompiledSidecarOptions = Readonly<Required<Omit<SidecarServerOptions, 'store'>> & { store: SidecarStore | undefined }>;
 
 export function compileSidecarOptions(o: SidecarServerOptions): CompiledSidecarOptions {
   if (!/^[A-Za-z0-9_.-]+$/.test(o.node)) throw badRequest(`node name "${o.node}" must match [A-Za-z0-9_.-]+`);
@@ -52,6 +64,7 @@ export function compileSidecarOptions(o: SidecarServerOptions): CompiledSidecarO
     }
   }
   const ttlMs = o.ttlMs ?? 300_000;
+  if (o.leaseMs !== undefined && !(o.leaseMs >= 30)) throw badRequest(`leaseMs must be at least 30, got ${o.leaseMs}`);
   return Object.freeze({
     node: o.node,
     ranks: [...o.ranks],
@@ -64,5 +77,7 @@ export function compileSidecarOptions(o: SidecarServerOptions): CompiledSidecarO
     ttlMs,
     sweepMs: o.sweepMs ?? Math.min(1000, Math.max(10, ttlMs / 4)),
     store: o.store,
+    leaseMs: o.leaseMs ?? 10_000,
+    findAfterMs: o.findAfterMs ?? 50,
   });
 }

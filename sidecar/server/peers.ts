@@ -6,7 +6,9 @@
  * node on the connection it accepted from it, straight from its own shared memory (one writev per chunk).
  * One link per direction; order on a link is preserved, so a `close` never overtakes a chunk.
  *
- * Both sidecars of a pair must list each other as peers (the receiver dials the sender).
+ * The receiver dials the sender: a fixed peer (`--peer`) is dialed at start; a peer found through the Store is
+ * dialed when a local recv waits for a chunk it holds (server.ts, finder.ts). A sender queues what it has for a
+ * node until that node dials in (or the frame's deadline passes), so it never needs the receiver's address.
  */
 import { createServer, connect, type Server, type Socket } from 'node:net';
 import type { Logger } from '../../lib/log.js';
@@ -27,6 +29,8 @@ export interface InboundHandler {
   message(msg: PeerMessage, payload: Buffer | null, from: string): void;
   /** A link dropped in the middle of a chunk: its bytes are incomplete. */
   broken(msg: PeerChunk, from: string): void;
+  /** Dialing `node` failed (refused, unreachable, dropped): its address may have changed. */
+  dialFailed?(node: string): void;
 }
 
 interface Outgoing {
@@ -100,10 +104,24 @@ class InboundLink {
   /** Why the peer is not connected (for error messages). */
   lastError = 'not connected yet';
 
-  constructor(readonly peer: PeerAddress, private readonly self: string, private readonly handler: InboundHandler, private readonly log: Logger) {}
+  constructor(public peer: PeerAddress, private readonly self: string, private readonly handler: InboundHandler, private readonly log: Logger) {}
+
+  get connected(): boolean { return this.lastError === 'connected'; }
+
+  /** Dials `peer` from now on: at once if its address changed or the link is down (its backoff restarts). */
+  retarget(peer: PeerAddress): void {
+    const moved = peer.host !== this.peer.host || peer.port !== this.peer.port;
+    this.peer = peer;
+    if (this.closed || (!moved && this.sock)) return;
+    this.delay = REDIAL_MIN_MS;
+    if (this.sock) { this.sock.destroy(); return; } // its close handler re-dials the new address
+    clearTimeout(this.timer);
+    this.dial();
+  }
 
   dial(): void {
     if (this.closed) return;
+    this.timer = undefined;
     const from = this.peer.node;
     let current: PeerChunk | undefined; // the chunk whose payload is being read
     const parsed = new WeakMap<object, PeerMessage>();
@@ -134,13 +152,17 @@ class InboundLink {
       this.lastError = 'connected';
       writeFrame(sock, { op: 'hello', node: this.self });
     });
-    sock.on('error', (err) => { this.lastError = `${this.peer.host}:${this.peer.port}: ${err.message}`; });
+    const { host, port } = this.peer;
+    sock.on('error', (err) => { this.lastError = `${host}:${port}: ${err.message}`; });
     sock.on('close', () => {
       if (current) this.handler.broken(current, from);
       current = undefined;
-      if (this.sock === sock) this.sock = undefined;
+      if (this.sock !== sock) return; // replaced by a re-dial to a new address
+      this.sock = undefined;
       if (this.closed) return;
       if (this.lastError === 'connected') this.lastError = 'the link dropped';
+      this.handler.dialFailed?.(from);
+      if (this.timer) return; // retarget() dialed already
       this.timer = setTimeout(() => this.dial(), this.delay);
       this.delay = Math.min(REDIAL_MAX_MS, this.delay * 2);
     });
@@ -158,18 +180,15 @@ export class Peers {
   private readonly outbound = new Map<string, OutboundLink>();
   private readonly inbound = new Map<string, InboundLink>();
   private readonly accepted = new Set<Socket>();
-  readonly byRank = new Map<number, PeerAddress>();
 
   constructor(
     private readonly self: string,
-    readonly peers: PeerAddress[],
+    private readonly fixed: PeerAddress[],
     private readonly handler: InboundHandler,
     private readonly log: Logger,
-  ) {
-    for (const p of peers) for (const r of p.ranks) this.byRank.set(r, p);
-  }
+  ) {}
 
-  /** Listens for peers' links, then dials every peer (the links this node reads from). */
+  /** Listens for peers' links, then dials every fixed peer (the links this node reads from). */
   async listen(host: string, port: number): Promise<number> {
     const server = createServer({ noDelay: true }, (sock) => this.accept(sock));
     await new Promise<void>((resolve, reject) => {
@@ -177,13 +196,35 @@ export class Peers {
       server.listen(port, host, () => { server.off('error', reject); resolve(); });
     });
     this.server = server;
-    for (const p of this.peers) {
-      const link = new InboundLink(p, this.self, this.handler, this.log);
-      this.inbound.set(p.node, link);
-      link.dial();
-    }
+    for (const p of this.fixed) this.connect(p);
     return (server.address() as { port: number }).port;
   }
+
+  /** Makes sure this node reads from `peer` (dials it, or re-dials at its new address). */
+  connect(peer: PeerAddress): void {
+    const link = this.inbound.get(peer.node);
+    if (link) { link.retarget(peer); return; }
+    if (!this.server) return; // stopped
+    const created = new InboundLink(peer, this.self, this.handler, this.log);
+    this.inbound.set(peer.node, created);
+    this.log.info({ peer: peer.node, host: peer.host, port: peer.port }, 'linking to peer sidecar');
+    created.dial();
+  }
+
+  /** Stops reading from `node` (it left). */
+  disconnect(node: string): void {
+    const link = this.inbound.get(node);
+    if (!link) return;
+    this.inbound.delete(node);
+    link.close();
+    this.log.info({ peer: node }, 'unlinked from peer sidecar (it left)');
+  }
+
+  /** Whether this node reads from `node` (dialed, connected or not). */
+  has(node: string): boolean { return this.inbound.has(node); }
+
+  /** Whether this node's link from `node` is up. */
+  connected(node: string): boolean { return this.inbound.get(node)?.connected ?? false; }
 
   /** A peer dialed us: after its hello, this is the link we write to it on. */
   private accept(sock: Socket): void {
@@ -210,7 +251,7 @@ export class Peers {
   private link(node: string): OutboundLink {
     let link = this.outbound.get(node);
     if (!link) {
-      link = new OutboundLink(node, () => this.inbound.get(node)?.lastError ?? 'not a configured peer');
+      link = new OutboundLink(node, () => this.inbound.get(node)?.lastError ?? 'it has not dialed this sidecar');
       this.outbound.set(node, link);
     }
     return link;
@@ -218,14 +259,15 @@ export class Peers {
 
   /** Queues `header` (+ payload) to the peer node; `written` fires once it is handed to the kernel or failed. */
   send(node: string, header: PeerMessage, payload: Uint8Array | undefined, deadline: number, written: (err?: Error | null) => void): void {
-    if (!this.inbound.has(node)) { written(new Error(`unknown peer node ${node}`)); return; }
     this.link(node).send({ header, ...(payload ? { payload } : {}), deadline, written });
   }
 
   async close(): Promise<void> {
+    const server = this.server;
+    this.server = undefined;
     for (const l of this.inbound.values()) l.close();
     for (const l of this.outbound.values()) l.close();
     for (const s of this.accepted) s.destroy();
-    await new Promise<void>((r) => (this.server ? this.server.close(() => r()) : r()));
+    await new Promise<void>((r) => (server ? server.close(() => r()) : r()));
   }
 }

@@ -15,6 +15,11 @@ import type { PeerChunk } from '../wire/protocol.js';
 import { Ledger, type ChunkRecord, type FreeReason } from './ledger.js';
 import { Peers } from './peers.js';
 import { StoreMirror } from './mirror.js';
+import { PeerDirectory } from './directory.js';
+import { ChunkFinder } from './finder.js';
+import { SidecarLease } from './lease.js';
+import type { Cancellable } from '../cancel.js';
+import type { TensorChunkMeta } from '../../control/store/types.js';
 import { createMetrics, type SidecarMetrics } from './metrics.js';
 import { compileSidecarOptions, type CompiledSidecarOptions, type SidecarServerOptions } from './options.js';
 import { ClientConnection } from './connection.js';
@@ -35,6 +40,9 @@ export interface ChunkInput {
   traceparent?: string | undefined; // of the span that stored it (pushes to peers are its children)
 }
 
+/** Destination groups split into those on this node and those per peer node. */
+export interface Route { local: number[][]; remote: Map<string, number[][]> }
+
 export class SidecarServer {
   readonly opts: CompiledSidecarOptions;
   readonly instance = randomBytes(4).toString('hex');
@@ -42,7 +50,10 @@ export class SidecarServer {
   memory!: SharedMemory;
   ledger!: Ledger;
   peers!: Peers;
+  directory!: PeerDirectory;
   mirror!: StoreMirror;
+  private finder: ChunkFinder | undefined;
+  private lease: SidecarLease | undefined;
   metrics!: SidecarMetrics;
   peerPort = 0;
   httpPort = 0;
@@ -70,7 +81,14 @@ export class SidecarServer {
       bytesInUse: this.memory.bytesInUse, bytesFree: this.memory.bytesFree, waiting: this.memory.waiting, chunks: this.ledger.chunkCount,
     }), () => this.ledger.stats());
     this.memory.onWait = () => this.metrics.memoryWaits.inc();
-    this.mirror = new StoreMirror(o.store, o.node, this.log);
+    this.mirror = new StoreMirror(o.store, this.log);
+    this.directory = new PeerDirectory({
+      self: o.node, fixed: o.peers, registry: o.store,
+      changed: (node, peer) => {
+        if (!peer) this.peers.disconnect(node);
+        else if (this.peers.has(node)) this.peers.connect(peer);
+      },
+    });
     this.ledger = new Ledger({ free: (rec, reason) => this.onFree(rec, reason), live: (rank) => this.liveRanks.has(rank) }, o.ttlMs);
     this.peers = new Peers(o.node, o.peers, {
       target: (msg, from) => this.peerTarget(msg, from),
@@ -88,11 +106,13 @@ export class SidecarServer {
         if (a) this.memory.free(a);
         this.failLocal(msg.id, `the link from sidecar ${from} dropped in the middle of chunk ${msg.chunk}`, 'SIDECAR_UNAVAILABLE');
       },
+      dialFailed: () => this.refreshPeers(),
     }, this.log);
     try {
       this.peerPort = await this.peers.listen(o.host, o.peerPort);
       await this.listenUnix();
       await this.listenHttp();
+      if (o.store) await this.joinStore(o.store);
     } catch (err) {
       await this.stop();
       throw err;
@@ -101,6 +121,53 @@ export class SidecarServer {
     this.sweeper.unref();
     this.log.info({ socket: o.socketPath, peerPort: this.peerPort, httpPort: this.httpPort, segment: this.memory.segment.path }, 'sidecar up');
     return this;
+  }
+
+  /** Registers in the Store (keeping the lease) and starts finding the chunks local recvs wait for. */
+  private async joinStore(store: NonNullable<CompiledSidecarOptions['store']>): Promise<void> {
+    const o = this.opts;
+    this.lease = new SidecarLease(store, { node: o.node, instance: this.instance, ranks: [...o.ranks], host: o.host, peerPort: this.peerPort, httpPort: this.httpPort }, o.leaseMs, {
+      reregistered: () => { for (const rec of this.ledger.heldChunks()) if (rec.entry) this.mirror.put(rec.entry); },
+      ticked: () => this.refreshPeers(),
+    }, this.log);
+    await this.lease.start();
+    this.finder = new ChunkFinder({
+      lookup: (id, chunk) => store.getChunk(id, chunk),
+      waiting: (id, chunk) => this.ledger.waitingOn(id, chunk),
+      found: (meta, again) => void this.linkTo(meta, again),
+      failed: (err) => this.log.warn({ err: err.message }, 'store lookup of a chunk failed; retrying'),
+    }, { firstDelayMs: o.findAfterMs });
+  }
+
+  /** Re-reads the peers' registrations (never throws: a Store outage is logged). */
+  private refreshPeers(): void {
+    if (!this.directory.dynamic || this.stopping) return;
+    this.directory.refresh().catch((err: Error) => this.log.warn({ err: err.message }, 'could not read the peer sidecars from the store'));
+  }
+
+  /** A chunk a local recv waits for is held by `meta.node`: dial it (its sidecar pushes the chunk on that link). */
+  private async linkTo(meta: TensorChunkMeta, again: boolean): Promise<void> {
+    if (meta.node === this.opts.node || this.stopping) return;
+    if (again || !this.directory.peer(meta.node)) {
+      try {
+        await this.directory.refresh();
+      } catch (err) {
+        this.log.warn({ err: (err as Error).message, node: meta.node }, 'could not read the peer sidecars from the store');
+      }
+    }
+    const peer = this.directory.peer(meta.node);
+    if (!peer) {
+      this.log.warn({ id: meta.id, chunk: meta.chunk, node: meta.node }, 'the chunk is held by a sidecar that is not registered (gone?)');
+      return;
+    }
+    if (!this.stopping) this.peers.connect(peer);
+  }
+
+  /** A local recv: the ledger's, and, if it has to wait, the chunk is looked for in the Store later. */
+  recv(id: string, chunk: number, rank: number, deadline: number, signal: Cancellable): Promise<ChunkRecord | null> {
+    const got = this.ledger.recv(id, chunk, rank, deadline, signal);
+    if (this.finder && this.ledger.waitingOn(id, chunk)) this.finder.wanted(id, chunk);
+    return got;
   }
 
   private async listenUnix(): Promise<void> {
@@ -149,13 +216,15 @@ export class SidecarServer {
       status: 'ok', ...this.info(), segment: this.memory.segment.name, capacity: this.memory.capacity,
       bytesInUse: this.memory.bytesInUse, bytesFree: this.memory.bytesFree, waiting: this.memory.waiting,
       chunks: ledger.chunks, ids: ledger.liveIds + ledger.tombstones, ledger, clients: this.conns.size,
+      peers: this.directory.nodes().map((node) => ({ node, connected: this.peers.connected(node) })),
+      ...(this.opts.store ? { store: { lookups: this.finder?.lookups ?? 0, mirrorErrors: this.mirror.errors } } : {}),
     };
   }
 
   // ---------- routing ----------
 
   /** Splits destination groups into the ones on this node and the ones per peer node. */
-  route(dst: number[][]): { local: number[][]; remote: Map<string, number[][]> } {
+  route(dst: number[][]): Route {
     const local: number[][] = [];
     const remote = new Map<string, number[][]>();
     for (const g of dst) {
@@ -168,14 +237,27 @@ export class SidecarServer {
     return { local, remote };
   }
 
-  nodeOf(rank: number): string {
-    if (this.opts.ranks.includes(rank)) return this.opts.node;
-    const p = this.peers.byRank.get(rank);
-    if (!p) throw new SidecarError('SIDECAR_UNKNOWN_RANK', `no sidecar serves rank ${rank}`);
-    return p.node;
+  /**
+   * `route`, after re-reading the registered sidecars if a rank is unknown (a sidecar that joined since). Returns
+   * the route itself, not a promise, when every rank is known (the hot path pays no extra tick).
+   */
+  resolveRoute(dst: number[][]): Route | Promise<Route> {
+    const unknown = this.directory.dynamic && dst.some((g) => g.some((r) => !this.opts.ranks.includes(r) && this.directory.nodeOf(r) === undefined));
+    if (!unknown) return this.route(dst);
+    return this.directory.refresh().then(
+      () => this.route(dst),
+      (err: Error) => { this.log.warn({ err: err.message }, 'could not read the peer sidecars from the store'); return this.route(dst); },
+    );
   }
 
-  allNodes(): string[] { return this.opts.peers.map((p) => p.node); }
+  nodeOf(rank: number): string {
+    if (this.opts.ranks.includes(rank)) return this.opts.node;
+    const node = this.directory.nodeOf(rank);
+    if (node === undefined) throw new SidecarError('SIDECAR_UNKNOWN_RANK', `no sidecar serves rank ${rank}${this.directory.dynamic ? ' (none registered in the store)' : ''}`);
+    return node;
+  }
+
+  allNodes(): string[] { return this.directory.nodes(); }
 
   // ---------- storing chunks ----------
 
@@ -215,13 +297,13 @@ export class SidecarServer {
         this.ledger.pushed(rec);
       });
     }
-    if (rec.groups.length > 0) {
-      const s = this.memory.segment;
-      this.mirror.put({
+    if (origin === 'local' && this.mirror.enabled && this.ledger.holds(rec)) {
+      rec.entry = {
         id: rec.id, chunk: rec.chunk, node: this.opts.node, producerRank: rec.producerRank, kind: rec.kind === 'tensor' ? 'tensor' : 'object',
-        location: { kind: 'shm', segment: s.name, offset: alloc.offset, length: rec.size }, size: rec.size, expiresAt: rec.expiresAt,
+        location: { kind: 'shm', segment: this.memory.segment.name, offset: alloc.offset, length: rec.size }, size: rec.size, expiresAt: rec.expiresAt,
         ...(rec.dtype ? { dtype: rec.dtype } : {}), ...(rec.shape ? { shape: rec.shape } : {}),
-      });
+      };
+      this.mirror.put(rec.entry);
     }
   }
 
@@ -246,7 +328,7 @@ export class SidecarServer {
     this.memory.free(rec.alloc);
     this.metrics.freed.inc({ reason });
     if (reason === 'expired') this.metrics.expiredBytes.inc(rec.size);
-    if (rec.groups.length > 0) this.mirror.remove(rec.id, rec.chunk);
+    if (rec.entry) this.mirror.remove(rec.id, rec.chunk);
   }
 
   /** Where a chunk from a peer lands: a slot of this node's memory (the socket reads straight into it). */
@@ -315,6 +397,7 @@ export class SidecarServer {
   stop(): Promise<void> {
     this.stopping ??= (async () => {
       clearInterval(this.sweeper);
+      this.finder?.stop();
       const err = new SidecarError('SIDECAR_UNAVAILABLE', `sidecar ${this.opts.node} is stopping`);
       this.ledger?.close(err);
       for (const c of this.conns) c.destroy();
@@ -326,6 +409,8 @@ export class SidecarServer {
       this.memory?.close();
       try { unlinkSync(this.opts.socketPath); } catch { /* gone */ }
       await Promise.race([this.mirror?.flush(), new Promise((r) => setTimeout(r, 2000).unref())]);
+      // After the mirror's writes: removes the registration and every entry of this node (chunks still held included).
+      await Promise.race([this.lease?.stop(), new Promise((r) => setTimeout(r, 2000).unref())]);
     })();
     return this.stopping;
   }

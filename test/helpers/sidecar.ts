@@ -26,9 +26,12 @@ export interface StartSidecarsOptions {
   slabs?: SlabSpec[];
   ttlMs?: number;
   sweepMs?: number;
-  /** Mirror chunk metadata into this Redis. */
+  /** The Store the sidecars register in and record chunk entries in. */
   storeUrl?: string;
   storePrefix?: string;
+  /** 'store': no `--peer` flags, the sidecars find each other through `storeUrl`. @default 'fixed' */
+  peers?: 'fixed' | 'store';
+  leaseMs?: number;
 }
 
 export interface SidecarNode {
@@ -44,8 +47,8 @@ export interface SidecarNode {
   stop(): Promise<void>;
   /** Crash (SIGKILL): nothing is cleaned up by the process itself. */
   kill(): Promise<void>;
-  /** Starts the node's sidecar again (same socket, same ports). */
-  start(): Promise<void>;
+  /** Starts the node's sidecar again (same socket, same ports unless `newPorts`). */
+  start(o?: { newPorts?: boolean }): Promise<void>;
 }
 
 export interface SidecarCluster {
@@ -80,13 +83,15 @@ export async function startSidecars(opts: StartSidecarsOptions): Promise<Sidecar
       ...(process.env.SIDECAR_NODE_ARGS?.split(' ').filter(Boolean) ?? []), // e.g. '--cpu-prof --cpu-prof-dir=/tmp/prof' to profile
       '--import', 'tsx', MAIN, '--node', spec.name, '--ranks', spec.ranks.join(','), '--socket', spec.socketPath,
       '--peer-port', String(spec.peerPort), '--http-port', String(spec.httpPort),
-      ...specs.filter((p) => p !== spec).flatMap((p) => ['--peer', `${p.name}=127.0.0.1:${p.peerPort}@${p.ranks.join(',')}`]),
+      ...(opts.peers === 'store' ? [] : specs.filter((p) => p !== spec).flatMap((p) => ['--peer', `${p.name}=127.0.0.1:${p.peerPort}@${p.ranks.join(',')}`])),
       ...(opts.slabs ?? TEST_SLABS).flatMap((s) => ['--slab', `${s.slotBytes}x${s.slots}`]),
       ...(opts.ttlMs ? ['--ttl-ms', String(opts.ttlMs)] : []),
       ...(opts.sweepMs ? ['--sweep-ms', String(opts.sweepMs)] : []),
       ...(opts.storeUrl ? ['--store-url', opts.storeUrl, '--store-prefix', opts.storePrefix ?? 'cornserve:'] : []),
+      ...(opts.leaseMs ? ['--lease-ms', String(opts.leaseMs)] : []),
     ];
-    const start = async () => {
+    const start = async (o: { newPorts?: boolean } = {}) => {
+      if (o.newPorts) { spec.peerPort = await freePort(); spec.httpPort = await freePort(); }
       const c = spawn(process.execPath, args(), { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, NODE_ENV: 'test' } });
       child = c;
       children.add(c);
@@ -110,12 +115,14 @@ export async function startSidecars(opts: StartSidecarsOptions): Promise<Sidecar
       c.kill(sig);
       if (!(await waitExit(c, 10_000))) { c.kill('SIGKILL'); await waitExit(c, 5_000); }
     };
-    const httpUrl = `http://127.0.0.1:${spec.httpPort}`;
+    const httpUrl = () => `http://127.0.0.1:${spec.httpPort}`;
     return {
-      name: spec.name, ranks: spec.ranks, socketPath: spec.socketPath, peerPort: spec.peerPort, httpUrl,
+      name: spec.name, ranks: spec.ranks, socketPath: spec.socketPath,
+      get peerPort() { return spec.peerPort; },
+      get httpUrl() { return httpUrl(); },
       pid: () => child?.pid,
-      health: async () => (await (await fetch(`${httpUrl}/health`)).json()) as never,
-      metrics: async () => (await fetch(`${httpUrl}/metrics`)).text(),
+      health: async () => (await (await fetch(`${httpUrl()}/health`)).json()) as never,
+      metrics: async () => (await fetch(`${httpUrl()}/metrics`)).text(),
       stop: () => stopWith('SIGTERM'),
       kill: () => stopWith('SIGKILL'),
       start,
