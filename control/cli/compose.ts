@@ -67,6 +67,8 @@ export interface LocalPartsOptions {
   devices?: number;
   /** Handed to the children (executors, sidecars) that keep state in Redis. */
   storeUrl?: string;
+  /** The Redis key prefix the sidecars use. @default 'cornserve:' */
+  storePrefix?: string;
   /** Where app functions listen on unix sockets (see LocalPlatform). */
   socketDir?: string;
   logSink?: LogSink;
@@ -88,7 +90,10 @@ export async function startLocalPlatform(closers: Closer[], o: LocalPartsOptions
   });
   closers.push(() => platform.shutdown());
   if (!(o.sidecars ?? true)) return { platform, sidecarUrls: {} };
-  const sidecars = await startNodeSidecars({ nodes: await platform.listNodes(), ...(o.logSink ? { sink: o.logSink } : {}), ...(o.env ? { env: o.env } : {}) });
+  const sidecars = await startNodeSidecars({
+    nodes: await platform.listNodes(), ...(o.logSink ? { sink: o.logSink } : {}), ...(o.env ? { env: o.env } : {}),
+    ...(o.storeUrl ? { storeUrl: o.storeUrl, ...(o.storePrefix ? { storePrefix: o.storePrefix } : {}) } : {}),
+  });
   closers.push(() => sidecars.stop());
   for (const [node, url] of Object.entries(sidecars.urls)) platform.setSidecarUrl(node, url);
   return { platform, sidecarUrls: sidecars.urls };

@@ -3,7 +3,9 @@
  * them). Each is `sidecar/main.ts` as a child process (orphan-guarded like the platform's children, output
  * prefixed through the same log sink), serving the node's global ranks (numbered like the resource
  * manager's inventory: consecutive over the nodes in order) on a unix socket that executors receive as
- * CORNSERVE_SIDECAR_URL=unix:<path>.
+ * CORNSERVE_SIDECAR_URL=unix:<path>. With a Store URL (`cornserve up --redis`) the sidecars register there and find
+ * each other and the chunks they wait for through it (sidecar/ARCHITECTURE.md); without one, one node's sidecar
+ * needs no peers.
  */
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -23,6 +25,9 @@ export interface StartSidecarsOptions {
   nodes: NodeDevices[];
   sink?: LogSink;
   env?: Record<string, string>;
+  /** The Redis the sidecars register in (`cornserve up --redis`), and its key prefix. */
+  storeUrl?: string;
+  storePrefix?: string;
   /** @default 60 s (like the platform's executor and app-function health bounds: a loaded machine starts node + tsx slowly) */
   readyTimeoutMs?: number;
 }
@@ -50,7 +55,8 @@ export async function startNodeSidecars(opts: StartSidecarsOptions): Promise<Nod
       const child = await ManagedChild.spawn({
         name: `sidecar-${node}`,
         command: process.execPath,
-        args: ['--import', 'tsx', '--import', './control/platform/orphan-guard.ts', 'sidecar/main.ts', '--node', node, '--ranks', ranks.join(','), '--socket', socket],
+        args: ['--import', 'tsx', '--import', './control/platform/orphan-guard.ts', 'sidecar/main.ts', '--node', node, '--ranks', ranks.join(','), '--socket', socket,
+          ...(opts.storeUrl ? ['--store-url', opts.storeUrl, ...(opts.storePrefix ? ['--store-prefix', opts.storePrefix] : [])] : [])],
         cwd: REPO_ROOT,
         env: { ...process.env, ...opts.env, CORNSERVE_PARENT_PID: String(process.pid) },
         sink: (prefix, line, stream) => {

@@ -83,7 +83,7 @@ export async function startCornserve(opts: CornserveOptions = {}): Promise<Corns
     const { platform, sidecarUrls } = await startLocalPlatform(closers, {
       socketDir,
       ...(opts.devices !== undefined ? { devices: opts.devices } : {}),
-      ...(opts.redisUrl ? { storeUrl: opts.redisUrl } : {}),
+      ...(opts.redisUrl ? { storeUrl: opts.redisUrl, ...(opts.redisPrefix ? { storePrefix: opts.redisPrefix } : {}) } : {}),
       ...(opts.logSink ? { logSink: opts.logSink } : {}),
       env: { ...opts.childEnv, ...bodyLimitEnv(opts.bodyLimitBytes) }, // executors take what the gateway takes (lib/body-limit.ts)
       ...(opts.sidecars !== undefined ? { sidecars: opts.sidecars } : {}),
