@@ -5,6 +5,7 @@
  */
 import './node-version.js'; // first: refuse a too-old Node before anything else loads
 import { Command, Option } from 'commander';
+import { benchCommand } from './bench.js';
 import { GatewayClient } from './client.js';
 import { invokeCommand, listCommand, registerCommand, scaleCommand, tasksCommand, unregisterCommand, type Io } from './commands.js';
 import { CliError } from './errors.js';
@@ -88,6 +89,8 @@ program
     const { manifestsYaml } = await import('./manifests.js');
     process.stdout.write(await manifestsYaml(file, opts));
   });
+
+program.addCommand(benchCommand(io, () => program.opts<{ gateway: string }>().gateway));
 
 /** A control-plane role as its own process: every role takes --port, --host and --redis (the shared Store). */
 const roleCommand = (name: string, description: string, port: string) =>

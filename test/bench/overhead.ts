@@ -6,11 +6,11 @@
  * callers) through the gateway versus directly.
  * Target: median added latency (gateway median - direct median) at most 4x the direct round trip.
  */
-import { readdirSync, readFileSync, readlinkSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import { Agent, request } from 'node:http';
 import { spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
+import { pidListeningOn, treeCpuMs } from '../../bench/client/proc.js';
 import { freePort } from '../../lib/net.js';
 import { waitUntil } from '../../lib/wait.js';
 import type { BenchResult } from './types.js';
@@ -59,41 +59,6 @@ async function saturate(call: () => Promise<void>, concurrency: number, ms: numb
 }
 
 /** `cornserve up` as its own process (as a user runs it): the client below does not share its event loop. */
-/** CPU ms used so far by a process and all its descendants (Linux /proc; clock ticks of 10 ms). */
-export function treeCpuMs(root: number): number {
-  const stats = readdirSync('/proc')
-    .filter((d) => /^\d+$/.test(d))
-    .map((pid) => {
-      try {
-        const f = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
-        return { pid: Number(pid), ppid: Number(f[1]), cpu: (Number(f[11]) + Number(f[12])) * 10 };
-      } catch {
-        return undefined;
-      }
-    })
-    .filter((x) => x !== undefined);
-  const tree = new Set([root]);
-  for (let grew = true; grew; ) {
-    grew = false;
-    for (const s of stats) if (!tree.has(s.pid) && tree.has(s.ppid)) (tree.add(s.pid), (grew = true));
-  }
-  return stats.filter((s) => tree.has(s.pid)).reduce((n, s) => n + s.cpu, 0);
-}
-
-function pidListeningOn(url: string): number | undefined {
-  const port = Number(new URL(url).port).toString(16).toUpperCase().padStart(4, '0');
-  const inode = readFileSync('/proc/net/tcp', 'utf8').split('\n').find((l) => l.split(/\s+/)[2]?.endsWith(`:${port}`) && l.split(/\s+/)[4] === '0A')?.trim().split(/\s+/)[9];
-  if (!inode) return undefined;
-  for (const pid of readdirSync('/proc').filter((d) => /^\d+$/.test(d))) {
-    try {
-      if (readdirSync(`/proc/${pid}/fd`).some((fd) => readlinkSync(`/proc/${pid}/fd/${fd}`) === `socket:[${inode}]`)) return Number(pid);
-    } catch {
-      /* gone or not ours */
-    }
-  }
-  return undefined;
-}
-
 export async function startUp(extraEnv: NodeJS.ProcessEnv = {}): Promise<{ url: string; pid: number; stop: () => Promise<void> }> {
   const port = await freePort();
   const env: NodeJS.ProcessEnv = { ...process.env, CORNSERVE_LOG_LEVEL: 'warn', CORNSERVE_ADMIN_TOKEN: 'bench', ...extraEnv };
@@ -132,7 +97,7 @@ export async function run(): Promise<BenchResult[]> {
     const dMed = quantile(d, 0.5);
     const gMed = quantile(g, 0.5);
     const added = gMed - dMed;
-    const executorPid = pidListeningOn(executorUrl);
+    const executorPid = pidListeningOn(Number(new URL(executorUrl).port));
     let cpu = { direct: NaN, gateway: NaN };
     if (executorPid !== undefined) {
       const n = 2_000;
