@@ -65,6 +65,7 @@ export function startRun(o: RunOptions): Run {
   let inFlight = 0;
   let sent = 0;
   let interrupted = false;
+  let drainTimer: NodeJS.Timeout | undefined;
   const slotWaiters: Array<() => void> = [];
   const start = performance.now();
   const startedAt = Date.now();
@@ -111,6 +112,7 @@ export function startRun(o: RunOptions): Run {
     }
     // Every request is bounded by its own timeout; after stop(), also by the drain bound (then cancelled).
     while (pending.size) await Promise.all([...pending]);
+    clearTimeout(drainTimer);
     records.sort((a, b) => a.index - b.index);
     return { records, startedAt, interrupted };
   })();
@@ -123,7 +125,7 @@ export function startRun(o: RunOptions): Run {
       if (interrupted) return cancelInFlight.abort();
       interrupted = true;
       stopSending.abort();
-      setTimeout(() => cancelInFlight.abort(), o.drainTimeoutMs).unref();
+      drainTimer = setTimeout(() => cancelInFlight.abort(), o.drainTimeoutMs);
     },
   };
 }

@@ -100,7 +100,7 @@ export function timelineSpec(inFlight: ReadonlyArray<{ tS: number; inFlight: num
       x: { field: 't', type: 'quantitative', title: 'time since the first request (s)' },
       y: { field: 'value', type: 'quantitative', title: 'count' },
       color: { field: 'series', type: 'nominal', title: null },
-      strokeDash: { field: 'series', type: 'nominal', legend: null },
+      strokeDash: { field: 'series', type: 'nominal', title: null },
     },
   } as TopLevelSpec;
 }
