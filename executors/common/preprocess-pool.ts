@@ -3,7 +3,8 @@
  * so the router's event loop (HTTP, /health) never runs it. Inputs and outputs travel by postMessage with
  * their ArrayBuffers transferred (no copy). FIFO queue; one task per thread at a time; a task that passes its
  * deadline or whose signal aborts fails at once (a running one's late result is dropped). A thread that
- * crashes fails its task with EXECUTOR_PREPROCESS_CRASHED and is replaced.
+ * crashes fails its task with EXECUTOR_PREPROCESS_CRASHED and is replaced; while a replacement cannot start, the
+ * pool is short of threads and `healthy` is false (the router's /health reports it).
  *
  * Worker side:
  *   servePreprocess<Settings, In, Out>(async (settings) => async (input) => ({ value, transfer: [buffers] }));
@@ -68,6 +69,9 @@ export class PreprocessPool<In, Out> {
 
   get queued(): number { return this.queue.length; }
 
+  /** Every thread the pool started with is running or starting (false once a replacement failed to start). */
+  get healthy(): boolean { return !this.closed && this.threads.size >= (this.opts.size ?? 2); }
+
   private spawn(): Promise<void> {
     const worker = startThread(this.opts.script, { workerData: this.opts.workerData });
     const thread: Thread = { worker, busy: undefined, ready: false };
@@ -75,7 +79,12 @@ export class PreprocessPool<In, Out> {
     return new Promise<void>((resolve, reject) => {
       worker.on('message', (m: FromWorker) => {
         if (m.type === 'ready') { thread.ready = true; resolve(); this.pump(); return; }
-        if (m.type === 'fatal') { reject(fromWire(m.error)); return; }
+        if (m.type === 'fatal') {
+          this.threads.delete(thread); // it cannot serve: the pool is short of it until a later replacement starts
+          void worker.terminate();
+          reject(fromWire(m.error));
+          return;
+        }
         const task = thread.busy;
         thread.busy = undefined;
         if (task && task.id === m.id) this.settle(task, m.type === 'result' ? { value: m.value } : { error: fromWire(m.error) });

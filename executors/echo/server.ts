@@ -8,6 +8,7 @@ import { errorHandler, parseOr422 } from '../../lib/http.js';
 import { logger } from '../../lib/log.js';
 import { sleep } from '../../lib/wait.js';
 import { hopBodyLimitBytes } from '../../lib/body-limit.js';
+import { healthRoute } from '../common/health.js';
 
 export const echoRequestSchema = z.object({
   text: z.string(),
@@ -27,9 +28,7 @@ export function buildEchoServer(options: EchoServerOptions = {}): express.Expres
   let inFlight = 0;
   let served = 0;
   app.use(express.json({ limit: hopBodyLimitBytes() })); // what the gateway accepts, this accepts (lib/body-limit.ts)
-  app.get('/health', (_req, res) => {
-    res.json({ status: 'ok' });
-  });
+  app.get('/health', healthRoute([])); // the router is all there is
   app.get('/info', (_req, res) => {
     res.json({ kind: 'echo', executorId: options.executorId ?? null, inFlight, served });
   });

@@ -31,6 +31,8 @@ export interface EngineOptions {
   maxPrefillTokens?: number;
   /** Called after every decoder call (metrics). */
   onStep?: (kind: 'prefill' | 'decode', batch: number, ms: number) => void;
+  /** Decoder steps failing in a row (none succeeding between) after which the engine counts as broken (`alive` false). @default 3 */
+  brokenAfterFailures?: number;
   log?: Logger;
 }
 
@@ -86,6 +88,10 @@ export class Engine {
   private wake: (() => void) | undefined;
   private closed = false;
   private steps = 0;
+  /** Decoder steps that failed since the last one that succeeded. */
+  private failuresInARow = 0;
+  /** Set when the loop itself ended on an error: nothing is served any more. */
+  private crashed: Error | undefined;
   private readonly done: Promise<void>;
 
   constructor(readonly model: LlmModel, private readonly opts: EngineOptions = {}) {
@@ -93,7 +99,19 @@ export class Engine {
     this.maxBatch = opts.maxBatch ?? 32;
     this.maxWaiting = opts.maxWaiting ?? 1024;
     this.maxPrefillTokens = opts.maxPrefillTokens ?? 4096;
-    this.done = this.loop();
+    this.done = this.loop().catch((e: unknown) => {
+      this.crashed = e instanceof Error ? e : new Error(String(e));
+      this.opts.log?.error({ err: this.crashed }, 'the engine loop crashed; nothing is served until this executor is restarted');
+      for (const j of [...this.waiting.splice(0), ...this.running.splice(0)]) j.reject(this.crashed);
+    });
+  }
+
+  /**
+   * False once the engine cannot serve: stopped, its loop crashed, or `brokenAfterFailures` decoder steps failed
+   * in a row (a broken model session fails every step). The executor's /health reports it.
+   */
+  get alive(): boolean {
+    return !this.closed && !this.crashed && this.failuresInARow < (this.opts.brokenAfterFailures ?? 3);
   }
 
   stats(): EngineStats {
@@ -106,6 +124,7 @@ export class Engine {
   /** Queues a request. Throws at once (not a rejected promise) when the engine is stopping or the queue is full. */
   submit(req: EngineRequest): Promise<EngineResult> {
     if (this.closed) throw llmErrors.cancelled('the engine is stopping');
+    if (this.crashed) throw llmErrors.runFailed(`the engine loop crashed: ${this.crashed.message}`);
     if (this.waiting.length >= this.maxWaiting) throw llmErrors.overloaded(`${this.waiting.length} requests are waiting; retry later`);
     return new Promise<EngineResult>((resolve, reject) => {
       const seq = new Sequence(req.prompt.n, req.gen, this.model.tokenizer, this.model.config.maxPositions);
@@ -134,8 +153,10 @@ export class Engine {
       try {
         if (admitted.length) await this.prefillStep(admitted);
         if (this.running.length) await this.decodeStep();
+        this.failuresInARow = 0;
       } catch (e) {
-        this.opts.log?.error({ err: e }, 'decoder step failed');
+        this.failuresInARow++;
+        this.opts.log?.error({ err: e, failuresInARow: this.failuresInARow }, 'decoder step failed');
         const err = e instanceof Error ? e : new Error(String(e));
         for (const j of [...admitted, ...this.running.splice(0)]) j.reject(err);
       }

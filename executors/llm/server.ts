@@ -14,6 +14,8 @@ import { traceRequests } from '../../lib/telemetry.js';
 import type { SidecarClient } from '../../sidecar/client/client.js';
 import { tensor } from '../../sidecar/tensor.js';
 import { deadlineOf } from '../common/deadline.js';
+import { ExecutorErrorCode } from '../common/errors.js';
+import { healthRoute } from '../common/health.js';
 import { Engine, type EngineOptions, type EngineRequest } from './engine.js';
 import { llmErrors, toOpenAIError } from './errors.js';
 import { createLlmMetrics } from './metrics.js';
@@ -88,9 +90,9 @@ export function buildLlmServer(opts: LlmServerOptions): LlmServer {
   app.use(traceRequests('llm'));
   app.use(express.json({ limit: hopBodyLimitBytes() })); // what the gateway accepts, this accepts (lib/body-limit.ts)
 
-  app.get('/health', (_req, res) => {
-    res.json({ status: 'ok' });
-  });
+  app.get('/health', healthRoute([
+    { name: 'engine', up: () => engine.alive, code: ExecutorErrorCode.ENGINE_DEAD, message: 'the engine stopped or its decoder steps keep failing' },
+  ]));
   app.get('/info', (_req, res) => {
     res.json({
       kind: 'llm', executorId: opts.executorId ?? null, model: model.manifest.name, modelIds: model.modelIds,

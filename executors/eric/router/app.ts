@@ -1,5 +1,5 @@
 /**
- * Eric's HTTP API (express): POST /embeddings, GET /health (503 once the engine is gone), GET /info,
+ * Eric's HTTP API (express): POST /embeddings, GET /health (503 once the engine or the preprocessing threads are gone), GET /info,
  * GET /modalities, GET /metrics. Only I/O and message passing run on this event loop: preprocessing runs in
  * the pool's threads and inference in the engine's workers, so /health answers while the model runs.
  */
@@ -8,6 +8,8 @@ import { errorHandler } from '../../../lib/http.js';
 import type { Logger } from '../../../lib/log.js';
 import { currentTraceparent, traceRequests } from '../../../lib/telemetry.js';
 import { deadlineOf } from '../../common/deadline.js';
+import { ExecutorErrorCode } from '../../common/errors.js';
+import { healthRoute } from '../../common/health.js';
 import type { EricMetrics } from '../metrics.js';
 import { type EmbeddingDeps, embed } from './embeddings.js';
 
@@ -27,10 +29,10 @@ export function buildEricApp(deps: AppDeps): express.Express {
   app.use(traceRequests('eric'));
   app.use(express.json({ limit: deps.options.maxBodyBytes }));
 
-  app.get('/health', (_req, res) => {
-    if (deps.engineAlive()) res.json({ status: 'ok' });
-    else res.status(503).json({ status: 'unavailable', error: { code: 'EXECUTOR_ENGINE_DEAD', message: 'the engine process is not running' } });
-  });
+  app.get('/health', healthRoute([
+    { name: 'engine', up: deps.engineAlive, code: ExecutorErrorCode.ENGINE_DEAD, message: 'the engine process is not running' },
+    { name: 'preprocess', up: () => deps.preprocess.healthy, code: ExecutorErrorCode.PREPROCESS_CRASHED, message: 'a crashed preprocessing thread could not be replaced' },
+  ]));
   app.get('/info', (_req, res) => { res.json(deps.info()); });
   app.get('/modalities', (_req, res) => { res.json(deps.modalities); });
   app.get('/metrics', async (_req, res) => {

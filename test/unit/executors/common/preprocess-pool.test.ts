@@ -1,6 +1,10 @@
 import test from 'ava';
+import { rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { PreprocessPool } from '../../../../executors/common/preprocess-pool.js';
 import { logger } from '../../../../lib/log.js';
+import { waitUntil } from '../../../../lib/wait.js';
 
 const SCRIPT = new URL('./fixtures/upper-preprocess.ts', import.meta.url);
 const log = logger('test');
@@ -36,4 +40,16 @@ test('a task whose deadline is beyond setTimeout range (30 days) is not failed e
 test('a task past its deadline fails with EXECUTOR_DEADLINE_EXCEEDED', async (t) => {
   const err = await t.throwsAsync(pool.run('slow', { deadline: Date.now() + 50 }));
   t.is((err as { code?: string }).code, 'EXECUTOR_DEADLINE_EXCEEDED');
+});
+
+test('a pool whose crashed thread cannot be replaced reports itself unhealthy', async (t) => {
+  const marker = join(tmpdir(), `cornserve-preprocess-${process.pid}-${Date.now()}`);
+  t.teardown(() => rmSync(marker, { force: true }));
+  const own = await PreprocessPool.start<string, Uint8Array>({ script: SCRIPT, size: 1, workerData: { suffix: '!', failIfExists: marker }, log });
+  t.teardown(() => own.close());
+  t.true(own.healthy);
+  writeFileSync(marker, '');
+  await t.throwsAsync(own.run('crash'), { message: /exited with code 9/ });
+  await waitUntil('the pool is short of its thread', () => !own.healthy, { timeoutMs: 30_000 });
+  t.false(own.healthy);
 });

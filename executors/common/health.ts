@@ -1,0 +1,31 @@
+/**
+ * An executor's `GET /health` is its whole health: every part it needs to serve a request (router, engine process,
+ * worker threads, preprocessing threads, ...). 200 `{status: 'ok', parts}` while all are up; otherwise 503
+ * `{status: 'unavailable', parts, error: {code, message}}` naming the first part that is down. The task manager
+ * takes a 503 executor out of the routes at once and restarts it (control/taskmanager/health-policy.ts). That this
+ * route answers at all stands for the router.
+ */
+import type { RequestHandler } from 'express';
+
+export interface HealthPart {
+  /** e.g. 'engine', 'preprocess' */
+  name: string;
+  up: () => boolean;
+  /** The error code and message when it is down, e.g. EXECUTOR_ENGINE_DEAD. */
+  code: string;
+  message: string;
+}
+
+export function healthReport(parts: readonly HealthPart[]): { status: number; body: Record<string, unknown> } {
+  const state = Object.fromEntries(parts.map((p) => [p.name, p.up() ? 'up' : 'down']));
+  const down = parts.find((p) => state[p.name] === 'down');
+  if (!down) return { status: 200, body: { status: 'ok', parts: state } };
+  return { status: 503, body: { status: 'unavailable', parts: state, error: { code: down.code, message: down.message } } };
+}
+
+export function healthRoute(parts: readonly HealthPart[]): RequestHandler {
+  return (_req, res) => {
+    const { status, body } = healthReport(parts);
+    res.status(status).json(body);
+  };
+}
