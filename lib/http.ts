@@ -30,6 +30,16 @@ export function toErrorBody(err: unknown): { status: number; body: { error: { co
   return { status, body: { error: { code: status === 500 ? 'INTERNAL' : 'HTTP_ERROR', message: e?.message ?? String(err) } } };
 }
 
+/**
+ * Headers an error reply carries besides its body: `Retry-After` (seconds) when the error says how long to wait
+ * (`details.retryAfterS`, e.g. NO_EXECUTOR). The details travel in the body too, so a hop that rebuilds the error
+ * from the body (the app-function runtime) sets the same header again.
+ */
+export function errorHeaders(err: unknown): Record<string, string> {
+  const s = isCornserveError(err) ? (err.details as { retryAfterS?: unknown } | undefined)?.retryAfterS : undefined;
+  return typeof s === 'number' && Number.isFinite(s) && s > 0 ? { 'retry-after': String(Math.ceil(s)) } : {};
+}
+
 /** The last middleware of every express app. 5xx are logged; 4xx are the client's business. */
 export function errorHandler(log: Logger): ErrorRequestHandler {
   return (err, req, res, _next) => {
@@ -39,7 +49,7 @@ export function errorHandler(log: Logger): ErrorRequestHandler {
       res.end();
       return;
     }
-    res.status(status).json(body);
+    res.status(status).set(errorHeaders(err)).json(body);
   };
 }
 

@@ -78,7 +78,7 @@ program
 
 program
   .command('scale <task> <n>')
-  .description('add (+N) or remove (-N) devices of a unit task; removed executors are drained first')
+  .description('add (+N) or remove (-N) devices of a unit task; removed executors are drained first; at zero executors its requests get 503 NO_EXECUTOR (Retry-After) until it is scaled up')
   .action((task: string, n: string) => scaleCommand(client(), task, n, io));
 
 program

@@ -7,7 +7,7 @@
  *  DEADLINE_INVALID   400  the `deadline` extension / x-cornserve-deadline header is not epoch milliseconds
  *  TASK_NOT_DEPLOYED  404  an invocation's unit task is not in the Store
  *  TASK_NOT_READY     409  the unit task exists but is deploying, tearing down or failed
- *  NO_EXECUTOR        503  the unit task is ready but none of its executors is
+ *  NO_EXECUTOR        503  the unit task is ready but none of its executors is (Retry-After: NO_EXECUTOR_RETRY_AFTER_S)
  *  TASK_FAILED        502  an executor call failed (connection lost, bad reply, stream broke); an executor's own
  *                          error reply keeps ITS code and, for input errors and 503/504, its status (TaskFailedError)
  *  DEADLINE_EXCEEDED  504  the graph's deadline passed before it finished
@@ -66,9 +66,20 @@ export class TaskNotReadyError extends DispatcherError {
   }
 }
 
+/**
+ * Seconds a caller of a task with no ready executor is told to wait (Retry-After): about what an executor's
+ * restart or a scale-up from zero takes.
+ */
+export const NO_EXECUTOR_RETRY_AFTER_S = 5;
+
 export class NoExecutorError extends DispatcherError {
   constructor(readonly taskId: string, taskName: string, executors: number) {
-    super('NO_EXECUTOR', `unit task ${taskName} (${taskId}) has no ready executor (${executors} known, none ready)`, 503, { taskId });
+    super(
+      'NO_EXECUTOR',
+      `unit task ${taskName} (${taskId}) has no ready executor (${executors} known, none ready); retry in ${NO_EXECUTOR_RETRY_AFTER_S} s`,
+      503,
+      { taskId, retryAfterS: NO_EXECUTOR_RETRY_AFTER_S },
+    );
   }
 }
 

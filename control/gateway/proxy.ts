@@ -13,7 +13,7 @@
 import { Agent, type ClientRequest, type IncomingMessage } from 'node:http';
 import type { Response } from 'express';
 import { DEADLINE_HEADER } from '../../functions/sdk/index.js';
-import { toErrorBody } from '../../lib/http.js';
+import { errorHeaders, toErrorBody } from '../../lib/http.js';
 import { redactInternal } from '../../lib/redact.js';
 import { traceHeaders } from '../../lib/telemetry.js';
 import { deadlineTimer } from '../../lib/wait.js';
@@ -108,7 +108,7 @@ export function forward(res: Response, opts: ForwardOptions): Promise<number> {
       const { status, body } = toErrorBody(err);
       body.error.message = redactInternal(body.error.message);
       if (!res.headersSent) {
-        res.status(status).json(body);
+        res.status(status).set(errorHeaders(err)).json(body);
       } else if (!res.writableEnded) {
         // A stream ends with an error line; a half-sent JSON body cannot be repaired, so the connection is cut.
         if (!String(res.getHeader('content-type') ?? '').includes('ndjson')) res.destroy();

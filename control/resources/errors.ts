@@ -48,10 +48,10 @@ export class InvalidScaleError extends CornserveError {
   }
 }
 
-/** Scaling down would leave the task without an executor. 409. */
+/** Scaling down would remove more executors than the task has (zero is allowed). 409. */
 export class ScaleBelowMinimumError extends CornserveError {
   constructor(readonly taskId: string, readonly executors: number, readonly removing: number) {
-    super('SCALE_BELOW_MINIMUM', `task ${taskId} has ${executors} executor(s); removing ${removing} would leave none`, 409, { taskId, executors, removing });
+    super('SCALE_BELOW_MINIMUM', `task ${taskId} has ${executors} executor(s); it cannot lose ${removing}`, 409, { taskId, executors, removing });
   }
 }
 

@@ -184,8 +184,10 @@ export class ResourceManager implements ResourceManagerApi {
           throw e;
         }
       } else {
+        // Down to zero is allowed (the reference allows it): the task stays deployed and ready, and its invocations
+        // are answered 503 NO_EXECUTOR with Retry-After until it is scaled up again.
         const executors = m.tm.executors().length;
-        if (executors - count < 1) throw new ScaleBelowMinimumError(taskId, executors, count);
+        if (count > executors) throw new ScaleBelowMinimumError(taskId, executors, count);
         const freed = await m.tm.removeExecutors(count, { graceMs: this.opts.drainGraceMs });
         await this.changeInventory((inv) => ({ inventory: freeDevices(inv, freed, taskId), result: undefined }));
       }
@@ -226,6 +228,11 @@ export class ResourceManager implements ResourceManagerApi {
           return;
         }
         try {
+          if (record.state === 'ready' && record.devices.length === 0) {
+            this.keepAtZero(record.taskId, this.taskFromRecord(record));
+            report.recovered.push(record.taskId);
+            return;
+          }
           await this.opts.store.updateTask(record.taskId, { state: 'deploying' });
           await this.bringUp(record.taskId, this.taskFromRecord(record), record.devices);
           report.recovered.push(record.taskId);
@@ -306,6 +313,11 @@ export class ResourceManager implements ResourceManagerApi {
         await this.opts.platform.stopExecutor(r.executorId).catch(() => {});
         await this.opts.store.deleteExecutor(r.executorId);
         report.dropped.push(r.executorId);
+      }
+      if (keep.length === 0 && record.state === 'ready' && record.devices.length === 0) {
+        this.keepAtZero(taskId, task);
+        report.adopted.push(taskId);
+        return;
       }
       if (keep.length === 0) {
         await this.opts.store.updateTask(taskId, { state: 'deploying' });
@@ -392,6 +404,14 @@ export class ResourceManager implements ResourceManagerApi {
     this.managed.set(taskId, { tm, name: task.name, launch });
     await this.opts.store.updateTask(taskId, { state: 'ready' });
     log.info({ task: taskId, name: task.name, devices: devices.map((d) => d.globalRank) }, 'task ready');
+  }
+
+  /** A task scaled to zero before a restart stays at zero: a TaskManager without executors, ready to scale up. */
+  private keepAtZero(taskId: string, task: UnitTask): void {
+    const descriptor = this.descriptorOf(task);
+    const launch = descriptor.launch(task);
+    this.managed.set(taskId, { tm: this.newTaskManager(taskId, task, descriptor, launch), name: task.name, launch });
+    log.info({ task: taskId, name: task.name }, 'task kept at zero executors');
   }
 
   private newTaskManager(taskId: string, task: UnitTask, descriptor: TaskDescriptor, launch: LaunchSpec): TaskManager {

@@ -23,7 +23,7 @@ import {
   type App,
   type GraphDispatcher,
 } from '../sdk/index.js';
-import { readWhole, toErrorBody } from '../../lib/http.js';
+import { errorHeaders, readWhole, toErrorBody } from '../../lib/http.js';
 import type { Logger } from '../../lib/log.js';
 import { SpanKind, SpanStatusCode, context, currentTraceparent, propagation, trace, tracer, tracingOn } from '../../lib/telemetry.js';
 import { deadlineTimer } from '../../lib/wait.js';
@@ -99,7 +99,7 @@ function sendError(res: ServerResponse, err: unknown): void {
   const { status, body } = toErrorBody(err);
   if (res.headersSent) return void res.end();
   const text = JSON.stringify(body);
-  res.writeHead(status, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(text) });
+  res.writeHead(status, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(text), ...errorHeaders(err) });
   res.end(text);
 }
 

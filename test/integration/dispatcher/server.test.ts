@@ -132,6 +132,18 @@ test('a task that is not deployed is a 404 TASK_NOT_DEPLOYED', async (t) => {
   t.like(await res.json(), { error: { code: 'TASK_NOT_DEPLOYED' } });
 });
 
+test('a task with no ready executor is a 503 NO_EXECUTOR with Retry-After', async (t) => {
+  const store = new MemoryStore();
+  const inv = echo(0, 'x');
+  await deployTask(store, inv.task, [{ url: executors[0]!.url, state: 'failed' }]);
+  const dispatcher = await startDispatcher({ store, registry: new Registry() });
+  t.teardown(() => dispatcher.close(100));
+  const res = await postEvent(dispatcher.url, graphJson(inv));
+  t.is(res.status, 503);
+  t.like(await res.json(), { error: { code: 'NO_EXECUTOR' } });
+  t.is(res.headers.get('retry-after'), '5');
+});
+
 test('a deadline extension that is not epoch ms is a 400 DEADLINE_INVALID', async (t) => {
   const a = echo(0, 'x');
   const { dispatcher } = await dispatcherFor(t, a);

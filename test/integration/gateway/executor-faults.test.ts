@@ -73,3 +73,22 @@ test.serial('a scale-down during load loses no request', async (t) => {
   t.true(statuses.length > 24);
   t.deepEqual(statuses.filter((s) => s !== 200), [], 'every request answered 200 with its own echo');
 });
+
+test.serial('a task scaled to zero answers 503 NO_EXECUTOR with Retry-After through the gateway, and serves again once scaled up', async (t) => {
+  const appId = await p.register(app('dormant', 0));
+  const taskId = (await p.store.getApp(appId))!.taskIds[0]!;
+  const down = await p.admin('/task/scale', { task_id: taskId, num_devices: -1 });
+  t.is(down.status, 200);
+  t.like(await down.json(), { state: 'ready', executors: [], devices: [] });
+
+  const res = await p.invoke('dormant', { text: 'anyone?' });
+  t.is(res.status, 503);
+  t.like(await res.json(), { error: { code: 'NO_EXECUTOR' } });
+  t.is(res.headers.get('retry-after'), '5');
+
+  const up = await p.admin('/task/scale', { task_id: taskId, num_devices: 1 });
+  t.is(up.status, 200);
+  const next = await p.invoke('dormant', { text: 'back' });
+  t.is(next.status, 200);
+  t.deepEqual(await next.json(), { echo: 'back' });
+});

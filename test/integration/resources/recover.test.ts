@@ -91,3 +91,19 @@ test.serial('recovery deletes a task that was being torn down when the old proce
   t.is(await store.getTask(shared), undefined);
   t.deepEqual(await store.listExecutors(shared), []);
 });
+
+test.serial('a task scaled to zero stays at zero after recovery, and scales up from there', async (t) => {
+  const prefix = uniquePrefix('recover');
+  const store = redisStore(t, prefix);
+  const first = startResourceManager(t, { store });
+  const [id] = await first.rm.deploy([echoTask(0)]);
+  await first.rm.scale(id!, -1);
+  await first.platform.shutdown();
+  const second = startResourceManager(t, { store: redisStore(t, prefix) });
+  const report = await second.rm.recover();
+  t.deepEqual(report.recovered, [id]);
+  t.like(await store.getTask(id!), { state: 'ready', usage: 1, devices: [] });
+  t.deepEqual(second.platform.processes(), []);
+  const status = await second.rm.scale(id!, 1);
+  t.deepEqual(status.executors.map((e) => e.state), ['ready']);
+});

@@ -26,12 +26,32 @@ test.serial('scaling down drains and stops the oldest executors and frees their 
   t.is(ownersPicture(rm, { [id!]: 'e' }), '..e.');
 });
 
-test.serial('scaling below one executor is refused with 409 and changes nothing', async (t) => {
+test.serial('scaling below zero executors is refused with 409 and changes nothing', async (t) => {
   const { rm, platform } = startResourceManager(t);
   const [id] = await rm.deploy([echoTask(0)]);
-  const err = await t.throwsAsync(rm.scale(id!, -1));
+  const err = await t.throwsAsync(rm.scale(id!, -2));
   t.like(err, { code: 'SCALE_BELOW_MINIMUM', status: 409 });
   t.is(platform.processes().length, 1);
+});
+
+test.serial('a task scaled to zero drains its executors, frees its devices and stays deployed and ready', async (t) => {
+  const { rm, store, platform } = startResourceManager(t);
+  const [id] = await rm.deploy([echoTask(0)]);
+  const status = await rm.scale(id!, -1);
+  t.deepEqual(status.executors, []);
+  t.like(await store.getTask(id!), { state: 'ready', usage: 1, devices: [] });
+  t.deepEqual(platform.processes(), []);
+  t.is(ownersPicture(rm, { [id!]: 'e' }), '....');
+});
+
+test.serial('a task at zero executors scales back up and serves', async (t) => {
+  const { rm, platform } = startResourceManager(t);
+  const [id] = await rm.deploy([echoTask(0)]);
+  await rm.scale(id!, -1);
+  const status = await rm.scale(id!, 1);
+  t.deepEqual(status.executors.map((e) => e.state), ['ready']);
+  t.is(platform.processes().length, 1);
+  t.deepEqual((await echo(status.executors[0]!.url, 'back')).body, { echo: 'back' });
 });
 
 test.serial('scaling beyond the free devices is refused with 409 and changes nothing', async (t) => {
