@@ -3,14 +3,14 @@
  * and the functions Eric's and Geri's workers call after preprocessing. Encoders return one Embeddings
  * [tokens, hidden] per input item.
  */
-import type ort from 'onnxruntime-node';
 import { modelErrors } from './errors.js';
 import type { LoadedModel } from './loader.js';
 import type { ImagePreprocessing } from './manifest.js';
 import { type VisionInput, preprocessImage, preprocessImageNchw } from './preprocess/image.js';
 import { preprocessVideo } from './preprocess/video.js';
 import { preprocessAudio } from './preprocess/audio.js';
-import { type Embeddings, asMatrix, f32, i64, runSession } from './tensors.js';
+import { type Embeddings, asMatrix, f32, runSession } from './tensors.js';
+import { encodeVisionRuns } from './vision-runs.js';
 import type { MelFeatures } from './preprocess/mel.js';
 
 export { type Embeddings, asMatrix, f32, i64, runSession } from './tensors.js';
@@ -32,20 +32,9 @@ function imagePre(model: LoadedModel): ImagePreprocessing {
   return pre;
 }
 
-/** Encoder feeds for one item run alone (all its temporal groups as separate attention segments). */
-export function visionFeeds(item: VisionInput): Record<string, ort.Tensor> {
-  const n = item.grid.t * item.grid.h * item.grid.w;
-  const seg = new BigInt64Array(n);
-  for (let t = 0; t < item.grid.t; t++) seg.fill(BigInt(t), t * item.grid.h * item.grid.w, (t + 1) * item.grid.h * item.grid.w);
-  return {
-    patches: f32(item.patches, [n, item.patchDim]), position_ids: i64(item.positionIds, [n, 2]), segment_ids: i64(seg, [n]),
-  };
-}
-
 /**
- * Patches-layout vision encoder over several items at once. Each temporal group of each item is one attention
- * segment; consecutive segments are packed into runs of at most max_patches_per_run patches (block-diagonal
- * attention via segment_ids), so a batch of N items gives exactly the N single-item results.
+ * Patches-layout vision encoder over several items at once, packed into runs (vision-runs.ts): a batch of N
+ * items gives exactly the N single-item results.
  */
 export async function runVision(model: LoadedModel, items: readonly VisionInput[], modelId: string): Promise<Embeddings[]> {
   model.modelId(modelId);
@@ -53,50 +42,9 @@ export async function runVision(model: LoadedModel, items: readonly VisionInput[
   const pre = imagePre(model);
   const enc = model.graph('encoder');
   const encOut = model.manifest.graphs.encoder!.outputs[0]!.name;
-  const patchDim = items[0]!.patchDim;
-  const maxRun = pre.max_patches_per_run ?? Infinity;
-  const segs: { item: number; t: number; n: number }[] = [];
-  items.forEach((it, i) => {
-    if (it.patchDim !== patchDim) throw modelErrors.invalid('items in one batch must have the same patch size');
-    for (let t = 0; t < it.grid.t; t++) segs.push({ item: i, t, n: it.grid.h * it.grid.w });
-  });
-  const perItem: Float32Array[][] = items.map(() => []);
-  let hidden = 0;
-  for (let s = 0; s < segs.length;) {
-    let e = s;
-    let total = 0;
-    while (e < segs.length && (e === s || total + segs[e]!.n <= maxRun)) total += segs[e++]!.n;
-    const patches = new Float32Array(total * patchDim);
-    const pos = new BigInt64Array(total * 2);
-    const segIds = new BigInt64Array(total);
-    let o = 0;
-    for (let k = s; k < e; k++) {
-      const { item, t, n } = segs[k]!;
-      const src = items[item]!;
-      patches.set(src.patches.subarray(t * n * patchDim, (t + 1) * n * patchDim), o * patchDim);
-      pos.set(src.positionIds.subarray(t * n * 2, (t + 1) * n * 2), o * 2);
-      segIds.fill(BigInt(k - s), o, o + n);
-      o += n;
-    }
-    const out = await runSession(enc, {
-      patches: f32(patches, [total, patchDim]), position_ids: i64(pos, [total, 2]), segment_ids: i64(segIds, [total]),
-    }, 'vision encoder');
-    const emb = await project(model, modelId, asMatrix(out[encOut], 'vision encoder'));
-    hidden = emb.shape[1];
-    let row = 0;
-    for (let k = s; k < e; k++) {
-      const rows = segs[k]!.n / pre.merge_size ** 2;
-      perItem[segs[k]!.item]!.push(emb.data.subarray(row * hidden, (row + rows) * hidden));
-      row += rows;
-    }
-    s = e;
-  }
-  return perItem.map((parts) => {
-    const data = new Float32Array(parts.reduce((a, p) => a + p.length, 0));
-    let o = 0;
-    for (const p of parts) { data.set(p, o); o += p.length; }
-    return { data, shape: [data.length / hidden, hidden] };
-  });
+  const runs = { maxPatchesPerRun: pre.max_patches_per_run ?? Infinity, mergeSize: pre.merge_size };
+  return (await encodeVisionRuns(items, runs, async (feeds) =>
+    project(model, modelId, asMatrix((await runSession(enc, feeds, 'vision encoder'))[encOut], 'vision encoder'))))!;
 }
 
 /** One encoded image → [tokens, hidden] (patches or nchw layout). */

@@ -12,7 +12,8 @@
 import { modelDir } from '../helpers/models.js';
 import { makeImage, tone } from '../helpers/media.js';
 import { loadModel, type LoadedModel } from '../../executors/models/loader.js';
-import { encodeAudio, encodeImage, encodeImages, f32, generateAudio, generateAudioOnce, generateImage, i64, visionFeeds, type Embeddings } from '../../executors/models/run.js';
+import { encodeAudio, encodeImage, encodeImages, f32, generateAudio, generateAudioOnce, generateImage, i64, type Embeddings } from '../../executors/models/run.js';
+import { visionFeeds } from '../../executors/models/vision-runs.js';
 import { preprocessImage } from '../../executors/models/preprocess/image.js';
 import { preprocessAudio } from '../../executors/models/preprocess/audio.js';
 import { encodeWav } from '../../executors/models/preprocess/wav.js';

@@ -5,7 +5,7 @@ import { type LoadedModel, loadModel } from '../../../../executors/models/loader
 import { type Env, applyStage, graphsForRank, loadRank, runStage, runTensorParallel } from '../../../../executors/models/tensor-parallel.js';
 import { preprocessImage } from '../../../../executors/models/preprocess/image.js';
 import { preprocessVideo } from '../../../../executors/models/preprocess/video.js';
-import { visionFeeds } from '../../../../executors/models/run.js';
+import { visionFeeds } from '../../../../executors/models/vision-runs.js';
 
 let single: LoadedModel;
 let ranks: LoadedModel[];
