@@ -11,9 +11,9 @@
 import type { IncomingHttpHeaders } from 'node:http';
 import { HTTP, type CloudEventV1 } from 'cloudevents';
 import { parseDeadline } from '../../lib/deadline.js';
+import { TASKGRAPH_EVENT_TYPE } from '../../functions/sdk/index.js';
 import { DeadlineInvalidError, EventInvalidError } from './errors.js';
 
-export const TASKGRAPH_EVENT_TYPE = 'ai.cornserve.taskgraph.invoke';
 const APP_SOURCE = /^\/apps\/([^/]+)$/;
 
 /** What the dispatcher needs from a request, whichever route it came by. */

@@ -18,7 +18,8 @@ export interface CacheGeometry {
 
 export interface LiveSlot { slot: number; len: number }
 
-const roundUp = (x: number, m: number) => Math.ceil(x / m) * m;
+/** x rounded up to a multiple of m (capacities and padded lengths). */
+export const roundUp = (x: number, m: number) => Math.ceil(x / m) * m;
 
 export class KvCache {
   readonly granule: number;

@@ -6,10 +6,8 @@
  * A sequence's numbers do not depend on the batch: pad lengths are multiples of the pad multiple, padding is
  * masked at the end, and every row is computed independently (tested in test/unit/executors/llm/).
  */
-import type { KvCache } from './kv-cache.js';
+import { type KvCache, roundUp } from './kv-cache.js';
 import type { LlmModel } from './model.js';
-
-const roundUp = (x: number, m: number) => Math.ceil(x / m) * m;
 
 export interface PrefillItem {
   /** Prompt input embeddings [n, hidden] (token embeddings with multimodal rows at placeholders). */

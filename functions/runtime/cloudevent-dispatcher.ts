@@ -13,6 +13,7 @@ import {
   DEADLINE_HEADER,
   DispatchError,
   readDispatchResponse,
+  TASKGRAPH_EVENT_TYPE,
   type DispatchOptions,
   type DispatchResult,
   type GraphDispatcher,
@@ -22,8 +23,6 @@ import { readWhole } from '../../lib/http.js';
 import { SpanKind, currentTraceparent, tracingOn, withSpan } from '../../lib/telemetry.js';
 import { requestTarget } from '../../lib/unix-url.js';
 import { deadlineTimer } from '../../lib/wait.js';
-
-export const TASKGRAPH_EVENT_TYPE = 'ai.cornserve.taskgraph.invoke';
 
 export interface CloudEventDispatcherOptions {
   /** Used as the event source (`/apps/<appId>`) when the dispatch options carry none. */

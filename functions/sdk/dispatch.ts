@@ -30,6 +30,8 @@ export interface GraphDispatcher {
 
 export const DEFAULT_DEADLINE_MS = 5 * 60_000;
 export const DEADLINE_HEADER = 'x-cornserve-deadline';
+/** The CloudEvent type of a task graph sent by an app function to the dispatcher (both sides read it here). */
+export const TASKGRAPH_EVENT_TYPE = 'ai.cornserve.taskgraph.invoke';
 
 let defaultDispatcher: GraphDispatcher | undefined;
 

@@ -4,10 +4,9 @@
 import test from 'ava';
 import { CloudEvent, HTTP, Mode, emitterFor, httpTransport } from 'cloudevents';
 import { Registry } from 'prom-client';
-import { DataForward, DEADLINE_HEADER, TaskGraph, readDispatchResponse, type TaskGraphJSON, type TaskInvocation } from '../../../functions/sdk/index.js';
+import { DataForward, DEADLINE_HEADER, TaskGraph, readDispatchResponse, type TaskGraphJSON, type TaskInvocation, TASKGRAPH_EVENT_TYPE } from '../../../functions/sdk/index.js';
 import { EchoStreamTask, EchoTask } from '../../../functions/tasks/echo.js';
 import { EncoderTask } from '../../../functions/tasks/encoder.js';
-import { TASKGRAPH_EVENT_TYPE } from '../../../control/dispatcher/cloudevent.js';
 import { startDispatcher, type RunningDispatcher } from '../../../control/dispatcher/server.js';
 import { MemoryStore } from '../../../control/store/memory.js';
 import { waitUntil } from '../../../lib/wait.js';

@@ -3,8 +3,8 @@ import type { AddressInfo } from 'node:net';
 import type { Server } from 'node:http';
 import express from 'express';
 import { HTTP, type CloudEvent } from 'cloudevents';
-import { DEADLINE_HEADER, DispatchError, type TaskGraphJSON } from '../../../../functions/sdk/index.js';
-import { CloudEventDispatcher, TASKGRAPH_EVENT_TYPE } from '../../../../functions/runtime/cloudevent-dispatcher.js';
+import { DEADLINE_HEADER, DispatchError, type TaskGraphJSON, TASKGRAPH_EVENT_TYPE } from '../../../../functions/sdk/index.js';
+import { CloudEventDispatcher } from '../../../../functions/runtime/cloudevent-dispatcher.js';
 
 // A receiver that records each CloudEvent it gets and answers with the graph's own inputs as outputs
 // (so the reply depends on what was sent), or as an NDJSON stream when the graph streams.
