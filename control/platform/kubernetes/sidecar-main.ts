@@ -1,7 +1,8 @@
 /**
  * The sidecar DaemonSet's entry point: `node --import tsx control/platform/kubernetes/sidecar-main.ts`.
- * Reads the GPU nodes (in-cluster service account, nodes get/list only), works out this node's ranks and its
- * peers (sidecar.ts), then runs sidecar/main.ts with them and passes signals on; exits with the sidecar's code.
+ * Reads the GPU nodes (in-cluster service account, nodes get/list only), works out this node's ranks (and, without
+ * a Store, its fixed peers; sidecar.ts), then runs sidecar/main.ts with them and passes signals on; exits with the
+ * sidecar's code. With CORNSERVE_STORE_URL the sidecar registers in Redis and finds its peers there.
  * Environment: CORNSERVE_NODE (the node's name, from the downward API) and the cornserve-config ConfigMap
  * (CORNSERVE_SIDECAR_PORT = HTTP port, peers on the next port; CORNSERVE_STORE_URL; CORNSERVE_DEVICE_RESOURCE).
  * `--dry-run` prints the sidecar's arguments as JSON and exits.
@@ -32,7 +33,7 @@ async function main(): Promise<number> {
     process.stdout.write(`${JSON.stringify(args)}\n`);
     return 0;
   }
-  log.info({ node: me, ranks: topology.ranks, peers: topology.peers.map((p) => p.node) }, 'starting sidecar');
+  log.info({ node: me, ranks: topology.ranks, ...(o.storeUrl ? { peers: 'through the store' } : { peers: topology.peers.map((p) => p.node) }) }, 'starting sidecar');
   const child = spawn(process.execPath, [...process.execArgv, SIDECAR_MAIN, ...args], { stdio: 'inherit' });
   for (const sig of ['SIGTERM', 'SIGINT'] as const) process.on(sig, () => child.kill(sig));
   return new Promise((resolve) => child.on('exit', (code, signal) => resolve(code ?? (signal ? 128 : 1))));

@@ -1,10 +1,11 @@
 /**
- * The sidecar of one GPU node, as the DaemonSet starts it: which global ranks it serves and where its peers
- * are. Ranks are numbered exactly as the resource manager numbers devices (control/resources/allocation.ts
+ * The sidecar of one GPU node, as the DaemonSet starts it: which global ranks it serves and (without a Store) where
+ * its peers are. Ranks are numbered exactly as the resource manager numbers devices (control/resources/allocation.ts
  * buildInventory over KubernetesPlatform.listNodes(): consecutive from 0 over the GPU nodes sorted by name),
  * so the sidecar and the resource manager agree without talking to each other. Pure functions; see
- * sidecar-main.ts for the process. When GPU nodes are added or removed, restart the resource manager and the
- * sidecars (`kubectl -n cornserve rollout restart deploy/resource-manager ds/sidecar`).
+ * sidecar-main.ts for the process. When GPU nodes are added or removed the numbering changes: restart the resource
+ * manager and the sidecars (`kubectl -n cornserve rollout restart deploy/resource-manager ds/sidecar`); with the Store,
+ * each restarted sidecar registers its new ranks and the others read them on their next refresh.
  */
 import type { KubeNodeDevices } from './discovery.js';
 import type { PeerAddress } from '../../../sidecar/server/peers.js';
@@ -36,7 +37,10 @@ export interface SidecarArgsOptions {
   storeUrl?: string | undefined;
 }
 
-/** Arguments for sidecar/main.ts. */
+/**
+ * Arguments for sidecar/main.ts. With the Store the sidecar registers there (ranks, address, lease) and finds its
+ * peers through it when it needs them, so sidecars may join and leave; without one, the peers are fixed at start.
+ */
 export function sidecarArgs(t: SidecarTopology, o: SidecarArgsOptions): string[] {
   return [
     '--node', t.node,
@@ -45,7 +49,6 @@ export function sidecarArgs(t: SidecarTopology, o: SidecarArgsOptions): string[]
     '--host', t.host,
     '--peer-port', String(o.peerPort),
     '--http-port', String(o.httpPort),
-    ...t.peers.flatMap((p) => ['--peer', `${p.node}=${p.host}:${p.port}@${p.ranks.join(',')}`]),
-    ...(o.storeUrl ? ['--store-url', o.storeUrl] : []),
+    ...(o.storeUrl ? ['--store-url', o.storeUrl] : t.peers.flatMap((p) => ['--peer', `${p.node}=${p.host}:${p.port}@${p.ranks.join(',')}`])),
   ];
 }

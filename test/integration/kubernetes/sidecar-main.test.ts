@@ -34,7 +34,7 @@ async function launch(t: { teardown(fn: () => Promise<void>): void }, api: FakeK
   });
 }
 
-test("the sidecar launcher reads the GPU nodes and prints this node's sidecar command line", async (t) => {
+test("the sidecar launcher reads the GPU nodes and prints this node's sidecar command line (with the store, no fixed peers)", async (t) => {
   const api = await startFakeKubeApi();
   t.teardown(() => api.close());
   api.put(gpuNode('gpu-b', '2', '10.0.0.2'));
@@ -43,7 +43,7 @@ test("the sidecar launcher reads the GPU nodes and prints this node's sidecar co
   t.is(code, 0);
   t.deepEqual(JSON.parse(stdout), [
     '--node', 'gpu-b', '--ranks', '1,2', '--socket', '/dev/shm/cornserve-sidecar.sock', '--host', '10.0.0.2',
-    '--peer-port', '10001', '--http-port', '10000', '--peer', 'gpu-a=10.0.0.1:10001@0', '--store-url', 'redis://redis:6379',
+    '--peer-port', '10001', '--http-port', '10000', '--store-url', 'redis://redis:6379', // peers: through the store
   ]);
   t.deepEqual(api.requests.map((r) => `${r.method} ${r.path}`), ['GET /api/v1', 'GET /api/v1/nodes']);
 });

@@ -26,12 +26,19 @@ test('a node that is not a usable GPU node is refused, naming the ones that are'
   t.throws(() => sidecarTopology(nodes, 'cpu-1', 10001), { message: 'node cpu-1 is not a Ready, schedulable GPU node (known: gpu-a, gpu-b, gpu-c)' });
 });
 
-test('the arguments are the sidecar command line for this node', (t) => {
+test('with the store the arguments name no fixed peers: the sidecar finds them in the store', (t) => {
   const args = sidecarArgs(sidecarTopology(nodes, 'gpu-c', 10001), { socket: '/dev/shm/cornserve-sidecar.sock', httpPort: 10000, peerPort: 10001, storeUrl: 'redis://r:6379' });
+  t.deepEqual(args, [
+    '--node', 'gpu-c', '--ranks', '6', '--socket', '/dev/shm/cornserve-sidecar.sock', '--host', '10.0.0.3',
+    '--peer-port', '10001', '--http-port', '10000', '--store-url', 'redis://r:6379',
+  ]);
+});
+
+test('without a store the arguments fix the peers', (t) => {
+  const args = sidecarArgs(sidecarTopology(nodes, 'gpu-c', 10001), { socket: '/dev/shm/cornserve-sidecar.sock', httpPort: 10000, peerPort: 10001 });
   t.deepEqual(args, [
     '--node', 'gpu-c', '--ranks', '6', '--socket', '/dev/shm/cornserve-sidecar.sock', '--host', '10.0.0.3',
     '--peer-port', '10001', '--http-port', '10000',
     '--peer', 'gpu-a=10.0.0.1:10001@0,1', '--peer', 'gpu-b=10.0.0.2:10001@2,3,4,5',
-    '--store-url', 'redis://r:6379',
   ]);
 });
