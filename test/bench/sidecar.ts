@@ -8,6 +8,8 @@
  * The producer and the consumer each keep several transfers in flight (as executors do). Each round measures a
  * figure and its baselines back to back; medians of rounds count (the machine is shared: ratios are what hold).
  * Run alone: node --import tsx test/bench/sidecar.ts   (BENCH_ROUNDS=n, BENCH_SIDECAR_SIZES='1 MiB,64 MiB')
+ * BENCH_SIDECAR_PEERS=store: the sidecars get no fixed peers and find each other through a Redis store (a local
+ * redis-server), as in a cluster; the figures then include the Store's cost on the hot path (a name suffix says so).
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { connect, createServer, type Socket } from 'node:net';
@@ -20,6 +22,7 @@ import type { SidecarClient } from '../../sidecar/client/client.js';
 import { tensor, type Tensor } from '../../sidecar/tensor.js';
 import { median, formatTable, type BenchResult } from './types.js';
 import { Ledger } from '../../sidecar/server/ledger.js';
+import { startRedis, type RedisServer } from '../helpers/redis.js';
 
 export type { BenchResult };
 
@@ -33,6 +36,7 @@ const SIZES: Array<{ label: string; size: number; count: number; inflight: numbe
 ];
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 5);
 const ONLY = process.env.BENCH_SIDECAR_SIZES?.split(','); // e.g. '1 MiB,64 MiB'
+const THROUGH_STORE = process.env.BENCH_SIDECAR_PEERS === 'store';
 const fmt = (n: number) => n.toPrecision(3);
 const gbps = (bytes: number, ns: bigint) => bytes / Number(ns); // bytes per ns = GB/s
 
@@ -168,6 +172,7 @@ async function objectRtts(prod: SidecarClient, cons: SidecarClient, n: number, t
 }
 
 function row(name: string, figure: number, unit: string, baseline: number, baselineName: string, target?: string, notes?: string): BenchResult {
+  if (THROUGH_STORE && !name.startsWith('ledger')) name = `${name} [peers via store]`;
   return { name, figure, unit, baseline, baselineName, ratio: figure / baseline, ...(target ? { target } : {}), ...(notes ? { notes } : {}) };
 }
 
@@ -204,7 +209,11 @@ export async function run(): Promise<BenchResult[]> {
     undefined, `each id leaves a tombstone (${ops[0]!.tombstones} after a run; dropped by generation after the ttl); median of ${ROUNDS} rounds`));
   if (process.env.BENCH_SIDECAR_LEDGER_ONLY) return results;
   // 16 MiB of 4 KiB slots + 384 MiB of 256 KiB slots per node.
-  const sc: SidecarCluster = await startSidecars({ nodes: [[0, 1], [2]], slabs: [{ slotBytes: 4096, slots: 4096 }, { slotBytes: 256 * KiB, slots: 1536 }] });
+  const redis: RedisServer | undefined = THROUGH_STORE ? await startRedis() : undefined;
+  const sc: SidecarCluster = await startSidecars({
+    nodes: [[0, 1], [2]], slabs: [{ slotBytes: 4096, slots: 4096 }, { slotBytes: 256 * KiB, slots: 1536 }],
+    ...(redis ? { storeUrl: redis.url, peers: 'store' as const } : {}),
+  });
   const dir = mkdtempSync(join(tmpdir(), 'cs-bench-'));
   const tcp = await startSink('sink', String(await freePort()));
   const direct = await startDirectSink();
@@ -249,6 +258,7 @@ export async function run(): Promise<BenchResult[]> {
   } finally {
     for (const x of [tcp, direct, echo]) { x.sock.destroy(); x.child.kill(); }
     await sc.stop();
+    await redis?.stop();
     rmSync(dir, { recursive: true, force: true });
   }
 }
