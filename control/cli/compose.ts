@@ -115,6 +115,10 @@ export interface GatewayPartsOptions {
   childEnv?: Record<string, string>;
   /** Recover the registered apps from the store before listening. */
   recover: boolean;
+  /** How long unregister and shutdown let in-flight requests finish (AppManager). @default 30 s */
+  drainTimeoutMs?: number;
+  /** Kill and restart an app function whose event loop is blocked this long (AppFunctions; 0 = never). @default 30 s */
+  blockedLimitMs?: number;
   port: number;
   host?: string;
 }
@@ -128,9 +132,10 @@ export async function startGatewayParts(closers: Closer[], o: GatewayPartsOption
     log: logger('app-functions'),
     env: { ...o.childEnv, ...bodyLimitEnv(o.bodyLimitBytes) },
     onStateChange: (appId, state) => apps?.onFunctionState(appId, state),
+    ...(o.blockedLimitMs !== undefined ? { blockedLimitMs: o.blockedLimitMs } : {}),
   });
   closers.push(() => functions.close());
-  apps = new AppManager({ store: o.store, resources: o.resources, functions, log: logger('gateway') });
+  apps = new AppManager({ store: o.store, resources: o.resources, functions, log: logger('gateway'), ...(o.drainTimeoutMs !== undefined ? { drainTimeoutMs: o.drainTimeoutMs } : {}) });
   const gateway = buildGateway({
     apps,
     functions,
@@ -144,5 +149,7 @@ export async function startGatewayParts(closers: Closer[], o: GatewayPartsOption
   if (o.recover) await apps.recover();
   const server = await listen(gateway, o.port, o.host ?? '127.0.0.1');
   closers.push(() => server.close());
+  // Stopping begins here (closers run in reverse): refuse new requests, drain the ones in flight, then close the rest.
+  closers.push(() => apps.shutdown());
   return { apps, functions, server };
 }

@@ -10,6 +10,7 @@ import { GatewayClient } from './client.js';
 import { invokeCommand, listCommand, registerCommand, scaleCommand, tasksCommand, unregisterCommand, type Io } from './commands.js';
 import { CliError } from './errors.js';
 import { BODY_LIMIT_ENV, DEFAULT_BODY_LIMIT_BYTES } from '../../lib/body-limit.js';
+import type { UpCommandOptions } from './up.js';
 
 const io: Io = { out: (l) => console.log(l), err: (l) => console.error(l) };
 
@@ -39,7 +40,9 @@ program
   .option('--apps <dir>', 'register every app file (*.ts) in this folder at start')
   .addOption(new Option('--admin-token <token>', 'admin token (default: $CORNSERVE_ADMIN_TOKEN, else a generated one, printed once)').env('CORNSERVE_ADMIN_TOKEN'))
   .addOption(bodyLimitOption())
-  .action(async (opts: { port: string; host: string; devices: string; redis?: string; apps?: string; adminToken?: string; bodyLimit: string }) => {
+  .option('--drain-timeout <ms>', 'on Ctrl-C and unregister: how long in-flight requests may finish before they are cut (new ones get 503 meanwhile)', '30000')
+  .option('--blocked-limit <ms>', 'kill and restart an app function whose event loop is blocked this long (0 = never)', '30000')
+  .action(async (opts: UpCommandOptions) => {
     const { upCommand } = await import('./up.js');
     await upCommand(opts, io);
   });

@@ -7,13 +7,16 @@
  * each other and the chunks they wait for through it (sidecar/ARCHITECTURE.md); without one, one node's sidecar
  * needs no peers.
  */
-import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { ManagedChild, stderrSink, type LogSink } from '../platform/child.js';
 import type { NodeDevices } from '../platform/types.js';
 import { REPO_ROOT } from '../gateway/paths.js';
+import { makeOwnedTempDir } from '../../lib/temp-dirs.js';
 import { withDeadline } from '../../lib/wait.js';
+
+/** The sockets live in `<tmp>/cornserve-sidecars-<pid>-<random>` (a later `up` removes it when that pid is dead). */
+export const SIDECARS_DIR_PREFIX = 'cornserve-sidecars-';
 
 export interface NodeSidecars {
   /** node -> `unix:<socket path>` */
@@ -33,7 +36,7 @@ export interface StartSidecarsOptions {
 }
 
 export async function startNodeSidecars(opts: StartSidecarsOptions): Promise<NodeSidecars> {
-  const dir = await mkdtemp(join(tmpdir(), 'cornserve-sidecars-'));
+  const dir = await makeOwnedTempDir(SIDECARS_DIR_PREFIX);
   const children: ManagedChild[] = [];
   const killAll = () => children.forEach((c) => c.kill());
   process.once('exit', killAll);

@@ -7,26 +7,38 @@
  * The hops inside this machine (gateway -> app function -> dispatcher) go over unix sockets in a temp folder of the
  * run (removed on stop); the gateway port, the dispatcher's own port and the executors stay TCP.
  *
- * Ctrl-C / SIGTERM stops the gateway, every app function and executor (platform.shutdown) and the
- * dispatcher, closes the store and exits 0. startCornserve() is the same composition for tests
+ * Ctrl-C / SIGTERM first drains the gateway (new requests get 503 SHUTTING_DOWN; in-flight ones get
+ * `drainTimeoutMs` to finish, then are cut with that error), then stops the gateway, every app function and
+ * executor (platform.shutdown) and the dispatcher, closes the store and exits 0. The children run in their own
+ * process group, so a terminal's Ctrl-C reaches only `up`, which stops them in that order.
+ * A start first removes the temp folders (app sources, sockets, sidecar sockets) of runs whose process is dead
+ * (kill -9), like the sidecar does for its shared memory. startCornserve() is the same composition for tests
  * (test/helpers/platform.ts) and benchmarks.
  */
 import { randomBytes } from 'node:crypto';
-import { mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { readdir, readFile, rm } from 'node:fs/promises';
 import { join, relative, resolve } from 'node:path';
 import { Registry } from 'prom-client';
 import { startDispatcher, type RunningDispatcher } from '../dispatcher/server.js';
-import type { AppFunctions } from '../gateway/app-functions.js';
+import { APP_SOURCES_DIR_PREFIX, type AppFunctions } from '../gateway/app-functions.js';
 import type { AppManager, RegistrationEvent } from '../gateway/app-manager.js';
 import type { LocalPlatform } from '../platform/local.js';
 import type { LogSink } from '../platform/child.js';
 import { ResourceManager } from '../resources/manager.js';
 import type { Store } from '../store/index.js';
+import { logger } from '../../lib/log.js';
+import { makeOwnedTempDir, removeStaleTempDirs } from '../../lib/temp-dirs.js';
 import type { Io } from './commands.js';
+import { CliError } from './errors.js';
 import { compose, startGatewayParts, startLocalPlatform } from './compose.js';
+import { SIDECARS_DIR_PREFIX } from './sidecars.js';
 import { printAppUsage, printBanner } from './up-output.js';
 import { bodyLimitEnv, hopBodyLimitBytes } from '../../lib/body-limit.js';
+
+/** The run's folder of unix sockets (gateway -> app function -> dispatcher); short: socket paths are limited to 107 bytes. */
+export const SOCKET_DIR_PREFIX = 'cs-up-';
+/** Temp folders a run of `up` owns (named with its pid): the ones of dead runs are removed at start. */
+export const RUN_DIR_PREFIXES = [SOCKET_DIR_PREFIX, SIDECARS_DIR_PREFIX, APP_SOURCES_DIR_PREFIX];
 
 export interface CornserveOptions {
   /** Gateway port; 0 = any free port. @default 8000 */
@@ -53,6 +65,10 @@ export interface CornserveOptions {
   sidecars?: boolean;
   /** Told about every registration event of the --apps registrations. */
   onRegistration?: (file: string, e: RegistrationEvent) => void;
+  /** How long unregister and Ctrl-C let in-flight requests finish before cutting them. @default 30 s */
+  drainTimeoutMs?: number;
+  /** Kill and restart an app function whose event loop is blocked this long (0 = never). @default 30 s */
+  blockedLimitMs?: number;
 }
 
 export interface Cornserve {
@@ -76,9 +92,11 @@ export interface Cornserve {
 export async function startCornserve(opts: CornserveOptions = {}): Promise<Cornserve> {
   const adminToken = opts.adminToken || randomBytes(24).toString('base64url');
   const where = { ...(opts.redisUrl ? { redisUrl: opts.redisUrl } : {}), ...(opts.redisPrefix ? { redisPrefix: opts.redisPrefix } : {}) };
+  const stale = await removeStaleTempDirs(RUN_DIR_PREFIXES);
+  if (stale.length) logger('up').info({ stale }, `removed ${stale.length} temp folder(s) left by cornserve runs that died without cleaning up`);
   const composed = await compose('up', { ...where, telemetryName: 'cornserve' }, async (closers, store) => {
     // The local hops (gateway -> app function -> dispatcher) use unix sockets in a folder of this run (lib/unix-url.ts).
-    const socketDir = await mkdtemp(join(tmpdir(), 'cs-'));
+    const socketDir = await makeOwnedTempDir(SOCKET_DIR_PREFIX);
     closers.push(() => rm(socketDir, { recursive: true, force: true }));
     const { platform, sidecarUrls } = await startLocalPlatform(closers, {
       socketDir,
@@ -111,6 +129,8 @@ export async function startCornserve(opts: CornserveOptions = {}): Promise<Corns
       ...(opts.bodyLimitBytes ? { bodyLimitBytes: opts.bodyLimitBytes } : {}),
       ...(opts.childEnv ? { childEnv: opts.childEnv } : {}),
       recover: Boolean(opts.redisUrl),
+      ...(opts.drainTimeoutMs !== undefined ? { drainTimeoutMs: opts.drainTimeoutMs } : {}),
+      ...(opts.blockedLimitMs !== undefined ? { blockedLimitMs: opts.blockedLimitMs } : {}),
       port: opts.port ?? 8000,
       ...(opts.host ? { host: opts.host } : {}),
     });
@@ -155,12 +175,28 @@ async function registerAppsDir(
   return results;
 }
 
+export interface UpCommandOptions {
+  port: string;
+  host: string;
+  devices: string;
+  redis?: string;
+  apps?: string;
+  adminToken?: string;
+  bodyLimit: string;
+  /** ms */
+  drainTimeout: string;
+  /** ms */
+  blockedLimit: string;
+}
+
 /** The `up` command: start, print how to use it, wait for Ctrl-C / SIGTERM, stop, exit 0. */
 export async function upCommand(
-  opts: { port: string; host: string; devices: string; redis?: string; apps?: string; adminToken?: string; bodyLimit: string },
+  opts: UpCommandOptions,
   io: Io,
 ): Promise<void> {
   const cs = await startCornserve({
+    drainTimeoutMs: milliseconds('--drain-timeout', opts.drainTimeout),
+    blockedLimitMs: milliseconds('--blocked-limit', opts.blockedLimit),
     port: Number(opts.port),
     host: opts.host,
     devices: Number(opts.devices),
@@ -171,7 +207,7 @@ export async function upCommand(
   printBanner(cs, io);
   const recovered = cs.apps.entries();
   for (const entry of recovered) printAppUsage(cs.gatewayUrl, entry, io);
-  const stopped = waitForStop(cs, io);
+  const stopped = waitForStop(cs, io, milliseconds('--drain-timeout', opts.drainTimeout));
   if (opts.apps) {
     await registerAppsDir(cs.apps, opts.apps, (file, e) => {
       const name = relative(process.cwd(), file);
@@ -187,8 +223,14 @@ export async function upCommand(
   process.exit(0);
 }
 
+function milliseconds(option: string, value: string): number {
+  const ms = Number(value);
+  if (!Number.isInteger(ms) || ms < 0) throw new CliError(`${option} must be a whole number of milliseconds (0 or more), got ${JSON.stringify(value)}`);
+  return ms;
+}
+
 /** Resolves once Ctrl-C / SIGTERM has stopped everything; a second signal exits at once. */
-function waitForStop(cs: Cornserve, io: Io): Promise<void> {
+function waitForStop(cs: Cornserve, io: Io, drainTimeoutMs: number): Promise<void> {
   return new Promise<void>((resolveStop) => {
     let signals = 0;
     const onSignal = (signal: string) => {
@@ -196,7 +238,8 @@ function waitForStop(cs: Cornserve, io: Io): Promise<void> {
         io.err('forced exit');
         process.exit(1);
       }
-      io.err(`\n${signal}: stopping every process ...`);
+      const inFlight = cs.apps.inFlight();
+      io.err(`\n${signal}: stopping every process${inFlight ? ` after the ${inFlight} request(s) in flight finish (at most ${drainTimeoutMs} ms; ${signal === 'SIGINT' ? 'Ctrl-C again' : 'a second signal'} stops at once)` : ''} ...`);
       void cs.stop().then(resolveStop);
     };
     process.on('SIGINT', () => onSignal('SIGINT'));

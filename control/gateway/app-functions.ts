@@ -5,6 +5,11 @@
  * and waits for GET /health (bounded; fails fast with the process's last lines if it exits). When a
  * function exits without being asked to, it is restarted with exponential backoff; meanwhile its state is
  * 'restarting' and waitReady() lets invocations wait (bounded) for it to come back.
+ *
+ * A function whose event loop is blocked (an endless loop in serve()) cannot report itself, so a watcher on this
+ * side probes every ready function's GET /health; one that has not answered for `blockedLimitMs`
+ * (BlockedLoopWatch decides) is killed and restarted like a crashed one, and the requests it held fail with
+ * APP_FUNCTION_BLOCKED naming the app (failure()).
  */
 import { mkdir, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -13,8 +18,10 @@ import type { LaunchSpec } from '../descriptors/types.js';
 import type { AppFunctionPlatform, PlatformEvent } from '../platform/types.js';
 import type { Logger } from '../../lib/log.js';
 import { probe } from '../../lib/unix-url.js';
+import { ownedName } from '../../lib/temp-dirs.js';
 import { deadlineTimer, sleep, type DeadlineTimer } from '../../lib/wait.js';
-import { AppFunctionUnavailableError } from './errors.js';
+import { BlockedLoopWatch } from './blocked-loop.js';
+import { AppFunctionBlockedError, AppFunctionFailedError, AppFunctionUnavailableError } from './errors.js';
 import { RUNTIME_ENTRY } from './paths.js';
 import { HIDDEN_FROM_APPS } from './source-check.js';
 
@@ -41,6 +48,11 @@ interface Entry {
   notify: () => void;
   crashes: number;
   lastCrashAt: number;
+  /** Watches the loop of the ready instance (none while it starts or restarts). */
+  watch?: BlockedLoopWatch;
+  probing: boolean;
+  /** The generation killed for a blocked loop (its failed requests get APP_FUNCTION_BLOCKED). */
+  killed?: { generation: number; blockedMs: number };
 }
 
 export interface AppFunctionsOptions {
@@ -58,7 +70,17 @@ export interface AppFunctionsOptions {
   healthTimeoutMs?: number;
   /** Called on every state change (the gateway mirrors it into the Store). */
   onStateChange?: (appId: string, state: FunctionState) => void;
+  /**
+   * Kill and restart a ready function whose GET /health has not answered for this long (its event loop is
+   * blocked: an endless loop in user code). 0 turns the watcher off. @default 30 s
+   */
+  blockedLimitMs?: number;
 }
+
+export const DEFAULT_BLOCKED_LIMIT_MS = 30_000;
+
+/** App sources live in `<tmp>/cornserve-gateway-<pid>-<time>/<appId>/app.ts` (removed on close, or by the next `up` after a kill -9). */
+export const APP_SOURCES_DIR_PREFIX = 'cornserve-gateway-';
 
 export const RUNTIME_LAUNCH: LaunchSpec = {
   kind: 'app-function',
@@ -79,11 +101,21 @@ export class AppFunctions {
   readonly #entries = new Map<string, Entry>();
   readonly #stateDir: string;
   readonly #unsubscribe: () => void;
+  readonly #blockedLimitMs: number;
+  readonly #watchTickMs: number;
+  readonly #watcher: NodeJS.Timeout | undefined;
   #closed = false;
 
   constructor(private readonly opts: AppFunctionsOptions) {
-    this.#stateDir = opts.stateDir ?? join(tmpdir(), `cornserve-gateway-${process.pid}-${Date.now().toString(36)}`);
+    this.#stateDir = opts.stateDir ?? join(tmpdir(), `${ownedName(APP_SOURCES_DIR_PREFIX)}${Date.now().toString(36)}`);
     this.#unsubscribe = opts.platform.onEvent((e) => this.#onEvent(e));
+    this.#blockedLimitMs = opts.blockedLimitMs ?? DEFAULT_BLOCKED_LIMIT_MS;
+    // A few probes per limit, at most one a second per function (cheap: a GET over a unix socket).
+    this.#watchTickMs = Math.min(1_000, Math.max(50, Math.floor(this.#blockedLimitMs / 4)));
+    if (this.#blockedLimitMs > 0) {
+      this.#watcher = setInterval(() => this.#watchLoops(), this.#watchTickMs);
+      this.#watcher.unref();
+    }
   }
 
   state(appId: string): FunctionState | undefined {
@@ -93,7 +125,7 @@ export class AppFunctions {
   /** Deploys the app's function and waits until it is healthy. Throws (and leaves nothing running) on failure. */
   async start(app: { appId: string; name: string; source: string }): Promise<FunctionTarget> {
     const { promise: changed, resolve: notify } = deferred<void>();
-    const entry: Entry = { ...app, state: 'starting', generation: 0, exited: new Promise<never>(() => {}), markExited: () => {}, changed, notify, crashes: 0, lastCrashAt: 0 };
+    const entry: Entry = { ...app, state: 'starting', generation: 0, exited: new Promise<never>(() => {}), markExited: () => {}, changed, notify, crashes: 0, lastCrashAt: 0, probing: false };
     this.#entries.set(app.appId, entry);
     try {
       return await this.#launch(entry);
@@ -140,8 +172,21 @@ export class AppFunctions {
     return exited;
   }
 
+  /**
+   * The error for a request whose connection to the instance of `generation` failed before any reply: the
+   * instance was killed for a blocked loop, it crashed, or it dropped the connection.
+   */
+  async failure(appId: string, generation: number, err: Error): Promise<Error> {
+    const name = this.#entries.get(appId)?.name ?? appId;
+    const crashed = await this.crashed(appId, generation);
+    const killed = this.#entries.get(appId)?.killed;
+    if (killed?.generation === generation) return new AppFunctionBlockedError(name, killed.blockedMs, this.#blockedLimitMs);
+    return new AppFunctionFailedError(name, crashed, err.message);
+  }
+
   async close(): Promise<void> {
     this.#closed = true;
+    clearInterval(this.#watcher);
     this.#unsubscribe();
     await Promise.allSettled([...this.#entries.keys()].map((id) => this.stop(id)));
     await rm(this.#stateDir, { recursive: true, force: true });
@@ -168,6 +213,7 @@ export class AppFunctions {
     await this.#waitHealthy(entry, target, exited);
     if (this.#entries.get(entry.appId) !== entry) throw new AppFunctionUnavailableError(entry.name, 'it was stopped while starting');
     entry.target = target;
+    if (this.#blockedLimitMs > 0) entry.watch = new BlockedLoopWatch({ limitMs: this.#blockedLimitMs, tickMs: this.#watchTickMs }, Date.now());
     this.#setState(entry, 'ready');
     return target;
   }
@@ -211,10 +257,46 @@ export class AppFunctions {
     entry.markExited(e);
     if (e.expected || this.#closed || entry.state !== 'ready') return;
     this.opts.log.warn({ appId: e.appId, code: e.code, signal: e.signal, tail: e.logTail?.slice(-5) }, 'app function crashed; restarting');
+    this.#beginRestart(entry);
+    void this.#restart(entry);
+  }
+
+  #beginRestart(entry: Entry): void {
     if (Date.now() - entry.lastCrashAt > 60_000) entry.crashes = 0; // a crash loop backs off; an occasional crash restarts at once
     entry.lastCrashAt = Date.now();
+    entry.watch = undefined;
     this.#setState(entry, 'restarting');
-    void this.#restart(entry);
+  }
+
+  /** One watcher tick: probe every ready function (one probe at a time each) and kill those blocked too long. */
+  #watchLoops(): void {
+    const now = Date.now();
+    for (const entry of this.#entries.values()) {
+      const { watch, target } = entry;
+      if (entry.state !== 'ready' || !watch || !target) continue;
+      if (!entry.probing) {
+        entry.probing = true;
+        probe(`${target.url}/health`, this.#blockedLimitMs)
+          .then((status) => {
+            if (status >= 200 && status < 300) watch.answered(Date.now());
+          }, () => { /* no answer: the verdict counts the silence; an exit is reported by the platform */ })
+          .finally(() => (entry.probing = false));
+      }
+      const verdict = watch.tick(now);
+      if (verdict.kill) void this.#killBlocked(entry, verdict.blockedMs);
+    }
+  }
+
+  /** Kills a function whose loop is blocked and restarts it (its in-flight requests fail with APP_FUNCTION_BLOCKED). */
+  async #killBlocked(entry: Entry, blockedMs: number): Promise<void> {
+    this.opts.log.error(
+      { appId: entry.appId, app: entry.name, blockedMs, limitMs: this.#blockedLimitMs },
+      `the event loop of app ${entry.name}'s function has not answered for ${blockedMs} ms (limit ${this.#blockedLimitMs} ms): killing and restarting it`,
+    );
+    entry.killed = { generation: entry.generation, blockedMs };
+    this.#beginRestart(entry);
+    await this.opts.platform.deleteAppFunction(entry.appId).catch((err) => this.opts.log.warn({ err, appId: entry.appId }, 'stopping the blocked app function failed'));
+    await this.#restart(entry);
   }
 
   async #restart(entry: Entry): Promise<void> {

@@ -6,6 +6,10 @@
  * tasks through the resource manager (all or nothing) -> start the app function and wait for its health ->
  * 'ready'. Any failure undoes every step taken (tasks released, function stopped, app removed) and is
  * reported as one `error` event naming the problem.
+ *
+ * Every invocation holds a ticket (admit()) while it runs. unregister() and shutdown() drain: new requests get a
+ * 503 (APP_UNREGISTERING / SHUTTING_DOWN), the ones in flight get `drainTimeoutMs` to finish, what is left then is
+ * cut with that same error (a final error line on a stream), and only then is anything torn down.
  */
 import {
   APP_NAME_PATTERN,
@@ -22,7 +26,8 @@ import { StoreConflictError, taskIdOf, type AppRecord, type AppState, type Store
 import type { Logger } from '../../lib/log.js';
 import { withSpan } from '../../lib/telemetry.js';
 import type { AppFunctions, FunctionState } from './app-functions.js';
-import { AppNotFoundError, AppNotReadyError, RegistrationError } from './errors.js';
+import { AppNotFoundError, AppNotReadyError, AppUnregisteringError, RegistrationError, ShuttingDownError } from './errors.js';
+import { InFlight, type Ticket } from './in-flight.js';
 import { checkAppSource } from './source-check.js';
 
 export type RegistrationEvent =
@@ -45,7 +50,13 @@ export interface AppManagerOptions {
   log: Logger;
   /** @default checkAppSource (a throwaway runtime process) */
   checkSource?: (source: string) => Promise<CheckResult>;
+  /** How long unregister() and shutdown() let in-flight requests finish before cutting them. @default 30 s */
+  drainTimeoutMs?: number;
 }
+
+export const DEFAULT_DRAIN_TIMEOUT_MS = 30_000;
+/** After a cut, how long to wait for the cut replies to be written before tearing down anyway. */
+const CUT_SETTLE_MS = 5_000;
 
 /** What invocations need to know about an app, kept in memory (the Store has the full record). */
 export interface AppEntry {
@@ -66,8 +77,31 @@ const messageOf = (e: unknown) => (isCornserveError(e) || e instanceof Error ? e
 export class AppManager {
   readonly #apps = new Map<string, AppEntry>();
   readonly #names = new Map<string, string>();
+  readonly #inFlight = new InFlight();
+  readonly #unregistering = new Set<string>();
+  #stopping = false;
 
   constructor(private readonly opts: AppManagerOptions) {}
+
+  /** True once shutdown() began: the gateway answers every new request 503 SHUTTING_DOWN. */
+  get stopping(): boolean {
+    return this.#stopping;
+  }
+
+  /**
+   * Lets one invocation of `entry` in (503 while it is being unregistered or the gateway stops); the caller ends
+   * the ticket when its response closes and passes the ticket's signal to the proxy (a cut aborts it).
+   */
+  admit(entry: AppEntry): Ticket {
+    if (this.#stopping) throw new ShuttingDownError();
+    if (this.#unregistering.has(entry.appId)) throw new AppUnregisteringError(entry.name);
+    return this.#inFlight.begin(entry.appId);
+  }
+
+  /** Invocations in flight (of one app, or all). */
+  inFlight(appId?: string): number {
+    return this.#inFlight.count(appId);
+  }
 
   /** The app an id, name or alias names. */
   resolve(idOrName: string): AppEntry {
@@ -174,17 +208,51 @@ export class AppManager {
     await this.opts.store.deleteApp(appId).catch((err) => this.opts.log.error({ err, appId }, 'cannot remove the app record'));
   }
 
-  /** Stops the app's function, removes it and releases its unit tasks (torn down when no other app uses them). */
+  /**
+   * Drains the app (new requests 503 APP_UNREGISTERING; in-flight ones get the drain grace, then are cut), then
+   * stops its function, removes it and releases its unit tasks (torn down when no other app uses them).
+   */
   async unregister(idOrName: string): Promise<AppEntry> {
     const entry = this.resolve(idOrName);
+    if (this.#unregistering.has(entry.appId)) throw new AppUnregisteringError(entry.name);
     if (entry.state !== 'ready' && this.opts.functions.state(entry.appId) === undefined) throw new AppNotReadyError(entry.name);
-    return withSpan('gateway.unregister_app', async () => {
-      this.#forget(entry.appId);
-      await this.opts.store.deleteApp(entry.appId);
-      await this.opts.functions.stop(entry.appId);
-      await this.opts.resources.release(entry.taskIds);
-      return entry;
-    }, { 'cornserve.app_id': entry.appId });
+    this.#unregistering.add(entry.appId);
+    try {
+      return await withSpan('gateway.unregister_app', async () => {
+        await this.#drain(entry.appId, `app ${entry.name}`, (ms) => new AppUnregisteringError(entry.name, ms));
+        this.#forget(entry.appId);
+        await this.opts.store.deleteApp(entry.appId);
+        await this.opts.functions.stop(entry.appId);
+        await this.opts.resources.release(entry.taskIds);
+        this.opts.log.info({ appId: entry.appId, app: entry.name, taskIds: entry.taskIds }, `app ${entry.name} unregistered: its function is stopped and its unit tasks released`);
+        return entry;
+      }, { 'cornserve.app_id': entry.appId });
+    } finally {
+      this.#unregistering.delete(entry.appId);
+    }
+  }
+
+  /**
+   * The gateway is going away: every new request gets 503 SHUTTING_DOWN from now on; the invocations in flight
+   * get the drain grace, then are cut with SHUTTING_DOWN. Resolves once none is left (or the cut settled).
+   */
+  async shutdown(): Promise<void> {
+    this.#stopping = true;
+    await this.#drain(undefined, 'the gateway', (ms) => new ShuttingDownError(ms));
+  }
+
+  /** Waits (bounded) for the requests of `appId` (all, when undefined) to finish, then cuts the rest with `cutError`. */
+  async #drain(appId: string | undefined, what: string, cutError: (graceMs: number) => Error): Promise<void> {
+    const graceMs = this.opts.drainTimeoutMs ?? DEFAULT_DRAIN_TIMEOUT_MS;
+    const inFlight = this.#inFlight.count(appId);
+    if (inFlight === 0) return;
+    this.opts.log.info({ appId, inFlight, graceMs }, `${what}: waiting up to ${graceMs} ms for ${inFlight} in-flight request(s) to finish`);
+    const left = await this.#inFlight.idle(appId, Date.now() + graceMs);
+    if (left === 0) return void this.opts.log.info({ appId, drained: inFlight }, `${what}: every in-flight request finished`);
+    const cut = this.#inFlight.cut(appId, cutError(graceMs));
+    this.opts.log.warn({ appId, finished: inFlight - left, cut, graceMs }, `${what}: ${cut} request(s) still in flight after ${graceMs} ms were cut with an error reply`);
+    const stuck = await this.#inFlight.idle(appId, Date.now() + CUT_SETTLE_MS);
+    if (stuck) this.opts.log.warn({ appId, stuck }, `${what}: ${stuck} cut request(s) did not close within ${CUT_SETTLE_MS} ms; going on`);
   }
 
   /**

@@ -46,6 +46,43 @@ export class AppFunctionFailedError extends CornserveError {
   }
 }
 
+/** The app function's event loop was blocked past the limit (an endless loop in serve()): it was killed and is being restarted. 502. */
+export class AppFunctionBlockedError extends CornserveError {
+  constructor(name: string, blockedMs: number, limitMs: number) {
+    super(
+      'APP_FUNCTION_BLOCKED',
+      `the app function of ${name} was killed while handling this request: its event loop was blocked for ${blockedMs} ms (limit ${limitMs} ms; does serve() loop without awaiting?); it is being restarted`,
+      502,
+    );
+  }
+}
+
+/** The app is being unregistered: it takes no new requests (or its drain grace passed before this one finished). 503. */
+export class AppUnregisteringError extends CornserveError {
+  constructor(name: string, cutAfterMs?: number) {
+    super(
+      'APP_UNREGISTERING',
+      cutAfterMs === undefined
+        ? `app ${name} is being unregistered and takes no new requests`
+        : `app ${name} was unregistered before this request finished (its in-flight requests had ${cutAfterMs} ms to finish)`,
+      503,
+    );
+  }
+}
+
+/** The gateway is shutting down: it takes no new requests (or its drain grace passed before this one finished). 503. */
+export class ShuttingDownError extends CornserveError {
+  constructor(cutAfterMs?: number) {
+    super(
+      'SHUTTING_DOWN',
+      cutAfterMs === undefined
+        ? 'cornserve is shutting down and takes no new requests'
+        : `cornserve shut down before this request finished (in-flight requests had ${cutAfterMs} ms to finish)`,
+      503,
+    );
+  }
+}
+
 /** The gateway gave up waiting for an answer past the request deadline. 504. */
 export class GatewayDeadlineError extends CornserveError {
   constructor(what: string) {

@@ -13,6 +13,7 @@ import type { ResourceManagerApi } from '../resources/types.js';
 import type { AppFunctions } from './app-functions.js';
 import type { AppManager } from './app-manager.js';
 import { requireAdmin } from './auth.js';
+import { ShuttingDownError } from './errors.js';
 import type { GatewayMetrics } from './metrics.js';
 import { keepAliveAgent } from './proxy.js';
 import { appRoutes, hotInvoke, jsonBody, rawBody } from './routes/apps.js';
@@ -53,6 +54,12 @@ export function buildGateway(deps: GatewayDeps): express.Express {
   const app = express();
   app.disable('x-powered-by');
   app.set('etag', false);
+  // Once shutdown began (AppManager.shutdown drains), every new request is refused; `connection: close` sends keep-alive clients elsewhere.
+  app.use((_req, res, next) => {
+    if (!deps.apps.stopping) return next();
+    res.setHeader('connection', 'close');
+    next(new ShuttingDownError());
+  });
   app.use(hotInvoke(appDeps, limit, (_req, res, route) => {
     res.once('finish', () => metrics.httpRequest(route, 'POST', res.statusCode));
   }));

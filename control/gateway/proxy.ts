@@ -12,7 +12,7 @@
  */
 import { Agent, type ClientRequest, type IncomingMessage } from 'node:http';
 import type { Response } from 'express';
-import { DEADLINE_HEADER } from '../../functions/sdk/index.js';
+import { DEADLINE_HEADER, isCornserveError } from '../../functions/sdk/index.js';
 import { errorHeaders, toErrorBody } from '../../lib/http.js';
 import { redactInternal } from '../../lib/redact.js';
 import { traceHeaders } from '../../lib/telemetry.js';
@@ -39,6 +39,8 @@ export interface ForwardOptions extends UpstreamOptions {
   onFailure: (err: Error) => Promise<unknown> | unknown;
   /** Told the error code of an upstream error reply (for metrics). */
   onErrorCode?: (code: string) => void;
+  /** Aborting it cuts the request: the client gets the abort reason (as the error reply, or a stream's last line). */
+  signal?: AbortSignal;
 }
 
 /** Grace past the deadline for the upstream's own, more precise, deadline error. */
@@ -73,8 +75,10 @@ export function openUpstream(opts: UpstreamOptions & { signal: AbortSignal }): P
   return new Promise((resolve, reject) => {
     const req = postUpstream(opts);
     const timer = deadlineTimer(opts.deadline + DEADLINE_GRACE_MS, () => req.destroy(new GatewayDeadlineError(opts.what)));
-    const cancel = () => req.destroy(new Error('the client disconnected'));
+    // A cut (unregister, shutdown) passes its error on; the client going away is just a disconnect.
+    const cancel = () => req.destroy(isCornserveError(opts.signal.reason) ? opts.signal.reason : new Error('the client disconnected'));
     opts.signal.addEventListener('abort', cancel, { once: true });
+    if (opts.signal.aborted) cancel();
     req.on('error', (e) => {
       timer.clear();
       reject(e);
@@ -101,6 +105,7 @@ export function forward(res: Response, opts: ForwardOptions): Promise<number> {
       if (settled) return;
       settled = true;
       timer.clear();
+      opts.signal?.removeEventListener('abort', cut);
       resolve(res.statusCode);
     };
     const fail = (err: unknown) => {
@@ -142,7 +147,8 @@ export function forward(res: Response, opts: ForwardOptions): Promise<number> {
       if (status >= 400 && !streaming) return relayError(up);
       if (up.headers['content-length'] !== undefined) res.setHeader('content-length', up.headers['content-length']);
       if (streaming) res.flushHeaders();
-      // A stream's `{"error": ...}` line (its last) is redacted; it is held back from its start until its newline.
+      // A stream is passed on in whole lines (so an error line added by fail() never lands inside one); its
+      // `{"error": ...}` line (its last) is redacted.
       const pass = (chunk: Buffer) => {
         if (!res.write(chunk)) {
           up.pause();
@@ -153,20 +159,20 @@ export function forward(res: Response, opts: ForwardOptions): Promise<number> {
       up.on('data', (chunk: Buffer) => {
         if (!streaming) return pass(chunk);
         let buf = held ? Buffer.concat([held, chunk]) : chunk;
-        held = undefined;
-        for (;;) {
+        const whole = buf.lastIndexOf(0x0a) + 1;
+        held = whole < buf.length ? buf.subarray(whole) : undefined;
+        buf = buf.subarray(0, whole);
+        while (buf.length > 0) {
           const at = errorLineStart(buf);
           if (at < 0) return pass(buf);
           if (at > 0) pass(buf.subarray(0, at));
           const nl = buf.indexOf(0x0a, at);
-          if (nl < 0) return void (held = buf.subarray(at));
           pass(Buffer.from(redactInternal(buf.subarray(at, nl + 1).toString('utf8'))));
           buf = buf.subarray(nl + 1);
-          if (buf.length === 0) return;
         }
       });
       up.on('end', () => {
-        res.end(held ? redactInternal(held.toString('utf8')) : undefined);
+        res.end(held && errorLineStart(held) === 0 ? redactInternal(held.toString('utf8')) : held);
         finish();
       });
       up.on('error', (err) => fail(err));
@@ -188,6 +194,14 @@ export function forward(res: Response, opts: ForwardOptions): Promise<number> {
       up.on('error', (err) => fail(err));
       up.on('aborted', () => fail(new Error('the upstream connection closed mid-reply')));
     };
+    // A cut (unregister, shutdown drain) answers with its reason; the upstream request is dropped.
+    const cut = () => {
+      fail(opts.signal!.reason);
+      req.destroy();
+      upstreamRes?.destroy();
+    };
+    if (opts.signal?.aborted) return cut();
+    opts.signal?.addEventListener('abort', cut, { once: true });
     req.end(opts.body);
   });
 }

@@ -59,7 +59,9 @@ export class ManagedChild {
 
   /** Spawns the process; resolves once it exists, rejects if the OS refuses. */
   static async spawn(opts: ChildOptions): Promise<ManagedChild> {
-    const proc = spawn(opts.command, opts.args, { cwd: opts.cwd, env: opts.env, stdio: ['ignore', 'pipe', 'pipe'] });
+    // Its own process group: a terminal's Ctrl-C reaches only the parent, which drains and then stops its children
+    // in order (the orphan guard still ends a child whose parent died).
+    const proc = spawn(opts.command, opts.args, { cwd: opts.cwd, env: opts.env, stdio: ['ignore', 'pipe', 'pipe'], detached: true });
     try {
       await Promise.race([once(proc, 'spawn'), once(proc, 'error').then(([e]) => Promise.reject(e))]);
     } catch (e) {

@@ -6,6 +6,7 @@
 import { closeSync, ftruncateSync, openSync, readdirSync, unlinkSync } from 'node:fs';
 import { randomBytes } from 'node:crypto';
 import { join } from 'node:path';
+import { pidAlive } from '../../lib/temp-dirs.js';
 import { mapFile } from './native.js';
 
 export const SHM_DIR = '/dev/shm';
@@ -55,15 +56,6 @@ export function openSegment(path: string, size: number): { buffer: ArrayBuffer; 
   const buffer = mapFile(path, size, true);
   return { buffer, bytes: new Uint8Array(buffer) };
 }
-
-const pidAlive = (pid: number) => {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (err) {
-    return (err as NodeJS.ErrnoException).code === 'EPERM';
-  }
-};
 
 /** Unlinks segments whose owning process is dead (left by a crashed sidecar). Returns their names. */
 export function removeStaleSegments(dir = SHM_DIR): string[] {

@@ -9,7 +9,7 @@ import { tracingOn } from '../../../lib/telemetry.js';
 import type { AppFunctions } from '../app-functions.js';
 import type { AppManager } from '../app-manager.js';
 import { requestDeadline } from '../deadline.js';
-import { AppFunctionFailedError, AppNotReadyError, UnsupportedMediaTypeError } from '../errors.js';
+import { AppNotReadyError, UnsupportedMediaTypeError } from '../errors.js';
 import type { GatewayMetrics } from '../metrics.js';
 import { forward } from '../proxy.js';
 import { startSse } from '../sse.js';
@@ -106,6 +106,8 @@ async function invokeApp(deps: AppRoutesDeps, appIdOrName: string, req: Request,
   const entry = apps.resolve(appIdOrName);
   if (entry.state !== 'ready' && functions.state(entry.appId) === undefined) throw new AppNotReadyError(entry.name);
   const deadline = requestDeadline(req);
+  const ticket = apps.admit(entry); // 503 while the app is unregistered or the gateway stops; drains wait for it
+  res.on('close', ticket.end);
   const done = metrics.invocationStarted(entry.name);
   res.on('close', () => done(res.statusCode));
   const target = await functions.waitReady(entry.appId, Math.min(deadline, Date.now() + (deps.restartWaitMs ?? 30_000)));
@@ -116,7 +118,8 @@ async function invokeApp(deps: AppRoutesDeps, appIdOrName: string, req: Request,
     ...(typeof req.headers.traceparent === 'string' ? { traceparent: req.headers.traceparent } : {}),
     agent,
     what: `app ${entry.name}`,
-    onFailure: async (err) => new AppFunctionFailedError(entry.name, await functions.crashed(entry.appId, target.generation), err.message),
+    onFailure: (err) => functions.failure(entry.appId, target.generation, err),
+    signal: ticket.signal,
     onErrorCode: (code) => metrics.errors.inc({ code }),
   });
 }

@@ -24,7 +24,7 @@ import type { Logger } from '../../../lib/log.js';
 import type { AppFunctions } from '../app-functions.js';
 import type { AppEntry, AppManager } from '../app-manager.js';
 import { requestDeadline } from '../deadline.js';
-import { AppFunctionFailedError, AppNotReadyError, GatewayDeadlineError } from '../errors.js';
+import { AppNotReadyError, GatewayDeadlineError } from '../errors.js';
 import type { GatewayMetrics } from '../metrics.js';
 import { openUpstream } from '../proxy.js';
 
@@ -87,6 +87,8 @@ export function openaiRoutes(deps: OpenAIRoutesDeps): Router {
     if (entry.state !== 'ready' && functions.state(entry.appId) === undefined) throw new AppNotReadyError(entry.name);
     const stream = (body as { stream?: unknown }).stream === true;
     const deadline = requestDeadline(req);
+    const ticket = apps.admit(entry); // 503 while the app is unregistered or the gateway stops; drains wait for it
+    res.on('close', ticket.end);
     const done = metrics.invocationStarted(entry.name);
     res.on('close', () => done(res.statusCode));
     const target = await functions.waitReady(entry.appId, Math.min(deadline, Date.now() + (deps.restartWaitMs ?? 30_000)));
@@ -94,6 +96,7 @@ export function openaiRoutes(deps: OpenAIRoutesDeps): Router {
     res.on('close', () => {
       if (!res.writableFinished) abort.abort();
     });
+    ticket.signal.addEventListener('abort', () => abort.abort(ticket.signal.reason), { once: true }); // a drain's cut
     let up: IncomingMessage;
     try {
       // Aggregated replies report usage, so the LLM is asked for it.
@@ -103,9 +106,10 @@ export function openaiRoutes(deps: OpenAIRoutesDeps): Router {
         ...(typeof req.headers.traceparent === 'string' ? { traceparent: req.headers.traceparent } : {}),
       });
     } catch (e) {
+      if (ticket.signal.aborted) throw ticket.signal.reason;
       if (abort.signal.aborted) return;
       if (e instanceof GatewayDeadlineError) throw e;
-      throw new AppFunctionFailedError(entry.name, await functions.crashed(entry.appId, target.generation), (e as Error).message);
+      throw await functions.failure(entry.appId, target.generation, e as Error);
     }
     const status = up.statusCode ?? 502;
     if (status >= 400) throw new UpstreamError(status, await readAll(up));
