@@ -98,6 +98,11 @@ export class AppManager {
     return this.#inFlight.begin(entry.appId);
   }
 
+  /** True while unregister() drains the app. */
+  unregistering(appId: string): boolean {
+    return this.#unregistering.has(appId);
+  }
+
   /** Invocations in flight (of one app, or all). */
   inFlight(appId?: string): number {
     return this.#inFlight.count(appId);
@@ -212,14 +217,14 @@ export class AppManager {
    * Drains the app (new requests 503 APP_UNREGISTERING; in-flight ones get the drain grace, then are cut), then
    * stops its function, removes it and releases its unit tasks (torn down when no other app uses them).
    */
-  async unregister(idOrName: string): Promise<AppEntry> {
+  async unregister(idOrName: string, opts: { drainTimeoutMs?: number } = {}): Promise<AppEntry> {
     const entry = this.resolve(idOrName);
     if (this.#unregistering.has(entry.appId)) throw new AppUnregisteringError(entry.name);
     if (entry.state !== 'ready' && this.opts.functions.state(entry.appId) === undefined) throw new AppNotReadyError(entry.name);
     this.#unregistering.add(entry.appId);
     try {
       return await withSpan('gateway.unregister_app', async () => {
-        await this.#drain(entry.appId, `app ${entry.name}`, (ms) => new AppUnregisteringError(entry.name, ms));
+        await this.#drain(entry.appId, `app ${entry.name}`, opts.drainTimeoutMs, (ms) => new AppUnregisteringError(entry.name, ms));
         this.#forget(entry.appId);
         await this.opts.store.deleteApp(entry.appId);
         await this.opts.functions.stop(entry.appId);
@@ -238,12 +243,12 @@ export class AppManager {
    */
   async shutdown(): Promise<void> {
     this.#stopping = true;
-    await this.#drain(undefined, 'the gateway', (ms) => new ShuttingDownError(ms));
+    await this.#drain(undefined, 'the gateway', undefined, (ms) => new ShuttingDownError(ms));
   }
 
   /** Waits (bounded) for the requests of `appId` (all, when undefined) to finish, then cuts the rest with `cutError`. */
-  async #drain(appId: string | undefined, what: string, cutError: (graceMs: number) => Error): Promise<void> {
-    const graceMs = this.opts.drainTimeoutMs ?? DEFAULT_DRAIN_TIMEOUT_MS;
+  async #drain(appId: string | undefined, what: string, drainTimeoutMs: number | undefined, cutError: (graceMs: number) => Error): Promise<void> {
+    const graceMs = drainTimeoutMs ?? this.opts.drainTimeoutMs ?? DEFAULT_DRAIN_TIMEOUT_MS;
     const inFlight = this.#inFlight.count(appId);
     if (inFlight === 0) return;
     this.opts.log.info({ appId, inFlight, graceMs }, `${what}: waiting up to ${graceMs} ms for ${inFlight} in-flight request(s) to finish`);

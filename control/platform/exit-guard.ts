@@ -1,8 +1,8 @@
 /**
  * No orphans: while any local platform has children, this process kills them when it exits and stops them
- * when it receives SIGTERM / SIGINT / SIGHUP. If nobody else listens for that signal we then exit the way
- * the default handler would (128 + signal number); if someone does (e.g. `cornserve up`), exiting is theirs.
- * A second signal while stopping kills every child at once.
+ * when it receives SIGTERM / SIGINT / SIGHUP, then exits the way the default handler would (128 + signal number).
+ * If someone else listens for that signal (e.g. `cornserve up`, which drains its requests first), stopping and
+ * exiting are theirs; the 'exit' hook still kills what they left. A second signal while stopping kills every child at once.
  */
 import { constants } from 'node:os';
 
@@ -25,15 +25,15 @@ const onExit = () => {
 
 const onSignal = (sig: Sig) => {
   const someoneElseExits = process.listenerCount(sig) > 1;
+  if (someoneElseExits) return;
   if (stopping) {
     onExit();
-    if (!someoneElseExits) process.exit(128 + constants.signals[sig]);
-    return;
+    process.exit(128 + constants.signals[sig]);
   }
   stopping = true;
   void Promise.allSettled([...live].map((g) => g.shutdown())).then(() => {
     stopping = false;
-    if (!someoneElseExits) process.exit(128 + constants.signals[sig]);
+    process.exit(128 + constants.signals[sig]);
   });
 };
 

@@ -26,6 +26,29 @@ export default defineApp({
   async serve(req) { return echo.call({ text: req.text }); },
 });`;
 
+/**
+ * The source of a streaming app named `name`: `{text, chunks}` -> `chunks` NDJSON lines `{echo, index}`, each after
+ * its own call to an echo executor with that service time (so a stream is in flight for chunks × serviceTimeMs).
+ */
+export const slowStreamAppSource = (name: string, serviceTimeMs: number) => `
+import { z } from 'zod';
+import { defineApp } from 'cornserve/sdk';
+import { EchoTask } from 'cornserve/tasks';
+const echo = new EchoTask({ serviceTimeMs: ${serviceTimeMs} });
+export default defineApp({
+  name: '${name}', tasks: { echo },
+  request: z.object({ text: z.string(), chunks: z.number().int().positive() }),
+  response: z.object({ echo: z.string(), index: z.number().int() }),
+  async *serve(req) {
+    for (let index = 0; index < req.chunks; index++) yield { echo: (await echo.call({ text: req.text })).echo, index };
+  },
+});`;
+
+/** An NDJSON reply's lines, parsed (rejects when the connection broke mid-stream). */
+export async function ndjsonLines(res: Response): Promise<unknown[]> {
+  return (await res.text()).split('\n').filter((l) => l.trim() !== '').map((l) => JSON.parse(l) as unknown);
+}
+
 export const ECHO_APP = `${repoRoot}/functions/apps/echo.ts`;
 
 export interface TestPlatform extends Cornserve {
