@@ -1,7 +1,8 @@
 /**
- * Sample Store records for tests: valid, distinct per call (pass a suffix), and overridable field by field.
+ * Sample Store records for tests: valid, distinct per call (pass a suffix), and overridable field by field; and a
+ * recorder of the states a route goes through.
  */
-import type { AppRecord, ExecutorRoute, SidecarRecord, TensorChunkMeta, UnitTaskRecord } from '../../control/store/types.js';
+import type { AppRecord, ExecutorRoute, ExecutorState, SidecarRecord, Store, TensorChunkMeta, UnitTaskRecord } from '../../control/store/types.js';
 
 export function sampleApp(n: string | number, overrides: Partial<AppRecord> = {}): AppRecord {
   return {
@@ -70,4 +71,13 @@ export function sampleSidecar(node: string, overrides: Partial<SidecarRecord> = 
     leaseExpiresAt: 1_700_000_010_000,
     ...overrides,
   };
+}
+
+/** Every state the route of `executorId` goes through from now on (read back after each put), in order. */
+export function recordRouteStates(store: Store, executorId: string): ExecutorState[] {
+  const seen: ExecutorState[] = [];
+  store.subscribe((c) => {
+    if (c.kind === 'route' && c.id === executorId && c.op === 'put') void store.getExecutor(executorId).then((r) => r && seen.push(r.state));
+  });
+  return seen;
 }

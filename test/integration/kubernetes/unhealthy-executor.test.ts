@@ -9,11 +9,11 @@ import test from 'ava';
 import { KubernetesPlatform } from '../../../control/platform/kubernetes/platform.js';
 import type { ExecutorInstance, ExecutorSpec, Platform } from '../../../control/platform/types.js';
 import { MemoryStore } from '../../../control/store/memory.js';
-import type { ExecutorState } from '../../../control/store/types.js';
 import { TaskManager } from '../../../control/taskmanager/manager.js';
 import { waitUntil } from '../../../lib/wait.js';
 import { startEchoExecutor, type EchoExecutor } from '../../helpers/executors.js';
 import { echo } from '../../helpers/local-platform.js';
+import { recordRouteStates } from '../../helpers/store-records.js';
 import { APPS, echoLaunch, lines, rig } from './fixtures.js';
 
 /** The KubernetesPlatform, with the cluster's part played here: each executor runs as a local echo process reached by its URL. */
@@ -53,10 +53,7 @@ test('an executor on Kubernetes that stops answering its health checks leaves th
   await tm.addExecutors([[{ node: 'gpu-a', globalRank: 0, localRank: 0 }]]);
   const before = (await store.getExecutor('echo-0'))!;
   t.is(before.state, 'ready');
-  const states: ExecutorState[] = [];
-  store.subscribe((c) => {
-    if (c.kind === 'route' && c.id === 'echo-0' && c.op === 'put') void store.getExecutor('echo-0').then((x) => x && states.push(x.state));
-  });
+  const states = recordRouteStates(store, 'echo-0');
   r.api.take();
 
   await pods.get('echo-0')!.kill(); // the container stops answering; nothing tells the platform

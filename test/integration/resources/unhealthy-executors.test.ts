@@ -6,7 +6,7 @@
  */
 import test from 'ava';
 import { Router } from '../../../control/dispatcher/routing.js';
-import type { ExecutorRoute, ExecutorState, Store } from '../../../control/store/types.js';
+import type { ExecutorRoute } from '../../../control/store/types.js';
 import { TaskGraph } from '../../../functions/sdk/index.js';
 import { EncoderTask } from '../../../functions/tasks/encoder.js';
 import { ImageGeneratorTask } from '../../../functions/tasks/generator.js';
@@ -18,18 +18,11 @@ import { modelsDir } from '../../helpers/models.js';
 import { isAlive } from '../../helpers/repo.js';
 import { startResourceManager } from '../../helpers/resources.js';
 import { startSidecars } from '../../helpers/sidecar.js';
+import { recordRouteStates } from '../../helpers/store-records.js';
 
 /** Health probes every 200 ms; restarts after 50 ms unless a test holds them back. */
 const rmOptions = (initialMs = 50) => ({ taskManager: { drainPollMs: 20, healthCheck: { intervalMs: 200 }, restartBackoff: { initialMs, maxMs: Math.max(initialMs, 10_000) } } });
 
-/** Every state the route of `executorId` goes through from now on. */
-function recordStates(store: Store, executorId: string): ExecutorState[] {
-  const seen: ExecutorState[] = [];
-  store.subscribe((c) => {
-    if (c.kind === 'route' && c.id === executorId && c.op === 'put') void store.getExecutor(executorId).then((r) => r && seen.push(r.state));
-  });
-  return seen;
-}
 
 const enginePid = async (route: ExecutorRoute): Promise<number> => ((await (await fetch(`${route.url}/info`)).json()) as { engine: { pid: number } }).engine.pid;
 
@@ -52,7 +45,7 @@ test.serial('an Eric whose engine is killed leaves the routes, is restarted, and
   const [taskId] = await rm.deploy([encoder()]);
   const [route] = await store.listExecutors(taskId);
   t.is(await embed(route!.url, 'before'), 200);
-  const states = recordStates(store, route!.executorId);
+  const states = recordRouteStates(store, route!.executorId);
   const oldEngine = await enginePid(route!);
 
   process.kill(oldEngine, 'SIGKILL');
@@ -113,7 +106,7 @@ test.serial('a Geri whose engine is killed leaves the routes, is restarted, and 
     return res.status;
   };
   t.is(await generate(route!.url), 200);
-  const states = recordStates(store, route!.executorId);
+  const states = recordRouteStates(store, route!.executorId);
   const oldEngine = ((await (await fetch(`${route!.url}/info`)).json()) as { enginePid: number }).enginePid;
 
   process.kill(oldEngine, 'SIGKILL');

@@ -3,13 +3,13 @@ import { rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { MemoryStore } from '../../../../control/store/memory.js';
-import type { ExecutorState } from '../../../../control/store/types.js';
 import { TaskManager, type TaskManagerOptions } from '../../../../control/taskmanager/manager.js';
 import { ExecutorStartError, ExecutorStartTimeoutError } from '../../../../control/taskmanager/errors.js';
 import { probeHealth } from '../../../../control/taskmanager/health.js';
 import { sleep, waitUntil } from '../../../../lib/wait.js';
 import { dev, echo, echoLaunch, exitAtOnceLaunch, flakyLaunch, quietPlatform } from '../../../helpers/local-platform.js';
 import { isAlive } from '../../../helpers/repo.js';
+import { recordRouteStates } from '../../../helpers/store-records.js';
 
 function setup(t: { teardown(fn: () => unknown): void }, overrides: Partial<TaskManagerOptions> = {}) {
   const store = new MemoryStore();
@@ -22,14 +22,6 @@ function setup(t: { teardown(fn: () => unknown): void }, overrides: Partial<Task
   return { store, platform, tm };
 }
 
-/** Every state a route goes through, from now on. */
-function recordStates(store: MemoryStore, executorId: string): ExecutorState[] {
-  const seen: ExecutorState[] = [];
-  store.subscribe((c) => {
-    if (c.kind === 'route' && c.id === executorId && c.op === 'put') void store.getExecutor(executorId).then((r) => r && seen.push(r.state));
-  });
-  return seen;
-}
 
 test.serial('starts one executor per device group, each with a ready route carrying its ranks', async (t) => {
   const { store, tm } = setup(t);
@@ -79,7 +71,7 @@ test.serial('a killed executor is restarted on the same devices and URL, its rou
   const { store, platform, tm } = setup(t, { restartBackoff: { initialMs: 50 } });
   await tm.addExecutors([[dev(1)]]);
   const before = (await store.getExecutor('echo-1'))!;
-  const states = recordStates(store, 'echo-1');
+  const states = recordRouteStates(store, 'echo-1');
   const oldPid = platform.processes()[0]!.pid;
   process.kill(oldPid, 'SIGKILL');
   await waitUntil('restarted', () => states.includes('ready'), { timeoutMs: 60_000 });
@@ -89,6 +81,32 @@ test.serial('a killed executor is restarted on the same devices and URL, its rou
   t.not(platform.processes()[0]!.pid, oldPid);
   t.deepEqual((await echo(after.url, 'again')).body, { echo: 'again' });
   t.is(tm.executors()[0]!.restarts, 1);
+});
+
+test.serial('an executor that stops answering its health probes leaves the routes at once and is restarted', async (t) => {
+  const { store, platform, tm } = setup(t, { healthCheck: { intervalMs: 100, timeoutMs: 300, unansweredLimit: 2 }, restartBackoff: { initialMs: 50 }, stopGraceMs: 500 });
+  await tm.addExecutors([[dev(0)]]);
+  const states = recordRouteStates(store, 'echo-0');
+  const frozen = platform.processes()[0]!.pid;
+  process.kill(frozen, 'SIGSTOP'); // alive but silent: no exit event, only the probes can tell
+  t.teardown(() => { if (isAlive(frozen)) process.kill(frozen, 'SIGKILL'); });
+  await waitUntil('out of the routes', () => states[0], { timeoutMs: 30_000 });
+  t.is(states[0], 'failed');
+  await waitUntil('ready again', () => states.includes('ready'), { timeoutMs: 60_000 });
+  t.false(isAlive(frozen), 'the silent process was stopped');
+  t.deepEqual((await echo((await store.getExecutor('echo-0'))!.url, 'awake')).body, { echo: 'awake' });
+  t.is(tm.executors()[0]!.restarts, 1);
+});
+
+test.serial('health checks of a healthy executor never take it out of the routes', async (t) => {
+  const { store, tm } = setup(t, { healthCheck: { intervalMs: 50 } });
+  await tm.addExecutors([[dev(0)]]);
+  const states = recordRouteStates(store, 'echo-0');
+  let probes = 0;
+  const { url } = (await store.getExecutor('echo-0'))!;
+  await waitUntil('many probe intervals', async () => (await probeHealth(url, '/health')) && ++probes >= 20, { intervalMs: 50 });
+  t.deepEqual(states, []);
+  t.is(tm.executors()[0]!.restarts, 0);
 });
 
 test.serial('removal keeps the executor serving while its route has outstanding requests', async (t) => {
@@ -149,7 +167,7 @@ test.serial('stop drains and stops every executor and deletes every route', asyn
 test.serial('an executor removed while it waits to be restarted is not started again', async (t) => {
   const { store, platform, tm } = setup(t, { restartBackoff: { initialMs: 60_000 } });
   await tm.addExecutors([[dev(0)]]);
-  const states = recordStates(store, 'echo-0');
+  const states = recordRouteStates(store, 'echo-0');
   process.kill(platform.processes()[0]!.pid, 'SIGKILL');
   await waitUntil('failed', () => states.includes('failed'));
   await tm.removeExecutors(1);
@@ -163,7 +181,7 @@ test.serial('an executor whose restarts keep failing is retried until one succee
   t.teardown(() => rmSync(marker, { force: true }));
   const { store, platform, tm } = setup(t, { launch: flakyLaunch({ failIfExists: marker }), restartBackoff: { initialMs: 20, maxMs: 100 } });
   await tm.addExecutors([[dev(0)]]);
-  const states = recordStates(store, 'echo-0');
+  const states = recordRouteStates(store, 'echo-0');
   writeFileSync(marker, '');
   process.kill(platform.processes()[0]!.pid, 'SIGKILL');
   await waitUntil('three failed restarts', () => tm.executors()[0]!.restarts >= 3, { timeoutMs: 120_000 }); // three node + tsx starts
