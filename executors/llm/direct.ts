@@ -56,7 +56,7 @@ export async function generateBatch(
     compact(cache, live, (_, slot) => finished[slot]!);
     if (live.length === 0) break;
     cache.reserve(live.length, Math.max(...live.map((l) => l.seq.len)) + 1, live.map((l, slot) => ({ slot, len: l.seq.len })));
-    const logits = await decode(model, cache, live.map((l) => l.seq.lastToken), live.map((l) => l.seq.len));
+    const { logits } = await decode(model, cache, live.map((l) => l.seq.lastToken), live.map((l) => l.seq.len));
     for (const l of live) l.seq.len++;
     finished = logits.map((row, slot) => take(slot, row));
   }

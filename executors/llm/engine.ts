@@ -41,11 +41,13 @@ export interface EngineRequest {
   gen: GenerateOptions;
   /** Prefill only; the result carries the prompt's final hidden states [n, hidden]. */
   hiddenStates?: boolean;
+  /** Generate, and give `onToken` each token's hidden state: the final hidden state [hidden] it was sampled from. */
+  tokenHiddenStates?: boolean;
   /** Epoch ms. */
   deadline: number;
   signal?: AbortSignal;
-  /** Each new token and the text it made final ('' while held back). */
-  onToken?: (token: number, text: string) => void;
+  /** Each new token and the text it made final ('' while held back); `hidden` with `tokenHiddenStates`. */
+  onToken?: (token: number, text: string, hidden?: Float32Array) => void;
 }
 
 export interface EngineResult {
@@ -206,7 +208,7 @@ export class Engine {
     const out = await prefill(
       this.model, this.cache,
       jobs.map((j) => ({ embeds: j.req.prompt.embeds, n: j.req.prompt.n, ...(slotOf.has(j) ? { slot: slotOf.get(j)! } : {}) })),
-      jobs.some((j) => j.req.hiddenStates),
+      jobs.some((j) => j.req.hiddenStates || j.req.tokenHiddenStates),
     );
     this.opts.onStep?.('prefill', jobs.length, performance.now() - t0);
     jobs.forEach((j, b) => {
@@ -218,8 +220,11 @@ export class Engine {
       this.running.push(j);
     }
     const finished = new Set<Job>();
+    const h = this.model.config.hidden;
     gen.forEach((j) => {
-      if (this.take(j, out.lastLogits[jobs.indexOf(j)]!)) finished.add(j);
+      const b = jobs.indexOf(j);
+      const hidden = j.req.tokenHiddenStates ? out.hidden![b]!.subarray((j.req.prompt.n - 1) * h, j.req.prompt.n * h) : undefined;
+      if (this.take(j, out.lastLogits[b]!, hidden)) finished.add(j);
     });
     for (const j of compact(this.cache, this.running, (j) => finished.has(j))) this.finish(j);
   }
@@ -228,22 +233,23 @@ export class Engine {
     const live = this.running.map((j, slot) => ({ slot, len: j.seq.len }));
     this.cache.reserve(this.running.length, Math.max(...live.map((l) => l.len)) + 1, live);
     const t0 = performance.now();
-    const logits = await decode(this.model, this.cache, this.running.map((j) => j.seq.lastToken), live.map((l) => l.len));
+    const wantHidden = this.running.some((j) => j.req.tokenHiddenStates);
+    const { logits, hidden } = await decode(this.model, this.cache, this.running.map((j) => j.seq.lastToken), live.map((l) => l.len), wantHidden);
     this.steps++;
     this.opts.onStep?.('decode', this.running.length, performance.now() - t0);
     const finished = new Set<Job>();
     this.running.forEach((j, slot) => {
       j.seq.len++;
-      if (this.take(j, logits[slot]!)) finished.add(j);
+      if (this.take(j, logits[slot]!, j.req.tokenHiddenStates ? hidden![slot] : undefined)) finished.add(j);
     });
     for (const j of compact(this.cache, this.running, (j) => finished.has(j))) this.finish(j);
   }
 
   /** Samples and emits one token; true when the sequence is finished. */
-  private take(j: Job, logits: Float32Array): boolean {
+  private take(j: Job, logits: Float32Array, hidden?: Float32Array): boolean {
     const token = j.seq.sampler.sample(logits);
     const a = j.seq.accept(token);
-    if (!j.req.signal?.aborted) j.req.onToken?.(token, a.text);
+    if (!j.req.signal?.aborted) j.req.onToken?.(token, a.text, hidden);
     return a.finished;
   }
 

@@ -12,6 +12,8 @@ import type { FinishReason } from './sequence.js';
 /** Keys of `vllm_xargs` for LLMEmbeddingTask (names as in the reference). */
 export const HIDDEN_STATES_ID = 'cornserve_hidden_states_forward_id';
 export const HIDDEN_STATES_RANKS = 'cornserve_hidden_states_forward_ranks';
+/** Ours: forward the generated tokens' hidden states as a sidecar stream (one chunk per token) instead of the prompt's. */
+export const HIDDEN_STATES_GENERATED = 'cornserve_hidden_states_forward_generated';
 
 const rankGroups = z.array(z.array(z.number().int().nonnegative()).min(1)).min(1);
 
@@ -21,8 +23,11 @@ export const executorRequestSchema = chatRequestSchema.extend({
 });
 export type ExecutorRequest = z.infer<typeof executorRequestSchema>;
 
-/** The hidden-state forward a request asks for, if any. Ranks may be a JSON string (the reference sends str(list)). */
-export function hiddenStatesForward(req: ExecutorRequest): { id: string; dstGroups: number[][] } | undefined {
+/**
+ * The hidden-state forward a request asks for, if any. Ranks may be a JSON string (the reference sends str(list)).
+ * `generated`: the generated tokens' states, streamed while the answer is generated; else the prompt's, prefill only.
+ */
+export function hiddenStatesForward(req: ExecutorRequest): { id: string; dstGroups: number[][]; generated: boolean } | undefined {
   const x = req.vllm_xargs ?? {};
   const id = x[HIDDEN_STATES_ID];
   if (id === undefined) return undefined;
@@ -37,7 +42,11 @@ export function hiddenStatesForward(req: ExecutorRequest): { id: string; dstGrou
   }
   const r = rankGroups.safeParse(ranks);
   if (!r.success) throw llmErrors.badRequest(`vllm_xargs.${HIDDEN_STATES_RANKS} must be a list of rank groups, e.g. [[2]]`, `vllm_xargs.${HIDDEN_STATES_RANKS}`);
-  return { id, dstGroups: r.data };
+  const generated = x[HIDDEN_STATES_GENERATED];
+  if (generated !== undefined && generated !== true && generated !== 'true' && generated !== false && generated !== 'false') {
+    throw llmErrors.badRequest(`vllm_xargs.${HIDDEN_STATES_GENERATED} must be true or false`, `vllm_xargs.${HIDDEN_STATES_GENERATED}`);
+  }
+  return { id, dstGroups: r.data, generated: generated === true || generated === 'true' };
 }
 
 export interface Usage { prompt_tokens: number; completion_tokens: number; total_tokens: number }

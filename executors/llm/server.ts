@@ -18,6 +18,7 @@ import { ExecutorErrorCode } from '../common/errors.js';
 import { healthRoute } from '../common/health.js';
 import { Engine, type EngineOptions, type EngineRequest } from './engine.js';
 import { llmErrors, toOpenAIError } from './errors.js';
+import { HiddenStateStream } from './hidden-stream.js';
 import { createLlmMetrics } from './metrics.js';
 import type { LlmModel } from './model.js';
 import type { InProcessEncoders } from './encoders.js';
@@ -114,6 +115,13 @@ export function buildLlmServer(opts: LlmServerOptions): LlmServer {
       if (!res.writableFinished) cancel.abort();
     });
     let outcome = 'ok';
+    /** The generated tokens' hidden states, when asked for (ended in `finally` if the answer did not finish). */
+    let states: HiddenStateStream | undefined;
+    let statesClosed = false;
+    const closeStates = async () => {
+      statesClosed = true;
+      await states?.close();
+    };
     try {
       const body = parseRequest(req.body);
       if (!model.modelIds.includes(body.model)) throw llmErrors.modelNotFound(`model ${body.model} is not served here (serves: ${model.modelIds.join(', ')})`);
@@ -121,6 +129,7 @@ export function buildLlmServer(opts: LlmServerOptions): LlmServer {
       const forward = hiddenStatesForward(body);
       if (forward && !sidecar) throw llmErrors.badRequest('hidden-state forwarding needs a sidecar; this executor has none', 'vllm_xargs');
       const deadline = deadlineOf(req, opts.defaultTimeoutMs ?? 300_000, llmErrors.badDeadline);
+      if (forward?.generated) states = new HiddenStateStream(sidecar!, forward.id, forward.dstGroups, deadline);
       const segments = renderChat(model.tokenizer, body.messages);
       const refs = mediaRefs(segments, model.modalities, { receive, encoders: opts.encoders?.modalities ?? [] });
       let media: MediaEmbedding[] = [];
@@ -138,13 +147,14 @@ export function buildLlmServer(opts: LlmServerOptions): LlmServer {
       const base: EngineRequest = {
         prompt, deadline, signal: cancel.signal,
         gen: {
-          maxTokens: forward ? 1 : maxTokensFor(model, body, prompt), temperature: body.temperature ?? 1, topP: body.top_p ?? 1,
+          maxTokens: forward && !forward.generated ? 1 : maxTokensFor(model, body, prompt), temperature: body.temperature ?? 1, topP: body.top_p ?? 1,
           ...(body.seed !== undefined ? { seed: body.seed } : {}), stop: stop.filter((s) => s.length > 0), ignoreEos: body.ignore_eos ?? false,
         },
       };
       metrics.promptTokens.inc(prompt.n);
       const id = completionId();
-      if (forward) {
+      if (states) base.tokenHiddenStates = true;
+      if (forward && !forward.generated) {
         const r = await engine.submit({ ...base, hiddenStates: true });
         metrics.ttft.observe((performance.now() - t0) / 1000);
         const shape = [prompt.n, model.config.hidden];
@@ -161,10 +171,11 @@ export function buildLlmServer(opts: LlmServerOptions): LlmServer {
         let first = true;
         const pending = engine.submit({
           ...base,
-          onToken: (_token, text) => {
+          onToken: (_token, text, hidden) => {
             if (first) metrics.ttft.observe((performance.now() - t0) / 1000);
             first = false;
             metrics.generationTokens.inc();
+            if (hidden) states?.push(hidden);
             if (text) sse(res, w.content(text));
           },
         });
@@ -173,6 +184,7 @@ export function buildLlmServer(opts: LlmServerOptions): LlmServer {
         sse(res, w.role());
         try {
           const r = await pending;
+          await closeStates();
           sse(res, w.finish(r.finishReason));
           if (body.stream_options?.include_usage) sse(res, w.usage(usage(r.promptTokens, r.tokens.length)));
         } catch (e) {
@@ -187,12 +199,14 @@ export function buildLlmServer(opts: LlmServerOptions): LlmServer {
       let first = true;
       const r = await engine.submit({
         ...base,
-        onToken: () => {
+        onToken: (_token, _text, hidden) => {
           if (first) metrics.ttft.observe((performance.now() - t0) / 1000);
           first = false;
           metrics.generationTokens.inc();
+          if (hidden) states?.push(hidden);
         },
       });
+      await closeStates();
       res.json(completion(id, body.model, r.text, r.finishReason, usage(r.promptTokens, r.tokens.length)));
     } catch (e) {
       if (cancel.signal.aborted) {
@@ -207,6 +221,7 @@ export function buildLlmServer(opts: LlmServerOptions): LlmServer {
       else res.end();
     } finally {
       if (cancel.signal.aborted) outcome = 'cancelled';
+      if (states && !statesClosed) await states.fail(`the LLM request ended without an answer (${outcome})`);
       served++;
       metrics.requests.inc({ outcome });
       metrics.duration.observe((performance.now() - t0) / 1000);

@@ -58,11 +58,18 @@ export async function prefill(model: LlmModel, cache: KvCache | undefined, items
   };
 }
 
+export interface DecodeResult {
+  /** Per slot: logits [vocab] (views into the step's output). */
+  logits: Float32Array[];
+  /** Per slot, when asked: the final hidden state [hidden] the logits came from. */
+  hidden?: Float32Array[];
+}
+
 /**
  * One decode step for slots 0..n-1: `tokens[i]` is fed at position `lens[i]` of slot i; its K/V are written
- * there. Returns each slot's logits [vocab]. The cache must hold `max(lens) + 1` positions.
+ * there. Returns each slot's logits [vocab] (and hidden state). The cache must hold `max(lens) + 1` positions.
  */
-export async function decode(model: LlmModel, cache: KvCache, tokens: readonly number[], lens: readonly number[]): Promise<Float32Array[]> {
+export async function decode(model: LlmModel, cache: KvCache, tokens: readonly number[], lens: readonly number[], wantHidden = false): Promise<DecodeResult> {
   const { hidden, vocab } = model.config;
   const batch = tokens.length;
   const past = cache.capacity;
@@ -78,9 +85,12 @@ export async function decode(model: LlmModel, cache: KvCache, tokens: readonly n
     mask[row + past] = 1n;
   }
   const { keys: pastKeys, values: pastValues } = cache.past(batch);
-  const out = await model.run({ batch, seq: 1, past, embeds, positions, mask, pastKeys, pastValues });
+  const out = await model.run({ batch, seq: 1, past, embeds, positions, mask, pastKeys, pastValues, wantHidden });
   for (let b = 0; b < batch; b++) cache.write(b, lens[b]!, out.keys, out.values, b, 1, 1);
-  return Array.from({ length: batch }, (_, b) => out.logits.subarray(b * vocab, (b + 1) * vocab));
+  return {
+    logits: Array.from({ length: batch }, (_, b) => out.logits.subarray(b * vocab, (b + 1) * vocab)),
+    ...(wantHidden ? { hidden: Array.from({ length: batch }, (_, b) => out.hidden!.subarray(b * hidden, (b + 1) * hidden)) } : {}),
+  };
 }
 
 /**

@@ -1,13 +1,16 @@
 import test from 'ava';
 import { generate } from '../../../executors/llm/direct.js';
 import { mediaUrl } from '../../../executors/llm/multimodal.js';
-import { prefill } from '../../../executors/llm/steps.js';
+import { newCache } from '../../../executors/llm/direct.js';
+import type { Prompt } from '../../../executors/llm/prompt.js';
+import { argmax } from '../../../executors/llm/sampling.js';
+import { decode, prefill } from '../../../executors/llm/steps.js';
 import type { SidecarClient } from '../../../sidecar/client/client.js';
 import { tensor, type Tensor } from '../../../sidecar/tensor.js';
 import { waitUntil } from '../../../lib/wait.js';
 import { randomHex } from '../../../functions/sdk/index.js';
 import { startSidecars, type SidecarCluster } from '../../helpers/sidecar.js';
-import { llm, postChat, startLlmServer, streamChat, userPrompt, type RunningLlmServer } from '../../helpers/llm.js';
+import { llm, postChat, startLlmServer, streamChat, streamText, userPrompt, type RunningLlmServer } from '../../helpers/llm.js';
 import type { LlmModel } from '../../../executors/llm/model.js';
 
 // One node: rank 0 plays the encoder, rank 1 is the LLM, rank 2 consumes hidden states.
@@ -126,4 +129,54 @@ test.serial('an encoder that fails its embedding fails the request with 502', as
   t.is(r.status, 502);
   t.is(r.body.error.code, 'LLM_SIDECAR_FAILED');
   t.is(r.body.error.details?.producer_failed, true); // what the dispatcher reads to prefer the producer's own error
+});
+
+/** Greedy decode in this process, keeping the final hidden state each token was sampled from. */
+async function directTokenStates(prompt: Prompt, maxTokens: number): Promise<{ tokens: number[]; states: Float32Array[] }> {
+  const h = model.config.hidden;
+  const cache = newCache(model);
+  cache.reserve(1, prompt.n + maxTokens + 1, []);
+  const first = await prefill(model, cache, [{ embeds: prompt.embeds, n: prompt.n, slot: 0 }], true);
+  const tokens = [argmax(first.lastLogits[0]!)];
+  const states = [first.hidden![0]!.slice((prompt.n - 1) * h, prompt.n * h)];
+  for (let len = prompt.n; tokens.length < maxTokens; len++) {
+    const step = await decode(model, cache, [tokens.at(-1)!], [len], true);
+    tokens.push(argmax(step.logits[0]!));
+    states.push(Float32Array.from(step.hidden![0]!));
+  }
+  return { tokens, states };
+}
+
+test.serial('with the generated flag, each generated token\'s hidden state is streamed to the destination ranks while the text streams', async (t) => {
+  const id = randomHex();
+  const s = await streamChat(srv.url, {
+    model: MODEL, messages: [{ role: 'user', content: 'speak your answer' }], max_tokens: 12, temperature: 0, ignore_eos: true,
+    stream_options: { include_usage: true },
+    vllm_xargs: { cornserve_hidden_states_forward_id: id, cornserve_hidden_states_forward_ranks: '[[2]]', cornserve_hidden_states_forward_generated: true },
+  });
+  t.true(s.done);
+  const direct = await directTokenStates(userPrompt(model, 'speak your answer'), 12);
+  t.is(streamText(s), model.tokenizer.decode(direct.tokens));
+  t.is(s.chunks.at(-1)!.usage.completion_tokens, 12);
+  const received: Float32Array[] = [];
+  for (let i = 0; ; i++) {
+    const c = (await consumer.recv(id, i)) as Tensor | null;
+    if (c === null) break;
+    t.deepEqual(c.shape, [1, model.config.hidden]);
+    received.push(Float32Array.from(c.data as Float32Array));
+    await consumer.markDone(id, i);
+  }
+  t.is(received.length, 12, 'one chunk per generated token, then the end of the stream');
+  received.forEach((r, i) => t.deepEqual(r, direct.states[i], `token ${i}`));
+  await shmEmpty();
+});
+
+test.serial('a generated-states request that fails fails its stream for the consumer', async (t) => {
+  const id = randomHex();
+  const r = await postChat(srv.url, {
+    model: MODEL, messages: [{ role: 'user', content: 'x' }], max_tokens: 1_000_000,
+    vllm_xargs: { cornserve_hidden_states_forward_id: id, cornserve_hidden_states_forward_ranks: [[2]], cornserve_hidden_states_forward_generated: 'true' },
+  });
+  t.is(r.status, 400);
+  await t.throwsAsync(consumer.recv(id, 0, { timeoutMs: 10_000 }), { message: /context|without an answer|producer/i });
 });

@@ -20,7 +20,7 @@ async function incremental(m: LlmModel, p: Prompt): Promise<{ tokens: number[]; 
   const logits = [(await prefill(m, cache, [{ embeds: p.embeds, n: p.n, slot: 0 }])).lastLogits[0]!];
   const tokens = [argmax(logits[0]!)];
   for (let len = p.n; tokens.length < STEPS; len++) {
-    const row = (await decode(m, cache, [tokens[tokens.length - 1]!], [len]))[0]!;
+    const row = (await decode(m, cache, [tokens[tokens.length - 1]!], [len])).logits[0]!;
     logits.push(Float32Array.from(row));
     tokens.push(argmax(row));
   }
