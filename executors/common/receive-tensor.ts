@@ -46,14 +46,19 @@ function problemOf(value: unknown, chunk: number, cols: number | undefined): str
   return undefined;
 }
 
-export async function receiveTensor(sidecar: SidecarClient, id: string, o: ReceiveOptions): Promise<ReceivedTensor> {
-  const parts: Float32Array[] = [];
+/**
+ * The chunks of `id` one by one as they arrive (a streaming producer's chunks while it still produces), each a
+ * [rows, cols] float matrix copied out of shared memory and marked done. A bad chunk is still consumed (and so
+ * are the rest, so nothing stays in shared memory); the generator then throws a ReceivedTensorError at the end.
+ */
+export async function* receiveTensorChunks(sidecar: SidecarClient, id: string, o: ReceiveOptions): AsyncGenerator<{ rows: number; cols: number; data: Float32Array }> {
   let cols: number | undefined;
   let problem: string | undefined;
   let chunk = 0;
   for (; ; chunk++) {
     const value = await sidecar.recv(id, chunk, { deadline: o.deadline, dtype: 'f32', ...(o.signal ? { signal: o.signal } : {}) });
     if (value === null) break;
+    let got: Float32Array | undefined;
     try {
       const p = problemOf(value, chunk, cols);
       if (p) {
@@ -61,14 +66,24 @@ export async function receiveTensor(sidecar: SidecarClient, id: string, o: Recei
       } else if (!problem) {
         const t = value as { shape: number[]; data: Float32Array };
         cols = t.shape.at(-1)!;
-        parts.push(t.data.slice()); // a copy: the view is only valid until markDone
+        got = t.data.slice(); // a copy: the view is only valid until markDone
       }
     } finally {
       await sidecar.markDone(id, chunk, { group: true, timeoutMs: MARK_DONE_TIMEOUT_MS }).catch(() => undefined);
     }
+    if (got) yield { rows: got.length / cols!, cols: cols!, data: got };
   }
   if (problem) throw new ReceivedTensorError(`tensor ${id}: ${problem}`);
   if (chunk === 0 || cols === undefined) throw new ReceivedTensorError(`tensor ${id} has no chunks`);
+}
+
+export async function receiveTensor(sidecar: SidecarClient, id: string, o: ReceiveOptions): Promise<ReceivedTensor> {
+  const parts: Float32Array[] = [];
+  let cols = 0;
+  for await (const c of receiveTensorChunks(sidecar, id, o)) {
+    cols = c.cols;
+    parts.push(c.data);
+  }
   const total = parts.reduce((n, p) => n + p.length, 0);
   const data = parts.length === 1 ? parts[0]! : new Float32Array(total);
   if (parts.length > 1) {
@@ -78,7 +93,7 @@ export async function receiveTensor(sidecar: SidecarClient, id: string, o: Recei
       off += p.length;
     }
   }
-  return { rows: total / cols, cols, data, chunks: chunk };
+  return { rows: total / cols, cols, data, chunks: parts.length };
 }
 
 /**

@@ -21,6 +21,8 @@ export const AudioParams = z.object({
   /** Absent = the model's default (absent ≠ an explicit default when batching, as in the reference). */
   chunkSize: z.number().int().positive().optional(),
   leftContextSize: z.number().int().nonnegative().optional(),
+  /** Set by the router for one segment of a stream of embeddings: rows before it are left context only. */
+  startFrame: z.number().int().nonnegative().optional(),
 });
 export type AudioParams = z.infer<typeof AudioParams>;
 

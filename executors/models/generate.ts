@@ -83,7 +83,16 @@ export async function generateImage(model: LoadedModel, embeddings: Embeddings, 
   return { png, rgb };
 }
 
-export interface AudioGenOptions { chunkSize?: number; leftContextSize?: number }
+export interface AudioGenOptions {
+  chunkSize?: number;
+  leftContextSize?: number;
+  /**
+   * Rows before this one are left context only (no audio is made for them): chunks start here. A stream of
+   * embeddings is vocoded segment by segment this way, with the same windows as one run over all rows.
+   * @default 0
+   */
+  startFrame?: number;
+}
 
 async function vocode(model: LoadedModel, emb: Embeddings, from: number, to: number): Promise<Float32Array> {
   const h = emb.shape[1];
@@ -103,7 +112,9 @@ export async function* generateAudio(model: LoadedModel, embeddings: Embeddings,
   if (!Number.isInteger(chunk) || chunk < 1) throw modelErrors.invalid(`chunk_size must be a positive integer, got ${chunk}`);
   if (!Number.isInteger(ctx) || ctx < 0) throw modelErrors.invalid(`left_context_size must be a non-negative integer, got ${ctx}`);
   const frames = embeddings.shape[0];
-  for (let start = 0; start < frames; start += chunk) {
+  const first = o.startFrame ?? 0;
+  if (!Number.isInteger(first) || first < 0 || first > frames) throw modelErrors.invalid(`startFrame must be an integer in [0, ${frames}], got ${first}`);
+  for (let start = first; start < frames; start += chunk) {
     const from = Math.max(0, start - ctx);
     const wave = await vocode(model, embeddings, from, Math.min(frames, start + chunk));
     yield wave.subarray((start - from) * gen.samples_per_frame);

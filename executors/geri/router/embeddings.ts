@@ -5,7 +5,7 @@
  * the request's deadline only: a client that goes away does not stop it, so data that arrives later is
  * still freed.
  */
-import { type ReceivedTensor, ReceivedTensorError, receiveTensor } from '../../common/receive-tensor.js';
+import { type ReceivedTensor, ReceivedTensorError, receiveTensor, receiveTensorChunks } from '../../common/receive-tensor.js';
 import type { SidecarClient } from '../../../sidecar/client/client.js';
 import { SidecarError } from '../../../sidecar/errors.js';
 import { producerFailureDetails } from '../../common/errors.js';
@@ -27,9 +27,19 @@ function mapError(e: unknown, id: string, deadline: number, startedAt: number): 
   }
 }
 
+const noSidecar = () => geriError(GeriErrorCode.NO_SIDECAR, 'this Geri has no sidecar (CORNSERVE_SIDECAR_URL is not set), so it cannot receive embeddings');
+
+function checkHidden(id: string, cols: number, hidden: number): void {
+  if (cols !== hidden) {
+    throw geriError(GeriErrorCode.HIDDEN_SIZE_MISMATCH, `embeddings '${id}' have hidden size ${cols}; this model takes ${hidden}`, {
+      embedding_data_id: id, hidden: cols, expected: hidden,
+    });
+  }
+}
+
 /** Every chunk of `id` as one [rows, hidden] matrix, or a GeriError (404 at the deadline, 422 on a bad shape, ...). */
 export async function receiveEmbeddings(sidecar: SidecarClient | undefined, id: string, hidden: number, deadline: number): Promise<ReceivedTensor> {
-  if (!sidecar) throw geriError(GeriErrorCode.NO_SIDECAR, 'this Geri has no sidecar (CORNSERVE_SIDECAR_URL is not set), so it cannot receive embeddings');
+  if (!sidecar) throw noSidecar();
   const startedAt = Date.now();
   let t: ReceivedTensor;
   try {
@@ -37,10 +47,38 @@ export async function receiveEmbeddings(sidecar: SidecarClient | undefined, id: 
   } catch (e) {
     throw mapError(e, id, deadline, startedAt);
   }
-  if (t.cols !== hidden) {
-    throw geriError(GeriErrorCode.HIDDEN_SIZE_MISMATCH, `embeddings '${id}' have hidden size ${t.cols}; this model takes ${hidden}`, {
-      embedding_data_id: id, hidden: t.cols, expected: hidden,
-    });
-  }
+  checkHidden(id, t.cols, hidden);
   return t;
+}
+
+/**
+ * The rows of `id` chunk by chunk as the producer sends them (a stream: an LLM's hidden states per generated
+ * token), each [rows × hidden] values; the same errors as receiveEmbeddings (a wrong hidden size once the stream
+ * ended: every chunk is still consumed and freed as it arrives).
+ */
+export async function* receiveEmbeddingChunks(sidecar: SidecarClient | undefined, id: string, hidden: number, deadline: number): AsyncGenerator<Float32Array> {
+  if (!sidecar) throw noSidecar();
+  const startedAt = Date.now();
+  const chunks = receiveTensorChunks(sidecar, id, { deadline });
+  let mismatch: Error | undefined;
+  for (;;) {
+    let r: IteratorResult<{ cols: number; data: Float32Array }>;
+    try {
+      r = await chunks.next();
+    } catch (e) {
+      throw mapError(e, id, deadline, startedAt);
+    }
+    if (r.done) {
+      if (mismatch) throw mismatch;
+      return;
+    }
+    if (mismatch) continue; // keep consuming (and freeing) the rest; fail at the end
+    try {
+      checkHidden(id, r.value.cols, hidden);
+    } catch (e) {
+      mismatch = e as Error;
+      continue;
+    }
+    yield r.value.data;
+  }
 }

@@ -3,9 +3,10 @@
  *   POST /image/generate {embedding_data_id, height, width, num_inference_steps?, skip_tokens?} → {status: 0, generated}
  *   POST /audio/generate {embedding_data_id, chunk_size?, left_context_size?} → SSE of base64 PCM16 chunks
  *   GET /health (503 once the engine is gone), /info, /metrics
- * Flow per request: validate (limits from the manifest) → receive all embedding chunks from the sidecar
+ * Flow per request: validate (limits from the manifest) → image: receive all embedding chunks from the sidecar
  * (bounded by the request deadline, x-cornserve-deadline) and free them → enqueue one item to the engine,
- * which batches it with compatible requests → answer. A request rejected before it read its embeddings still
+ * which batches it with compatible requests → answer; audio: receive the chunks as they come (a producer may
+ * stream them) and enqueue each run of complete chunk windows as one item, streaming its PCM as it is made. A request rejected before it read its embeddings still
  * frees them (received in the background). A client that goes away cancels its request in the engine.
  */
 import { randomUUID } from 'node:crypto';
@@ -22,8 +23,9 @@ import { type Item, type ItemResult, tensor } from '../../common/protocol.js';
 import { discardTensor } from '../../common/receive-tensor.js';
 import type { Manifest } from '../../models/manifest.js';
 import { GeriErrorCode, geriError } from '../errors.js';
-import { EMBEDDINGS, type GenParams, type Modality, PCM16, PNG } from '../protocol.js';
-import { receiveEmbeddings } from './embeddings.js';
+import { type AudioParams, EMBEDDINGS, type GenParams, type Modality, PCM16, PNG } from '../protocol.js';
+import { AudioSegmenter } from './audio-segments.js';
+import { receiveEmbeddingChunks, receiveEmbeddings } from './embeddings.js';
 import { createGeriMetrics, type GeriMetrics } from './metrics.js';
 import { AudioEventStream, sendError, sendImage } from './replies.js';
 import { audioRequestSchema, dataIdOf, imageRequestSchema } from './requests.js';
@@ -70,6 +72,7 @@ export function buildGeriServer(o: GeriServerOptions): GeriServer {
   const hidden = o.manifest.model_ids[o.modelId]?.hidden_size;
   if (hidden === undefined) throw new Error(`model '${o.manifest.name}' does not serve model id '${o.modelId}'`);
   const imageGen = o.manifest.generation.image;
+  const audioGen = o.manifest.generation.audio;
   const imageSchema = o.modality === 'image' && imageGen ? imageRequestSchema(imageGen) : undefined;
   if (o.modality === 'image' && !imageSchema) throw new Error(`model '${o.manifest.name}' is not an image generator`);
   if (o.modality === 'audio' && !o.manifest.generation.audio) throw new Error(`model '${o.manifest.name}' is not an audio generator`);
@@ -96,6 +99,66 @@ export function buildGeriServer(o: GeriServerOptions): GeriServer {
     };
   };
 
+  /**
+   * Audio from a stream of embeddings: rows are received chunk by chunk (an LLM sends one per generated token)
+   * and every complete chunk window is vocoded as soon as its rows are in (AudioSegmenter), so audio comes out
+   * while the producer still produces; a one-chunk input is the same with a single receive. The receive runs to
+   * the end of the stream whatever happens here (every chunk is freed), bounded by the deadline.
+   */
+  const generateAudioStream = async (
+    dataId: string, params: AudioParams, deadline: number, enqueue: EnqueueOptions, signal: AbortSignal, onPcm: (pcm: Uint8Array) => void,
+  ): Promise<void> => {
+    const seg = new AudioSegmenter(hidden, params.chunkSize ?? audioGen!.default_chunk_size, params.leftContextSize ?? audioGen!.default_left_context_size);
+    let ended = false;
+    let failure: unknown;
+    let wake: (() => void) | undefined;
+    const tr = performance.now();
+    receiving++;
+    signal.addEventListener('abort', () => wake?.(), { once: true });
+    void (async () => {
+      try {
+        for await (const rows of receiveEmbeddingChunks(o.sidecar, dataId, hidden, deadline)) {
+          if (seg.rows === 0) metrics.receive.observe((performance.now() - tr) / 1000);
+          metrics.embeddingBytes.inc(rows.byteLength);
+          seg.push(rows);
+          wake?.();
+        }
+      } catch (e) {
+        failure = e;
+      } finally {
+        ended = true;
+        receiving--;
+        wake?.();
+      }
+    })();
+    let batch = 0;
+    for (;;) {
+      const segment = failure === undefined ? seg.take(ended) : undefined;
+      if (failure !== undefined) throw failure;
+      if (signal.aborted) return;
+      if (!segment) {
+        if (ended) break;
+        await new Promise<void>((r) => (wake = r));
+        wake = undefined;
+        continue;
+      }
+      const item: Item = {
+        id: randomUUID(),
+        meta: { ...params, startFrame: segment.startFrame, embeddingDataId: dataId },
+        tensors: { [EMBEDDINGS]: tensor('float32', [segment.rows, hidden], segment.data) },
+      };
+      const r = resultOf(await o.engine.enqueue([item], {
+        ...enqueue,
+        onStream: (e) => {
+          const pcm = e.tensors[PCM16];
+          if (pcm && !signal.aborted) onPcm(pcm.data as Uint8Array);
+        },
+      }));
+      batch = Math.max(batch, Number(r.meta?.batchSize ?? 1));
+    }
+    metrics.batchSize.observe(batch || 1);
+  };
+
   const generate = (route: Modality) => async (req: Request, res: Response) => {
     const t0 = performance.now();
     const gone = new AbortController();
@@ -117,12 +180,27 @@ export function buildGeriServer(o: GeriServerOptions): GeriServer {
         throw e;
       }
       const { dataId, params } = request;
+      const traceparent = currentTraceparent();
+      const enqueue: EnqueueOptions = { deadline, signal: gone.signal, ...(traceparent ? { traceparent } : {}) };
+      if (params.kind === 'audio') {
+        const s = (stream = new AudioEventStream(res));
+        await generateAudioStream(dataId, params, deadline, enqueue, gone.signal, (pcm) => {
+          metrics.audioChunks.inc();
+          s.chunk(pcm);
+        });
+        if (gone.signal.aborted) {
+          outcome = 'cancelled';
+          return;
+        }
+        s.done();
+        return;
+      }
       const tr = performance.now();
       receiving++;
       const emb = await receiveEmbeddings(o.sidecar, dataId, hidden, deadline).finally(() => { receiving--; });
       metrics.receive.observe((performance.now() - tr) / 1000);
       metrics.embeddingBytes.inc(emb.data.byteLength);
-      if (params.kind === 'image' && params.skipTokens >= emb.rows) {
+      if (params.skipTokens >= emb.rows) {
         throw geriError(GeriErrorCode.EMBEDDINGS_INVALID, `skip_tokens ${params.skipTokens} leaves no rows of the ${emb.rows} embedding rows`, { rows: emb.rows });
       }
       if (gone.signal.aborted) {
@@ -134,26 +212,9 @@ export function buildGeriServer(o: GeriServerOptions): GeriServer {
         meta: { ...params, embeddingDataId: dataId },
         tensors: { [EMBEDDINGS]: tensor('float32', [emb.rows, emb.cols], emb.data) },
       };
-      const traceparent = currentTraceparent();
-      const enqueue: EnqueueOptions = { deadline, signal: gone.signal, ...(traceparent ? { traceparent } : {}) };
-      if (params.kind === 'image') {
-        const r = resultOf(await o.engine.enqueue([item], enqueue));
-        metrics.batchSize.observe(Number(r.meta?.batchSize ?? 1));
-        sendImage(res, r.tensors![PNG]!.data as Uint8Array);
-        return;
-      }
-      const s = (stream = new AudioEventStream(res));
-      const r = resultOf(await o.engine.enqueue([item], {
-        ...enqueue,
-        onStream: (e) => {
-          const pcm = e.tensors[PCM16];
-          if (!pcm || gone.signal.aborted) return;
-          metrics.audioChunks.inc();
-          s.chunk(pcm.data as Uint8Array);
-        },
-      }));
+      const r = resultOf(await o.engine.enqueue([item], enqueue));
       metrics.batchSize.observe(Number(r.meta?.batchSize ?? 1));
-      s.done();
+      sendImage(res, r.tensors![PNG]!.data as Uint8Array);
     } catch (e) {
       if (gone.signal.aborted) {
         outcome = 'cancelled';

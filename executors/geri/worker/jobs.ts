@@ -61,6 +61,7 @@ export async function runAudioItems(model: LoadedModel, items: readonly Item[], 
     try {
       const gen = generateAudio(model, embeddingsOf(it), {
         ...(p.chunkSize !== undefined ? { chunkSize: p.chunkSize } : {}), ...(p.leftContextSize !== undefined ? { leftContextSize: p.leftContextSize } : {}),
+        ...(p.startFrame !== undefined ? { startFrame: p.startFrame } : {}),
       });
       return [{ it, gen, seq: 0, samples: 0 }];
     } catch (e) {

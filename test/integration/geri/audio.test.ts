@@ -9,6 +9,7 @@ import { loadModel } from '../../../executors/models/loader.js';
 import { toPcm16 } from '../../../executors/geri/protocol.js';
 import { GERI_SESSION_OPTIONS } from '../../../executors/geri/worker/jobs.js';
 import { waitUntil } from '../../../lib/wait.js';
+import { tensor } from '../../../sidecar/tensor.js';
 import { type Geri, type GeriNode, dataId, embeddings, sendEmbeddings, startGeriNode } from '../../helpers/geri.js';
 import { modelDir } from '../../helpers/models.js';
 
@@ -51,6 +52,39 @@ test.serial('the audio stream\'s chunks concatenate to the direct generateAudio 
   for await (const chunk of generateAudio(model, emb, { chunkSize: 7, leftContextSize: 3 })) direct.push(Buffer.from(toPcm16(chunk)));
   t.true(served.equals(Buffer.concat(direct)));
   t.is(served.byteLength, 40 * 240 * 2);
+});
+
+test.serial('audio from a stream of embeddings: each complete chunk window is voiced before the producer ends its stream, and the whole equals generateAudio', async (t) => {
+  const id = dataId();
+  const emb = embeddings(11, 5);
+  const h = emb.shape[1];
+  const sendRow = (i: number) => g.producer.send(tensor('f32', [1, h], emb.data.slice(i * h, (i + 1) * h)), id, g.toGeri, { stream: true, chunk: i });
+  const reply = geri.post('/audio/generate', { embedding_data_id: id, chunk_size: 4, left_context_size: 2 }); // headers come with the first audio
+  for (let i = 0; i < 8; i++) await sendRow(i);
+  const res = await reply;
+  const evs = sseEvents(res.body as unknown as AsyncIterable<Uint8Array>)[Symbol.asyncIterator]();
+  const pcm: Buffer[] = [];
+  const nextAudio = async () => {
+    const e = await evs.next();
+    t.false(e.done);
+    t.is(e.value.event, 'message');
+    pcm.push(Buffer.from(JSON.parse(e.value.data) as string, 'base64'));
+  };
+  // the stream is still open: two windows of 4 rows are complete, so their audio must come now
+  await nextAudio();
+  await nextAudio();
+  for (let i = 8; i < 11; i++) await sendRow(i);
+  await g.producer.closeStream(id, 11, g.toGeri);
+  await nextAudio(); // the last 3 rows, after the end of the stream
+  t.is((await evs.next()).value.event, 'done');
+
+  const model = await loadModel(await modelDir('tiny-audio-gen'), { sessionOptions: GERI_SESSION_OPTIONS });
+  t.teardown(() => model.close());
+  const direct: Buffer[] = [];
+  for await (const chunk of generateAudio(model, emb, { chunkSize: 4, leftContextSize: 2 })) direct.push(Buffer.from(toPcm16(chunk)));
+  t.is(pcm.length, direct.length);
+  t.true(Buffer.concat(pcm).equals(Buffer.concat(direct)));
+  await t.notThrowsAsync(memoryFreed());
 });
 
 test.serial('one SSE event per chunk, then a done event counting them', async (t) => {
