@@ -59,10 +59,10 @@ async function saturate(call: () => Promise<void>, concurrency: number, ms: numb
 }
 
 /** `cornserve up` as its own process (as a user runs it): the client below does not share its event loop. */
-export async function startUp(extraEnv: NodeJS.ProcessEnv = {}): Promise<{ url: string; pid: number; stop: () => Promise<void> }> {
+export async function startUp(extraEnv: NodeJS.ProcessEnv = {}, devices = 1): Promise<{ url: string; pid: number; stop: () => Promise<void> }> {
   const port = await freePort();
   const env: NodeJS.ProcessEnv = { ...process.env, CORNSERVE_LOG_LEVEL: 'warn', CORNSERVE_ADMIN_TOKEN: 'bench', ...extraEnv };
-  const child = spawn(process.execPath, ['--import', 'tsx', 'control/cli/main.ts', 'up', '--port', String(port), '--devices', '1'], { cwd: REPO, env, stdio: ['ignore', 'pipe', 'inherit'] });
+  const child = spawn(process.execPath, ['--import', 'tsx', 'control/cli/main.ts', 'up', '--port', String(port), '--devices', String(devices)], { cwd: REPO, env, stdio: ['ignore', 'pipe', 'inherit'] });
   const exited = new Promise<void>((r) => child.once('exit', () => r()));
   let out = '';
   child.stdout.on('data', (d: Buffer) => (out += d.toString()));
@@ -70,11 +70,16 @@ export async function startUp(extraEnv: NodeJS.ProcessEnv = {}): Promise<{ url: 
   return { url: `http://127.0.0.1:${port}`, pid: child.pid!, stop: async () => { child.kill('SIGTERM'); await exited; } };
 }
 
-export async function registerEcho(url: string): Promise<string> {
-  const source = await readFile(new URL('../../functions/apps/echo.ts', import.meta.url), 'utf8');
+/** Registers functions/apps/NAME.ts on a startUp() platform (throws unless its final event came). */
+export async function registerApp(url: string, name: string): Promise<void> {
+  const source = await readFile(new URL(`../../functions/apps/${name}.ts`, import.meta.url), 'utf8');
   const res = await fetch(`${url}/app/register`, { method: 'POST', headers: { authorization: 'Bearer bench', 'content-type': 'application/json' }, body: JSON.stringify({ source }) });
   const text = await res.text();
-  if (!text.includes('"type":"final"')) throw new Error(`registering echo failed: ${text}`);
+  if (!text.includes('"type":"final"')) throw new Error(`registering ${name} failed: ${text}`);
+}
+
+export async function registerEcho(url: string): Promise<string> {
+  await registerApp(url, 'echo');
   const tasks = (await (await fetch(`${url}/tasks/list`)).json()) as Array<{ executors: Array<{ url: string }> }>;
   return tasks[0]!.executors[0]!.url;
 }
