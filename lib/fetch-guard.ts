@@ -107,6 +107,13 @@ function compileAllowlist(entries: readonly string[]): { ranges: Array<[Ip, numb
   return { ranges, hosts };
 }
 
+/** The environment variable an executor reads its private allowlist from when no flag gives one (comma-separated). */
+export const PRIVATE_URLS_ENV = 'CORNSERVE_ALLOW_PRIVATE_URLS';
+
+/** The private allowlist from the environment (`cornserve up` passes its own environment to its executors). */
+export const privateAllowlistFromEnv = (env: NodeJS.ProcessEnv = process.env): string[] =>
+  (env[PRIVATE_URLS_ENV] ?? '').split(',').map((s) => s.trim()).filter(Boolean);
+
 /** Checks every entry of an allowlist (for start-up validation of an executor's options). */
 export function validatePrivateAllowlist(entries: readonly string[]): void {
   compileAllowlist(entries);

@@ -8,6 +8,7 @@
 import { Command, InvalidArgumentError } from 'commander';
 import { EXECUTOR_ENV } from '../../control/descriptors/types.js';
 import { logger } from '../../lib/log.js';
+import { privateAllowlistFromEnv } from '../../lib/fetch-guard.js';
 import { startTelemetry } from '../../lib/telemetry.js';
 import { exitOnSignal } from '../../lib/shutdown.js';
 import { MODALITIES, compileEricOptions, type EricModality } from './options.js';
@@ -61,7 +62,7 @@ const opt = <K extends string, V>(k: K, v: V | undefined) => (v === undefined ? 
 try {
   const options = compileEricOptions({
     modelId: f.modelId, adapterModelIds: f.adapterModelIds, modality: f.modality, allowFileUrls: f.allowFileUrls, urlAllowlist: f.urlAllowlist,
-    privateUrlAllowlist: f.allowPrivateUrls ?? list(env.CORNSERVE_ALLOW_PRIVATE_URLS ?? ''),
+    privateUrlAllowlist: f.allowPrivateUrls ?? privateAllowlistFromEnv(),
     host: f.host ?? env.HOST ?? '127.0.0.1', port: f.port ?? Number(env[EXECUTOR_ENV.port] ?? 8000), preprocessThreads: f.preprocessThreads,
     ...opt('tpSize', f.tpSize), ...opt('maxBatchSize', f.maxBatchSize), ...opt('modelsDir', f.modelsDir), ...opt('ranks', f.sidecarRanks ?? envRanks),
     ...opt('sidecar', sidecar), ...opt('maxInputBytes', f.maxInputBytes), ...opt('fetchTimeoutMs', f.fetchTimeoutMs),

@@ -8,6 +8,7 @@
  */
 import { Command } from 'commander';
 import { EXECUTOR_ENV } from '../../control/descriptors/types.js';
+import { privateAllowlistFromEnv } from '../../lib/fetch-guard.js';
 import { logger } from '../../lib/log.js';
 import { exitOnSignal } from '../../lib/shutdown.js';
 import { connectSidecar } from '../common/sidecar-address.js';
@@ -38,12 +39,13 @@ const program = new Command('llm-executor')
   .option('--no-receive-embeddings', 'do not receive multimodal embeddings from the sidecar (encoder fission off)')
   .option('--encoders', 'run the model\'s encoders in this process: plain image / video / audio URLs are encoded here (encoder fission off)', false)
   .option('--url-allowlist <hosts>', 'with --encoders: hosts http(s) media URLs may point to, comma-separated (default: any)')
+  .option('--allow-private-urls <list>', 'with --encoders: CIDRs, addresses or hosts media URLs may reach although loopback, private, link-local or metadata (comma-separated; default: $CORNSERVE_ALLOW_PRIVATE_URLS, else none)')
   .option('--timeout-ms <ms>', 'deadline of requests without an x-cornserve-deadline header', int, 300_000)
   .parse();
 
 const o = program.opts<{
   modelId: string; modelDir?: string; modelsDir?: string; port?: number; host: string; maxBatch: number; maxWaiting: number;
-  maxPrefillTokens: number; threads: number; sidecarSocket?: string; sidecarRanks?: string; receiveEmbeddings: boolean; encoders: boolean; urlAllowlist?: string; timeoutMs: number;
+  maxPrefillTokens: number; threads: number; sidecarSocket?: string; sidecarRanks?: string; receiveEmbeddings: boolean; encoders: boolean; urlAllowlist?: string; allowPrivateUrls?: string; timeoutMs: number;
 }>();
 const executorId = process.env[EXECUTOR_ENV.executorId];
 const log = logger('llm', { executor: executorId });
@@ -53,7 +55,10 @@ const model = await LlmModel.load(dir, o.threads ? { threads: o.threads } : {});
 const encoders = o.encoders
   ? await InProcessEncoders.load(model.modelIds.includes(o.modelId) ? o.modelId : model.modelIds[0]!, model.modalities, {
     ...(o.modelsDir ? { modelsDir: o.modelsDir } : {}),
-    ...(o.urlAllowlist ? { loader: { allowHosts: o.urlAllowlist.split(',').filter(Boolean) } } : {}),
+    loader: {
+      ...(o.urlAllowlist ? { allowHosts: o.urlAllowlist.split(',').filter(Boolean) } : {}),
+      allowPrivate: o.allowPrivateUrls ? o.allowPrivateUrls.split(',').filter(Boolean) : privateAllowlistFromEnv(),
+    },
   })
   : undefined;
 const ranks = (o.sidecarRanks ?? process.env[EXECUTOR_ENV.ranks] ?? '').split(',').filter(Boolean).map(int);
