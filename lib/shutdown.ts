@@ -1,4 +1,5 @@
 import type { Server } from 'node:http';
+import { stopTelemetry } from './telemetry.js';
 
 /** What stops a process: told why (the signal, or e.g. 'disconnect'); may be async. */
 export type CloseFn = (reason: string) => Promise<unknown> | unknown;
@@ -22,7 +23,8 @@ export interface ShutdownOptions {
  *   exitOnSignal(http, () => engine.stop());           // a server: stop accepting, drop keep-alive connections, then cleanup
  *   exitOnSignal(async (sig) => { log.info({ sig }, 'stopping'); await thing.close(); });   // anything else
  *
- * A close or cleanup that throws still ends in exit 0 (the process is going away either way).
+ * A close or cleanup that throws still ends in exit 0 (the process is going away either way). Spans still
+ * buffered are flushed last (bounded), so the process's final spans are not lost.
  */
 export function exitOnSignal(close: CloseFn, options?: ShutdownOptions): Shutdown;
 export function exitOnSignal(http: Server, cleanup?: () => Promise<unknown> | unknown, options?: ShutdownOptions): Shutdown;
@@ -47,6 +49,8 @@ export function exitOnSignal(
     if (options.timeoutMs !== undefined) setTimeout(() => process.exit(0), options.timeoutMs).unref();
     void Promise.resolve()
       .then(() => close(reason))
+      .catch(() => undefined)
+      .then(() => Promise.race([stopTelemetry(), new Promise((r) => setTimeout(r, 2_000).unref())]))
       .catch(() => undefined)
       .finally(() => process.exit(0));
   };

@@ -51,9 +51,9 @@ const o = program.opts<{
   slab: SlabSpec[]; ttlMs: number; sweepMs?: number; storeUrl?: string; storePrefix: string; leaseMs: number;
 }>();
 
-// Telemetry only when spans go somewhere: its async context tracking costs on every request of this hot path.
-// Without it the sidecar still passes each request's traceparent on to its peers.
-if (process.env.OTEL_EXPORTER_OTLP_ENDPOINT) await startTelemetry('cornserve-sidecar');
+// Spans only when they go somewhere (lib/telemetry): its async context tracking costs on every request of this hot
+// path. Without them the sidecar still passes each request's traceparent on to its peers.
+await startTelemetry('cornserve-sidecar');
 const store = o.storeUrl ? createStore({ redisUrl: o.storeUrl, prefix: o.storePrefix }) : undefined;
 await store?.ready();
 const server = new SidecarServer({

@@ -45,7 +45,7 @@ export interface Composed<T> {
 /** Opens the store, runs `build` with the closer list; on failure closes what was opened and rethrows. */
 export async function compose<T>(name: string, o: ComposeOptions, build: (closers: Closer[], store: Store) => Promise<T>): Promise<Composed<T>> {
   const log = logger(name);
-  if (process.env.OTEL_EXPORTER_OTLP_ENDPOINT) await startTelemetry(o.telemetryName ?? `cornserve-${name}`);
+  await startTelemetry(o.telemetryName ?? `cornserve-${name}`); // spans only when an exporter is configured (lib/telemetry)
   const store = createStore(o.redisUrl ? { redisUrl: o.redisUrl, ...(o.redisPrefix ? { prefix: o.redisPrefix } : {}) } : {});
   const closers: Closer[] = [() => store.close()];
   const stopAll = async () => {

@@ -15,7 +15,7 @@ import { toJsonValue } from '../../functions/sdk/index.js';
 import { descriptorFor } from '../descriptors/registry.js';
 import type { InvocationResult, TaskDescriptor } from '../descriptors/types.js';
 import type { Store } from '../store/types.js';
-import { NOOP_SPAN, SpanKind, SpanStatusCode, context, propagation, trace, tracer, tracingOn, withTraceparent, type Span } from '../../lib/telemetry.js';
+import { NOOP_SPAN, SpanKind, SpanStatusCode, context, isTraceparent, propagation, trace, tracer, tracingOn, withTraceparent, type Span } from '../../lib/telemetry.js';
 import { reportsProducerFailure } from '../../executors/common/errors.js';
 import { DeadlineExceededError, DispatchCancelledError, TaskFailedError, type FailureSite } from './errors.js';
 import { callExecutor, describeFailure } from './executor-client.js';
@@ -167,6 +167,8 @@ class GraphRun {
         attributes: { 'cornserve.task': site.task, 'cornserve.task_id': site.taskId, 'cornserve.executor': site.executorId, 'url.full': new URL(request.path, site.url).href },
       });
       propagation.inject(trace.setSpan(context.active(), span), headers);
+    } else if (isTraceparent(this.options.traceparent)) {
+      headers.traceparent = this.options.traceparent; // no span of ours: the caller's context passes on unchanged (W3C)
     }
     this.pending.add(i);
     let released: Promise<void> | undefined;

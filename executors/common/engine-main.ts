@@ -11,6 +11,7 @@
  */
 import type { Logger } from '../../lib/log.js';
 import { exitOnSignal } from '../../lib/shutdown.js';
+import { startTelemetry } from '../../lib/telemetry.js';
 import { EngineServer } from './engine-process.js';
 import type { EngineInbound, Handlers } from './protocol.js';
 import { WorkerPool, type WorkerPoolOptions } from './worker-pool.js';
@@ -31,6 +32,7 @@ export interface EngineProcessMain {
 
 export async function runEngineProcess(o: EngineProcessMain): Promise<void> {
   const { log } = o;
+  await startTelemetry(`${process.env.CORNSERVE_EXECUTOR_ID ?? 'executor'}-engine`);
   let pool: WorkerPool | undefined;
   const server = EngineServer.connect(log, async () => { await pool?.close(1_000); });
   try {

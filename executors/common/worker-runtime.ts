@@ -11,6 +11,7 @@
  * than one rank, a failed job aborts the all-reduce so the other ranks stop waiting for this one.
  */
 import { workerData } from 'node:worker_threads';
+import { startTelemetry } from '../../lib/telemetry.js';
 import { ShmAllReduce } from './all-reduce.js';
 import { toWire } from './errors.js';
 import {
@@ -54,6 +55,7 @@ const MAX_DEFERRED = 4;
 
 export async function serveWorker<D>(init: (ctx: WorkerContext<D>) => Promise<WorkerHandler>): Promise<void> {
   const boot = workerData as WorkerBootstrap;
+  await startTelemetry(`${process.env.CORNSERVE_EXECUTOR_ID ?? 'executor'}-worker-${boot.rank}`); // a thread has its own SDK
   const inbox = ShmRing.attach(boot.toWorker);
   const outbox = ShmRing.attach(boot.fromWorker);
   const reduce = ShmAllReduce.attach(boot.reduce, boot.rank);

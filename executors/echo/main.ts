@@ -2,6 +2,7 @@
 import { Command } from 'commander';
 import { logger } from '../../lib/log.js';
 import { exitOnSignal } from '../../lib/shutdown.js';
+import { startTelemetry } from '../../lib/telemetry.js';
 import { EXECUTOR_ENV } from '../../control/descriptors/types.js';
 import { buildEchoServer } from './server.js';
 
@@ -15,6 +16,7 @@ const opts = program.opts<{ port?: string; host: string; serviceTimeMs: string }
 const port = Number(opts.port ?? process.env[EXECUTOR_ENV.port] ?? 8000);
 const executorId = process.env[EXECUTOR_ENV.executorId];
 const log = logger('echo', { executor: executorId });
+await startTelemetry('echo');
 
 const server = buildEchoServer({ ...(executorId ? { executorId } : {}), serviceTimeMs: Number(opts.serviceTimeMs) }).listen(port, opts.host, () => {
   log.info({ port }, 'echo executor listening');

@@ -6,6 +6,7 @@ import express from 'express';
 import { z } from 'zod';
 import { errorHandler, parseOr422 } from '../../lib/http.js';
 import { logger } from '../../lib/log.js';
+import { traceRequests } from '../../lib/telemetry.js';
 import { sleep } from '../../lib/wait.js';
 import { hopBodyLimitBytes } from '../../lib/body-limit.js';
 import { healthRoute } from '../common/health.js';
@@ -27,6 +28,7 @@ export function buildEchoServer(options: EchoServerOptions = {}): express.Expres
   const app = express();
   let inFlight = 0;
   let served = 0;
+  app.use(traceRequests('echo'));
   app.use(express.json({ limit: hopBodyLimitBytes() })); // what the gateway accepts, this accepts (lib/body-limit.ts)
   app.get('/health', healthRoute([])); // the router is all there is
   app.get('/info', (_req, res) => {

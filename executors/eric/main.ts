@@ -2,7 +2,8 @@
  * Eric, the multimodal encoder server:
  *   node --import tsx executors/eric/main.ts --model-id cornserve/tiny-vlm-a --modality image [--tp-size 2] ...
  * Environment (from the platform, see control/descriptors/types.ts EXECUTOR_ENV): PORT, HOST, CORNSERVE_SIDECAR_RANKS,
- * CORNSERVE_SIDECAR_URL, CORNSERVE_EXECUTOR_ID, OTEL_* (spans exported when OTEL_EXPORTER_OTLP_ENDPOINT is set);
+ * CORNSERVE_SIDECAR_URL, CORNSERVE_EXECUTOR_ID, CORNSERVE_ALLOW_PRIVATE_URLS, OTEL_* (spans exported when
+ * OTEL_EXPORTER_OTLP_ENDPOINT is set);
  * flags win over the environment.
  */
 import { Command, InvalidArgumentError } from 'commander';
@@ -68,7 +69,7 @@ try {
     ...opt('sidecar', sidecar), ...opt('maxInputBytes', f.maxInputBytes), ...opt('fetchTimeoutMs', f.fetchTimeoutMs),
     ...opt('maxInflightBatches', f.maxInflightBatches), ...opt('executorId', executorId),
   });
-  if (env.OTEL_EXPORTER_OTLP_ENDPOINT) await startTelemetry('eric');
+  await startTelemetry('eric');
   const eric = await startEric(options);
   exitOnSignal(async (sig) => {
     log.info({ sig }, 'stopping');

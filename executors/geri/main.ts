@@ -12,6 +12,7 @@ import { Command, InvalidArgumentError, Option } from 'commander';
 import { EXECUTOR_ENV } from '../../control/descriptors/types.js';
 import { logger } from '../../lib/log.js';
 import { exitOnSignal } from '../../lib/shutdown.js';
+import { startTelemetry } from '../../lib/telemetry.js';
 import { EngineProcess } from '../common/engine-process.js';
 import { connectSidecar } from '../common/sidecar-address.js';
 import { findModel } from '../models/catalog.js';
@@ -46,6 +47,7 @@ const o = program.opts<{
 }>();
 const executorId = process.env[EXECUTOR_ENV.executorId];
 const log = logger('geri', { executor: executorId });
+await startTelemetry('geri');
 
 const dir = o.modelDir ?? (await findModel(o.modelId, o.modality, o.modelsDir)).dir;
 const manifest = await loadManifest(dir);

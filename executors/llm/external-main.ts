@@ -9,6 +9,7 @@ import { Command } from 'commander';
 import { EXECUTOR_ENV } from '../../control/descriptors/types.js';
 import { logger } from '../../lib/log.js';
 import { exitOnSignal } from '../../lib/shutdown.js';
+import { startTelemetry } from '../../lib/telemetry.js';
 import { buildExternalServer } from './external-server.js';
 
 const program = new Command('llm-external-executor')
@@ -20,6 +21,7 @@ const program = new Command('llm-external-executor')
 const o = program.opts<{ upstream: string; port?: string; host: string }>();
 const executorId = process.env[EXECUTOR_ENV.executorId];
 const log = logger('llm-external', { executor: executorId });
+await startTelemetry('llm-external');
 const apiKey = process.env.CORNSERVE_EXTERNAL_LLM_API_KEY;
 const app = buildExternalServer({ upstream: o.upstream, ...(apiKey ? { apiKey } : {}), ...(executorId ? { executorId } : {}), log });
 const port = Number(o.port ?? process.env[EXECUTOR_ENV.port] ?? 8000);

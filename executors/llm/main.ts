@@ -11,6 +11,7 @@ import { EXECUTOR_ENV } from '../../control/descriptors/types.js';
 import { privateAllowlistFromEnv } from '../../lib/fetch-guard.js';
 import { logger } from '../../lib/log.js';
 import { exitOnSignal } from '../../lib/shutdown.js';
+import { startTelemetry } from '../../lib/telemetry.js';
 import { connectSidecar } from '../common/sidecar-address.js';
 import { findModel } from '../models/catalog.js';
 import { InProcessEncoders } from './encoders.js';
@@ -49,6 +50,7 @@ const o = program.opts<{
 }>();
 const executorId = process.env[EXECUTOR_ENV.executorId];
 const log = logger('llm', { executor: executorId });
+await startTelemetry('llm');
 
 const dir = o.modelDir ?? (await findModel(o.modelId, 'text', o.modelsDir, 'llm')).dir;
 const model = await LlmModel.load(dir, o.threads ? { threads: o.threads } : {});

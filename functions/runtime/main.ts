@@ -47,8 +47,8 @@ async function serve(): Promise<void> {
     log.fatal(`${RUNTIME_ENV.source} and ${RUNTIME_ENV.dispatcherUrl} must be set`);
     process.exit(2);
   }
-  // Spans only when something collects them; without, the caller's traceparent is passed on unchanged (server.ts).
-  if (process.env.OTEL_EXPORTER_OTLP_ENDPOINT) await startTelemetry(`app-function-${appId}`);
+  // Spans only when something collects them (lib/telemetry); without, the caller's traceparent is passed on unchanged.
+  await startTelemetry(`app-function-${appId}`);
   const app = await loadAppSource(await readFile(sourcePath, 'utf8'), sourcePath);
   const dispatcher = new CloudEventDispatcher(dispatcherUrl, { appId });
   setDefaultDispatcher(dispatcher);

@@ -98,6 +98,7 @@ async function prepare(d: EmbeddingData, ctx: CallContext, deps: EmbeddingDeps, 
   endPre();
   const meta: ItemMeta = {
     ...(out.meta as Partial<ItemMeta>), modality: options.modality, modelId: d.model_id, receivers: d.receiver_sidecar_ranks ?? null, deadline: ctx.deadline,
+    ...(ctx.traceparent ? { traceparent: ctx.traceparent } : {}),
   };
   return { id: d.id, meta: meta as unknown as Record<string, unknown>, tensors: out.tensors };
 }

@@ -11,6 +11,7 @@
  * `send(f32 [tokens, hidden], item id, receivers, chunk 0 of 1)`. A failed send fails that item only, and
  * the id is failed on the sidecar so its consumers stop waiting.
  */
+import { withTraceparent } from '../../../lib/telemetry.js';
 import { SidecarClient } from '../../../sidecar/client/client.js';
 import { tensor as sidecarTensor } from '../../../sidecar/tensor.js';
 import { toWire } from '../../common/errors.js';
@@ -41,6 +42,8 @@ export interface ItemMeta {
   receivers: number[][] | null;
   /** Epoch ms (the request's deadline). */
   deadline: number;
+  /** The request's W3C traceparent: the sidecar send joins its trace. */
+  traceparent?: string;
   layout?: 'patches' | 'nchw';
   /** For `frames`: which decoded frame fills each temporal position. */
   frameIndex?: number[];
@@ -121,7 +124,8 @@ await serveWorker<EricWorkerData>(async (ctx) => {
       if (!m.receivers) return { id: it.id, ok: true, meta };
       try {
         if (!sidecar) throw new Error('this Eric has no sidecar');
-        await sidecar.send(sidecarTensor('f32', emb.shape, emb.data), it.id, m.receivers, { chunk: 0, numChunks: 1, deadline: m.deadline });
+        const s = sidecar;
+        await withTraceparent(m.traceparent, () => s.send(sidecarTensor('f32', emb.shape, emb.data), it.id, m.receivers!, { chunk: 0, numChunks: 1, deadline: m.deadline }));
         return { id: it.id, ok: true, meta };
       } catch (e) {
         await sidecar?.fail(it.id, `embedding could not be forwarded: ${(e as Error).message}`, m.receivers).catch(() => undefined);
