@@ -112,7 +112,7 @@ export function openaiRoutes(deps: OpenAIRoutesDeps): Router {
       throw await functions.failure(entry.appId, target.generation, e as Error);
     }
     const status = up.statusCode ?? 502;
-    if (status >= 400) throw new UpstreamError(status, await readAll(up));
+    if (status >= 400) throw new UpstreamError(status, await readAll(up), up.headers['retry-after']);
     const chunks = String(up.headers['content-type'] ?? '').includes('ndjson') ? chunksOf(up) : jsonValue(up);
     if (stream) await streamSse(res, chunks, (err) => metrics.errors.inc({ code: err.error.code ?? 'unknown' }));
     else res.json(await aggregate(chunks, parsed.data.model));
@@ -125,6 +125,7 @@ export function openaiRoutes(deps: OpenAIRoutesDeps): Router {
     metrics.errors.inc({ code: body.error.code ?? body.error.type });
     if (status >= 500) deps.log.error({ err, path: req.path }, body.error.message);
     if (res.headersSent) return void res.end();
+    if (err instanceof UpstreamError && err.retryAfter) res.set('retry-after', err.retryAfter);
     res.status(status).json(body);
   };
   r.use('/v1', onError);
@@ -148,7 +149,8 @@ class OpenAIRequestError extends Error {
 
 /** The app function's error reply (Cornserve's `{error: {code, message, details?}}`). */
 class UpstreamError extends Error {
-  constructor(readonly status: number, readonly body: string) {
+  /** `retryAfter`: the app function's Retry-After header (NO_EXECUTOR), passed on to the client. */
+  constructor(readonly status: number, readonly body: string, readonly retryAfter?: string) {
     super(`app function answered ${status}`);
   }
 }

@@ -166,3 +166,16 @@ test.serial('a client leaving mid-stream frees its LLM batch slot and its sideca
   await t.notThrowsAsync(ap.idle());
   t.is(await cancelledRequests(), before + 1);
 });
+
+test.serial('a chat whose LLM task is scaled to zero is a 503 with Retry-After, and answers again once scaled up', async (t) => {
+  const { taskId } = (await ap.p.store.listExecutors()).find((r) => r.executorId.startsWith('llm-'))!;
+  t.is((await ap.p.admin('/task/scale', { task_id: taskId, num_devices: -1 })).status, 200);
+  const body = JSON.stringify({ model: 'mllm', max_tokens: 4, messages: [{ role: 'user', content: 'hello' }] });
+  const res = await fetch(`${ap.p.gatewayUrl}/v1/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body });
+  t.is(res.status, 503);
+  t.like(await res.json(), { error: { code: 'no_executor' } });
+  t.is(res.headers.get('retry-after'), '5');
+  t.is((await ap.p.admin('/task/scale', { task_id: taskId, num_devices: 1 })).status, 200);
+  const again = await ap.client.chat.completions.create({ model: 'mllm', max_tokens: 4, messages: [{ role: 'user', content: 'hello' }] });
+  t.is(again.object, 'chat.completion');
+});
