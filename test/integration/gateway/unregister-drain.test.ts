@@ -52,3 +52,41 @@ test.serial('unregister cuts the streams still running when its drain grace pass
   t.regex((lines.at(-1) as { error: { message: string } }).error.message, /app cut-short was unregistered before this request finished/);
   t.false(p.platform.processes().some((x) => x.kind === 'app-function' && x.id === appId));
 });
+
+/** A chat-shaped streaming app: `max_tokens` chunks, each after a 300 ms echo call (no model needed). */
+const SLOW_CHAT_APP = `
+import { z } from 'zod';
+import { defineApp } from 'cornserve/sdk';
+import { EchoTask } from 'cornserve/tasks';
+const echo = new EchoTask({ serviceTimeMs: 300 });
+const chunk = z.object({ object: z.string(), choices: z.array(z.object({ index: z.number(), delta: z.object({ content: z.string() }), finish_reason: z.null() })) });
+export default defineApp({
+  name: 'slow-chat', tasks: { echo },
+  request: z.object({ model: z.string(), max_tokens: z.number().int().positive() }).passthrough(),
+  response: chunk,
+  async *serve(req) {
+    for (let i = 0; i < req.max_tokens; i++) {
+      const { echo: content } = await echo.call({ text: 'tok ' });
+      yield { object: 'chat.completion.chunk', choices: [{ index: 0, delta: { content }, finish_reason: null }] };
+    }
+  },
+});`;
+
+test.serial('an OpenAI chat stream still running when the unregister grace passes ends with an app_unregistering error event', async (t) => {
+  t.timeout(240_000);
+  await p.register(SLOW_CHAT_APP);
+  const res = await fetch(new URL('/v1/chat/completions', p.gatewayUrl), {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ model: 'slow-chat', stream: true, max_tokens: 1_000, messages: [{ role: 'user', content: 'go on' }] }),
+  });
+  t.is(res.status, 200);
+  const text = res.text();
+  await p.apps.unregister('slow-chat', { drainTimeoutMs: 500 });
+  const events = (await text).split('\n\n').filter((e) => e.startsWith('data: ')).map((e) => e.slice(6));
+  t.true(events.length >= 2 && events.length < 1_000, `${events.length} events`);
+  t.not(events.at(-1), '[DONE]');
+  const last = JSON.parse(events.at(-1)!) as { error: { code: string; message: string } };
+  t.is(last.error.code, 'app_unregistering');
+  t.regex(last.error.message, /app slow-chat was unregistered before this request finished/);
+});
