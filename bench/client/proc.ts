@@ -7,18 +7,33 @@ import { readdirSync, readFileSync, readlinkSync } from 'node:fs';
 
 interface Stat { pid: number; ppid: number; cpuMs: number }
 
+/** /proc/<pid>/stat of a process (all its threads, live and ended); throws when it is gone. */
+function readStat(pid: number | string): Stat {
+  const text = readFileSync(`/proc/${pid}/stat`, 'utf8');
+  const f = text.slice(text.lastIndexOf(')') + 2).split(' '); // the command name may hold spaces and ')'
+  return { pid: Number(pid), ppid: Number(f[1]), cpuMs: (Number(f[11]) + Number(f[12])) * 10 }; // utime + stime, 10 ms ticks
+}
+
 function readStats(): Stat[] {
   const out: Stat[] = [];
   for (const d of readdirSync('/proc')) {
     if (!/^\d+$/.test(d)) continue;
     try {
-      const f = readFileSync(`/proc/${d}/stat`, 'utf8').split(') ')[1]!.split(' ');
-      out.push({ pid: Number(d), ppid: Number(f[1]), cpuMs: (Number(f[11]) + Number(f[12])) * 10 }); // utime + stime, 10 ms ticks
+      out.push(readStat(d));
     } catch {
       /* exited */
     }
   }
   return out;
+}
+
+/** CPU ms (user + system, every thread) used so far by one process; 0 once it is gone, or off Linux. */
+export function processCpuMs(pid: number): number {
+  try {
+    return readStat(pid).cpuMs;
+  } catch {
+    return 0;
+  }
 }
 
 /** `root` and every descendant still running. */

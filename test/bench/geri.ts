@@ -10,13 +10,13 @@
  * gives one ratio (served / direct, higher is better); the table shows medians.
  * Run alone: node --import tsx test/bench/geri.ts
  */
-import { readFileSync } from 'node:fs';
 import { generateAudio, generateImage } from '../../executors/models/generate.js';
 import { type LoadedModel, loadModel } from '../../executors/models/loader.js';
 import { GERI_SESSION_OPTIONS } from '../../executors/geri/worker/jobs.js';
 import { type GeriNode, dataId, embeddings, sendEmbeddings, startGeriNode } from '../helpers/geri.js';
 import { modelDir } from '../helpers/models.js';
-import { median, formatTable, type BenchResult } from './types.js';
+import { processCpuMs } from '../../bench/client/proc.js';
+import { median, formatTable, ownCpuMs, type BenchResult } from './types.js';
 
 const CLIENTS = 8;
 const MAX_BATCH = 4;
@@ -25,18 +25,6 @@ const PAIRS = 4;
 /** A small image (per-request costs dominate) and a larger one (generation dominates, as with real models). */
 const IMAGES = [{ height: 64, width: 64, steps: 4, tokens: 64 }, { height: 256, width: 256, steps: 8, tokens: 64 }];
 const AUDIO = { frames: 200, chunk: 50 };
-
-/** CPU ms (user + system, all threads) a process used so far, from /proc/<pid>/stat (0 off Linux). */
-function processCpuMs(pid: number): number {
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-    const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    return (Number(f[11]) + Number(f[12])) * 10; // utime + stime in USER_HZ (100)
-  } catch {
-    return 0;
-  }
-}
-const ownCpuMs = () => { const u = process.cpuUsage(); return (u.user + u.system) / 1000; };
 
 /**
  * CPU per completion of `step`: of the given processes (served: Geri's router and engine, the sidecar), or of

@@ -8,7 +8,6 @@
  *
  *   node --import tsx test/bench/llm.ts
  */
-import { readFileSync } from 'node:fs';
 import http from 'node:http';
 import { fileURLToPath } from 'node:url';
 import { llmDescriptor } from '../../control/descriptors/llm.js';
@@ -17,7 +16,8 @@ import { LlmModel } from '../../executors/llm/model.js';
 import { LLMTask } from '../../functions/tasks/llm.js';
 import { launchExecutor, llmDir, samplePrompts, userPrompt } from '../helpers/llm.js';
 import { modelsDir } from '../helpers/models.js';
-import { median, formatTable, type BenchResult } from './types.js';
+import { processCpuMs } from '../../bench/client/proc.js';
+import { median, formatTable, ownCpuMs, type BenchResult } from './types.js';
 
 const MODEL_ID = 'cornserve/tiny-vlm-a';
 const TOKENS = 128;
@@ -27,17 +27,6 @@ const LEVELS = [1, 8, 32];
 const THREADS = Number(process.env.BENCH_LLM_THREADS ?? 1);
 
 interface Run { tokensPerSec: number; ttftMs: number; cpuMsPerToken: number }
-
-/** CPU time (user + system, ms) of a process, from /proc (clock ticks of 10 ms). */
-function cpuOfPid(pid: number): number {
-  const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
-  return (Number(fields[11]) + Number(fields[12])) * 10; // utime, stime (fields 14 and 15 of stat)
-}
-
-const ownCpuMs = () => {
-  const u = process.cpuUsage();
-  return (u.user + u.system) / 1000;
-};
 
 const agent = new http.Agent({ keepAlive: true, maxSockets: 64 });
 
@@ -72,13 +61,13 @@ function streamOne(url: URL, content: string, t0: number): Promise<{ firstMs: nu
 }
 
 async function served(url: string, pid: number, prompts: string[]): Promise<Run> {
-  const cpu0 = cpuOfPid(pid) + ownCpuMs();
+  const cpu0 = processCpuMs(pid) + ownCpuMs();
   const t0 = performance.now();
   const rs = await Promise.all(prompts.map((p) => streamOne(new URL(url), p, t0)));
   const wall = performance.now() - t0;
   const tokens = rs.reduce((a, r) => a + r.tokens, 0);
   if (tokens !== prompts.length * TOKENS) throw new Error(`served ${tokens} tokens, expected ${prompts.length * TOKENS}`);
-  const cpu = cpuOfPid(pid) + ownCpuMs() - cpu0;
+  const cpu = processCpuMs(pid) + ownCpuMs() - cpu0;
   return { tokensPerSec: tokens / (wall / 1000), ttftMs: median(rs.map((r) => r.firstMs)), cpuMsPerToken: cpu / tokens };
 }
 

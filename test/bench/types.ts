@@ -23,6 +23,12 @@ export function formatTable(results: BenchResult[]): string {
   return [line(head), `|${widths.map((w) => '-'.repeat(w + 2)).join('|')}|`, ...rows.map(line)].join('\n');
 }
 
+/** CPU ms (user + system, every thread) this process used so far. Other processes: processCpuMs (bench/client/proc.ts). */
+export function ownCpuMs(): number {
+  const u = process.cpuUsage();
+  return (u.user + u.system) / 1000;
+}
+
 /** The middle value (upper middle for an even count). */
 export const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
 
