@@ -1,5 +1,5 @@
 /**
- * The receiving side of the app function -> dispatcher CloudEvent (DESIGN.md §4):
+ * The receiving side of the app function -> dispatcher CloudEvent (docs/architecture.md §4):
  * type `ai.cornserve.taskgraph.invoke`, source `/apps/<app_id>`, data = the task graph JSON,
  * extensions `deadline` (epoch ms) and `traceparent`. Binary mode is the contract; structured mode is
  * accepted too (HTTP.toEvent reads both).

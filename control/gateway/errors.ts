@@ -1,6 +1,6 @@
 /**
  * The gateway's error catalogue: one class per failure a client can act on, each with a stable code and
- * the HTTP status of DESIGN.md §4. Bodies are `{error: {code, message, details?}}` (lib/http.ts).
+ * the HTTP status of docs/architecture.md §4. Bodies are `{error: {code, message, details?}}` (lib/http.ts).
  */
 import { CornserveError } from '../../functions/sdk/errors.js';
 import { redactInternal } from '../../lib/redact.js';

@@ -1,5 +1,5 @@
 /**
- * Resource-manager errors: stable codes, HTTP statuses per DESIGN.md §4. Callers branch on `code`.
+ * Resource-manager errors: stable codes, HTTP statuses per docs/architecture.md §4. Callers branch on `code`.
  */
 import { CornserveError, isCornserveError } from '../../functions/sdk/errors.js';
 

@@ -1,6 +1,6 @@
 /**
  * CloudEventDispatcher: the GraphDispatcher of app functions. Each task.call() becomes one CloudEvent
- * (HTTP binary mode, DESIGN.md §4) POSTed to the dispatcher over a keep-alive connection:
+ * (HTTP binary mode, docs/architecture.md §4) POSTed to the dispatcher over a keep-alive connection:
  *   type `ai.cornserve.taskgraph.invoke`, source `/apps/<app_id>`, data = the task graph JSON,
  *   extensions `traceparent` (W3C) and `deadline` (epoch ms).
  * The W3C `traceparent` and `x-cornserve-deadline` headers are sent as well, so plain HTTP middleware

@@ -1,6 +1,6 @@
 /**
  * The task graph: the list of unit-task invocations one `task.call()` produces, and its JSON form
- * `{invocations: [{task_class, task, input, output}], is_streaming}` (DESIGN.md §4: the CloudEvent's data).
+ * `{invocations: [{task_class, task, input, output}], is_streaming}` (docs/architecture.md §4: the CloudEvent's data).
  */
 import { z } from 'zod';
 import { ValidationError, formatIssues, type FieldIssue } from './errors.js';

@@ -1,5 +1,5 @@
 /**
- * App routes (DESIGN.md §4): register (SSE), unregister, list, invoke (proxied to the app function).
+ * App routes (docs/architecture.md §4): register (SSE), unregister, list, invoke (proxied to the app function).
  */
 import type { Agent } from 'node:http';
 import express, { Router, type Request, type RequestHandler, type Response } from 'express';

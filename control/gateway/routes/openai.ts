@@ -1,5 +1,5 @@
 /**
- * The OpenAI-compatible routes (DESIGN.md §4): `POST /v1/chat/completions`, `GET /v1/models[/:model]`.
+ * The OpenAI-compatible routes (docs/architecture.md §4): `POST /v1/chat/completions`, `GET /v1/models[/:model]`.
  *
  *  - `model` names an app (its name or alias); the whole body is that app's request_data, sent to the
  *    app function's /invoke like POST /app/invoke does.
