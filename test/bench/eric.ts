@@ -16,7 +16,6 @@
  *  - for context, the direct loop next to the same in one thread, and next to bare encoder+projector runs.
  * Run alone: node --import tsx test/bench/main.ts --only eric
  */
-import { Agent, request } from 'node:http';
 import { processCpuMs } from '../../bench/client/proc.js';
 import { PreprocessPool } from '../../executors/common/preprocess-pool.js';
 import { logger } from '../../lib/log.js';
@@ -28,7 +27,7 @@ import { type EricFixture, TINY_A, dataUrl, startEric } from '../helpers/eric.js
 import { makeImage } from '../helpers/media.js';
 import { modelDir } from '../helpers/models.js';
 import { startSidecars } from '../helpers/sidecar.js';
-import { median, formatTable, ownCpuMs, type BenchResult } from './types.js';
+import { median, formatTable, keepAlivePoster, ownCpuMs, type BenchResult } from './types.js';
 
 const BATCH = 8;
 const CLIENTS = 16;
@@ -64,19 +63,6 @@ function serial() {
   };
 }
 
-/** A lean keep-alive HTTP client for the load (so the load generator takes as little CPU as it can). */
-function poster(url: string) {
-  const agent = new Agent({ keepAlive: true, maxSockets: CLIENTS });
-  const { hostname, port } = new URL(url);
-  return (path: string, body: string) => new Promise<{ status: number; text: string }>((resolve, reject) => {
-    const req = request({ agent, hostname, port, path, method: 'POST', headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) } }, (res) => {
-      let text = '';
-      res.setEncoding('utf8').on('data', (d: string) => { text += d; }).on('end', () => resolve({ status: res.statusCode ?? 0, text }));
-    });
-    req.on('error', reject).end(body);
-  });
-}
-
 export async function run(): Promise<BenchResult[]> {
   const jpegs = await Promise.all(Array.from({ length: BATCH }, (_, i) => makeImage(SIZE, SIZE, { seed: i, format: 'jpeg' })));
   const sc = await startSidecars({ nodes: [[0, 1]], slabs: [{ slotBytes: 4096, slots: 1024 }, { slotBytes: 256 * 1024, slots: 256 }] });
@@ -92,7 +78,7 @@ export async function run(): Promise<BenchResult[]> {
     });
     const ericPids = [eric.process.pid!, (await eric.info()).engine.pid as number];
     const consumer = await SidecarClient.connect({ rank: 1, socketPath: sc.nodeOf(1).socketPath });
-    const post = poster(eric.url);
+    const post = keepAlivePoster(eric.url, CLIENTS); // lean, so the load generator takes as little CPU as it can
     // Request bodies are built once per image; only the id changes.
     const bodies = jpegs.map((b) => (forward: boolean, id: string) =>
       `{"data":[{"id":"${id}","modality":"image","model_id":"${TINY_A}","receiver_sidecar_ranks":${forward ? '[[1]]' : 'null'},"url":"${dataUrl('image/jpeg', b)}"}]}`);

@@ -28,6 +28,7 @@ for (const f of files) {
     const results = await mod.run();
     all.push(...results);
     console.log(`\n${f}\n${formatTable(results)}`);
+    for (const r of results) if (r.notes) console.log(`- ${r.name}: ${r.notes}`);
   } catch (e) {
     failed++;
     console.error(`benchmark ${f} failed: ${(e as Error).stack ?? e}`);

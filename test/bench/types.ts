@@ -1,3 +1,5 @@
+import { Agent, request } from 'node:http';
+
 /** What every benchmark returns: its figure next to a baseline measured in the same run. */
 export interface BenchResult {
   name: string;
@@ -50,4 +52,21 @@ export async function alternating(n: number, op: () => Promise<unknown>, baselin
     b.push((performance.now() - t0) / perItem);
   }
   return { figure: median(a), baseline: median(b) };
+}
+
+/**
+ * A lean keep-alive node:http client (the kind the platform uses between its own processes: the dispatcher's
+ * executor calls, the app function's CloudEvents), so a baseline and the path it is compared with pay for the
+ * same client. Posts JSON and reads the whole reply.
+ */
+export function keepAlivePoster(url: string, maxSockets = 64) {
+  const agent = new Agent({ keepAlive: true, maxSockets });
+  const { hostname, port } = new URL(url);
+  return (path: string, body: string) => new Promise<{ status: number; text: string }>((resolve, reject) => {
+    const req = request({ agent, hostname, port, path, method: 'POST', headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) } }, (res) => {
+      let text = '';
+      res.setEncoding('utf8').on('data', (d: string) => { text += d; }).on('end', () => resolve({ status: res.statusCode ?? 0, text })).on('error', reject);
+    });
+    req.on('error', reject).end(body);
+  });
 }
