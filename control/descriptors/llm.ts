@@ -8,6 +8,9 @@
  *    is launched with `--encoders`: it runs the model's encoders itself (the monolithic baseline).
  *    LLMTask asks for `stream: true` and its SSE reply becomes NDJSON chunk lines; LLMEmbeddingTask adds
  *    `vllm_xargs` naming the hidden-state forward id and its destination ranks, and reads a JSON reply.
+ *    LLMAnswerStatesTask adds `cornserve_hidden_states_forward_generated`: the executor generates (SSE) and streams
+ *    each generated token's hidden state to the forward's ranks; the reply is answered at once (its SSE body is read
+ *    in the background) so the consumer's stream — the graph's output — flows while the answer is generated.
  *  - `external`: an existing OpenAI-compatible server (vLLM, llama.cpp's server, …) given by URL. The task
  *    manager launches a thin adapter process (executors/llm/external-main.ts) that forwards to it, so routing,
  *    health and draining work as for any executor. Multimodal URLs are passed unchanged (the external engine
@@ -16,7 +19,7 @@
  */
 import { CornserveError } from '../../functions/sdk/errors.js';
 import type { DataForward } from '../../functions/sdk/index.js';
-import { LLMEmbeddingTask, LLMTask, type LLMBaseTask, type LLMEmbeddingOutput } from '../../functions/tasks/llm.js';
+import { LLMAnswerStatesTask, LLMEmbeddingTask, LLMTask, type LLMBaseTask, type LLMEmbeddingOutput } from '../../functions/tasks/llm.js';
 import { modelBasename, multimodalParts, type ChatRequest, type ContentPart } from '../../functions/tasks/openai.js';
 import type { InvocationResult, LaunchSpec, TaskDescriptor } from './types.js';
 
@@ -77,6 +80,14 @@ export async function* sseData(body: AsyncIterable<Uint8Array>): AsyncGenerator<
   }
 }
 
+async function drain(body: AsyncIterable<Uint8Array> | null): Promise<void> {
+  try {
+    for await (const _ of body ?? []) { /* discard */ }
+  } catch {
+    /* the graph was aborted: the connection is gone */
+  }
+}
+
 const streamResult = (res: Response): InvocationResult => ({ output: {}, stream: sseData(res.body as unknown as AsyncIterable<Uint8Array>) });
 
 function hiddenStateXargs(output: LLMEmbeddingOutput): Record<string, string> {
@@ -111,12 +122,25 @@ export const llmDescriptor: TaskDescriptor<LlmTask> = {
       throw invalid('this LLM task encodes media itself (receiveEmbeddings: false): cornserve_embeddings must be empty');
     }
     const body = chatBody(task, req, mapUrl);
+    if (task instanceof LLMAnswerStatesTask) {
+      return {
+        path: '/v1/chat/completions',
+        body: { ...body, stream: true, vllm_xargs: { ...hiddenStateXargs(output as LLMEmbeddingOutput), cornserve_hidden_states_forward_generated: 'true' } },
+      };
+    }
     if (task instanceof LLMEmbeddingTask) return { path: '/v1/chat/completions', body: { ...body, stream: false, vllm_xargs: hiddenStateXargs(output as LLMEmbeddingOutput) } };
     if (task instanceof LLMTask) return { path: '/v1/chat/completions', body: { ...body, stream: true } };
     throw new Error(`the llm descriptor cannot serve ${task.constructor.name}`);
   },
   response: async (task, output, res) => {
     if (task instanceof LLMTask) return streamResult(res);
+    if (task instanceof LLMAnswerStatesTask) {
+      // Only a graph's last invocation may stream, and the consumer of these states needs to stream while they are
+      // generated: done now; the text (unused) is read to its end in the background. A failure mid-answer reaches
+      // the consumer as the producer's failure on the sidecar stream; an aborted graph closes this connection.
+      void drain(res.body as unknown as AsyncIterable<Uint8Array> | null);
+      return { output };
+    }
     await res.json(); // the completion; the hidden states went through the sidecar
     return { output };
   },

@@ -146,3 +146,28 @@ export function streamFrom<T>(schema: z.ZodType<T>, chunks: Iterable<T> | AsyncI
   }
   return new Stream(schema, lines());
 }
+
+/**
+ * The chunks of several streams in the order they arrive (not one stream after another). It ends when every
+ * stream has ended; an error in one ends it with that error. Leaving early (break, return, an error) closes
+ * every stream still open, so their executors stop.
+ */
+export async function* mergeStreams<T>(streams: readonly AsyncIterable<T>[]): AsyncGenerator<T> {
+  const its = streams.map((s) => s[Symbol.asyncIterator]());
+  const next = (i: number) => its[i]!.next().then((r) => ({ i, r }));
+  const pending = new Map(its.map((_, i) => [i, next(i)]));
+  try {
+    while (pending.size) {
+      const { i, r } = await Promise.race(pending.values());
+      if (r.done) {
+        pending.delete(i);
+        continue;
+      }
+      pending.set(i, next(i));
+      yield r.value;
+    }
+  } finally {
+    for (const p of pending.values()) p.catch(() => undefined);
+    await Promise.allSettled([...pending.keys()].map((i) => its[i]!.return?.()));
+  }
+}

@@ -1,37 +1,42 @@
 import { z } from 'zod';
 import { CompositeTask, type Stream } from '../sdk/index.js';
 import { AudioGeneratorTask } from './generator.js';
-import { MLLMEmbeddingTask, MLLMTask, type MLLMOptions } from './mllm.js';
+import { MLLMAnswerStatesTask, MLLMTask, type MLLMOptions } from './mllm.js';
 import { chatRequestSchema, type ChatChunk } from './openai.js';
 
 export const anyToAnyInputSchema = chatRequestSchema.extend({
-  /** Speak the answer: the LLM's hidden states go to the audio generator, which streams audio chunks. */
+  /** Speak the answer: the audio stream made from the generated answer instead of its text. */
   return_audio: z.boolean().default(false),
 });
 export type AnyToAnyInput = z.infer<typeof anyToAnyInputSchema>;
 
 export interface AnyToAnyOptions extends MLLMOptions {
   audioModelId: string;
-  /** Audio frames per generated chunk and frames of left context (passed to the audio generator). */
+  /** Generated tokens per audio chunk and tokens of left context (the audio generator's chunk_size / left_context_size). */
   chunkSize?: number;
   leftContextSize?: number;
 }
 
 /**
- * Text (+ images, audio, video) in; a text stream out, or with `return_audio` an audio stream made by
- * LLMEmbedding -> AudioGenerator. Both LLM tasks share one deployment (same root class and config).
+ * Text (+ images, audio, video) in; the answer's text stream out, or with `return_audio` its speech: the LLM streams
+ * the hidden state of each token it generates to the audio generator (sidecar stream), which voices every
+ * `chunkSize` tokens as they come. Both LLM tasks share one deployment (same root class and config).
+ *
+ * A graph streams one output, so text and speech are two calls; with the same request (same `seed`) the LLM
+ * generates the same answer in both (sampling is seeded per request and batch-invariant). The any-to-any app
+ * makes both calls and interleaves the two streams.
  */
 export class AnyToAnyTask extends CompositeTask<AnyToAnyInput, Stream<ChatChunk>> {
   override readonly inputSchema = anyToAnyInputSchema;
   readonly thinker: MLLMTask;
-  readonly thinkerStates: MLLMEmbeddingTask;
+  readonly thinkerAnswer: MLLMAnswerStatesTask;
   readonly talker: AudioGeneratorTask;
 
   constructor(readonly options: AnyToAnyOptions) {
     super();
     const { audioModelId: _a, chunkSize: _c, leftContextSize: _l, ...mllm } = options;
     this.thinker = new MLLMTask(mllm);
-    this.thinkerStates = new MLLMEmbeddingTask(mllm);
+    this.thinkerAnswer = new MLLMAnswerStatesTask(mllm);
     this.talker = new AudioGeneratorTask({ modelId: options.audioModelId });
   }
 
@@ -42,9 +47,9 @@ export class AnyToAnyTask extends CompositeTask<AnyToAnyInput, Stream<ChatChunk>
   invoke(input: AnyToAnyInput): Stream<ChatChunk> {
     const { return_audio, ...req } = input;
     if (!return_audio) return this.thinker.invoke(req);
-    const states = this.thinkerStates.invoke(req);
+    const answer = this.thinkerAnswer.invoke(req);
     return this.talker.invoke({
-      embeddings: states.embeddings,
+      embeddings: answer.embeddings,
       ...(this.options.chunkSize !== undefined ? { chunk_size: this.options.chunkSize } : {}),
       ...(this.options.leftContextSize !== undefined ? { left_context_size: this.options.leftContextSize } : {}),
     });

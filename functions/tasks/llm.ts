@@ -44,3 +44,18 @@ export class LLMEmbeddingTask extends LLMBaseTask<ChatRequest, LLMEmbeddingOutpu
   }
 }
 registerTaskClass(LLMEmbeddingTask);
+
+/**
+ * The hidden states of the generated ANSWER: the LLM generates as LLMTask does (same sampling: give a seed to get
+ * the same answer as an LLMTask call) and streams, as each token is produced, the final hidden state that token
+ * was sampled from ([1, hidden] per token) to the consumer, which reads it as a sidecar stream (Geri speaks it).
+ */
+export class LLMAnswerStatesTask extends LLMBaseTask<ChatRequest, LLMEmbeddingOutput> {
+  readonly inputSchema = chatRequestSchema;
+  readonly outputSchema = llmEmbeddingOutputSchema;
+
+  makeRecordOutput(): LLMEmbeddingOutput {
+    return { embeddings: DataForward.tensor() };
+  }
+}
+registerTaskClass(LLMAnswerStatesTask);

@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { CompositeTask, ValidationError, type DataForward, type Stream } from '../sdk/index.js';
 import { EncoderTask } from './encoder.js';
-import { LLMEmbeddingTask, LLMTask, type LLMEmbeddingOutput } from './llm.js';
+import { LLMAnswerStatesTask, LLMEmbeddingTask, LLMTask, type LLMEmbeddingOutput } from './llm.js';
 import { MODALITIES, chatRequestSchema, multimodalParts, type ChatChunk, type ChatRequest, type Modality } from './openai.js';
 
 export const mllmOptionsSchema = z.object({
@@ -86,6 +86,20 @@ export class MLLMEmbeddingTask extends MLLMBase<LLMEmbeddingOutput> {
   constructor(options: MLLMOptions) {
     super(options);
     this.llm = new LLMEmbeddingTask({ modelId: this.options.modelId, receiveEmbeddings: this.options.encoderFission });
+  }
+
+  invoke(req: ChatRequest): LLMEmbeddingOutput {
+    return this.llm.invoke(this.withEmbeddings(req));
+  }
+}
+
+/** Like MLLMTask, but streams the generated answer's hidden states (one chunk per token) instead of its text. */
+export class MLLMAnswerStatesTask extends MLLMBase<LLMEmbeddingOutput> {
+  readonly llm: LLMAnswerStatesTask;
+
+  constructor(options: MLLMOptions) {
+    super(options);
+    this.llm = new LLMAnswerStatesTask({ modelId: this.options.modelId, receiveEmbeddings: this.options.encoderFission });
   }
 
   invoke(req: ChatRequest): LLMEmbeddingOutput {

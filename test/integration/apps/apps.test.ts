@@ -79,12 +79,27 @@ test.serial('any-to-any answers text through the openai client', async (t) => {
   t.is(audio, 0);
 });
 
-test.serial('any-to-any with return_audio streams the text and PCM16 audio chunks', async (t) => {
-  const chunks = await invokeLines('any-to-any', { ...chat('Say it'), return_audio: true });
-  const text = textOf(chunks);
-  const audio = chunks.flatMap((c) => (c.choices?.[0]?.delta?.audio?.data ? [Buffer.from(c.choices[0].delta.audio.data as string, 'base64')] : []));
-  t.is(text, textOf(await invokeLines('any-to-any', { ...chat('Say it'), return_audio: false })));
-  t.true(audio.length > 0);
-  t.true(audio.every((b) => b.length > 0 && b.length % 2 === 0));
+const audioOf = (chunks: Array<Record<string, any>>) =>
+  chunks.flatMap((c) => (c.choices?.[0]?.delta?.audio?.data ? [Buffer.from(c.choices[0].delta.audio.data as string, 'base64')] : []));
+
+test.serial('any-to-any speaks the generated answer: an audio chunk per 4 generated tokens, and the text is the text-only answer', async (t) => {
+  const ask = (max_tokens: number, text = 'Say it') =>
+    invokeLines('any-to-any', { ...chat(text), max_tokens, ignore_eos: true, seed: 7, stream_options: { include_usage: true }, return_audio: true });
+  const short = await ask(8);
+  const long = await ask(12);
+  for (const [chunks, tokens] of [[short, 8], [long, 12]] as const) {
+    t.is(chunks.find((c) => c.usage)?.usage.completion_tokens, tokens);
+    const audio = audioOf(chunks);
+    t.is(audio.length, tokens / 4, 'one audio chunk per 4 generated tokens');
+    t.is(Buffer.concat(audio).length, tokens * 240 * 2, '240 PCM16 samples per generated token');
+  }
+  // the first 8 tokens are the same answer, so the longer answer's speech starts with the shorter one's
+  t.true(Buffer.concat(audioOf(long)).subarray(0, 8 * 480).equals(Buffer.concat(audioOf(short))));
+  const other = await ask(8, 'Something else entirely');
+  t.notDeepEqual(textOf(other), textOf(short));
+  t.false(Buffer.concat(audioOf(other)).equals(Buffer.concat(audioOf(short))), 'another answer, other speech');
+  const textOnly = await invokeLines('any-to-any', { ...chat('Say it'), max_tokens: 8, ignore_eos: true, seed: 7, return_audio: false });
+  t.is(textOf(short), textOf(textOnly));
+  t.is(audioOf(textOnly).length, 0);
   await t.notThrowsAsync(ap.idle());
 });

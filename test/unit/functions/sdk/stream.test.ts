@@ -1,6 +1,6 @@
 import test from 'ava';
 import { z } from 'zod';
-import { Stream, StreamError, ValidationError, ndjsonLines, streamFrom } from '../../../../functions/sdk/index.js';
+import { Stream, StreamError, ValidationError, mergeStreams, ndjsonLines, streamFrom } from '../../../../functions/sdk/index.js';
 
 const chunk = z.object({ n: z.number().int() });
 type Chunk = z.infer<typeof chunk>;
@@ -136,4 +136,56 @@ test('ndjsonLines skips blank lines and CRLF line ends', async (t) => {
 test('ndjsonLines splits many lines arriving in one chunk', async (t) => {
   const body = Array.from({ length: 50 }, (_, i) => JSON.stringify({ i })).join('\n');
   t.is((await collect(ndjsonLines(parts(bytes(body))))).length, 50);
+});
+
+// ---------- mergeStreams ----------
+
+/** A source whose chunks are released one at a time by the test (`release(v)`), ended by `end()`. */
+function gated<T>() {
+  const queue: Array<IteratorResult<T>> = [];
+  let waiter: ((r: IteratorResult<T>) => void) | undefined;
+  let closed = false;
+  const put = (r: IteratorResult<T>) => (waiter ? (waiter(r), (waiter = undefined)) : queue.push(r));
+  const it: AsyncIterableIterator<T> = {
+    next: () => (queue.length ? Promise.resolve(queue.shift()!) : new Promise((r) => (waiter = r))),
+    return: async () => {
+      closed = true;
+      return { done: true, value: undefined };
+    },
+    [Symbol.asyncIterator]: () => it,
+  };
+  return { it, release: (v: T) => put({ done: false, value: v }), end: () => put({ done: true, value: undefined }), closed: () => closed };
+}
+
+test('mergeStreams yields chunks in the order they arrive, interleaving the streams', async (t) => {
+  const text = gated<string>();
+  const audio = gated<string>();
+  const merged = mergeStreams([text.it, audio.it]);
+  const order: string[] = [];
+  const take = async () => order.push((await merged.next()).value as string);
+  text.release('t0');
+  await take();
+  audio.release('a0');
+  await take();
+  text.release('t1');
+  await take();
+  audio.release('a1');
+  text.end();
+  await take();
+  audio.end();
+  t.true((await merged.next()).done);
+  t.deepEqual(order, ['t0', 'a0', 't1', 'a1']);
+});
+
+test('leaving mergeStreams early closes every stream still open', async (t) => {
+  const a = gated<number>();
+  const b = gated<number>();
+  a.release(1);
+  for await (const x of mergeStreams([a.it, b.it])) {
+    t.is(x, 1);
+    b.release(2); // resolves b's pending next, so its return() can run
+    break;
+  }
+  t.true(a.closed());
+  t.true(b.closed());
 });
