@@ -114,9 +114,10 @@ export const PRIVATE_URLS_ENV = 'CORNSERVE_ALLOW_PRIVATE_URLS';
 export const privateAllowlistFromEnv = (env: NodeJS.ProcessEnv = process.env): string[] =>
   (env[PRIVATE_URLS_ENV] ?? '').split(',').map((s) => s.trim()).filter(Boolean);
 
-/** Checks every entry of an allowlist (for start-up validation of an executor's options). */
-export function validatePrivateAllowlist(entries: readonly string[]): void {
+/** Checks every entry of an allowlist (start-up validation of an executor's options); returns it. */
+export function validatePrivateAllowlist<T extends readonly string[]>(entries: T): T {
   compileAllowlist(entries);
+  return entries;
 }
 
 export class FetchGuard {

@@ -8,7 +8,7 @@
  */
 import { Command } from 'commander';
 import { EXECUTOR_ENV } from '../../control/descriptors/types.js';
-import { privateAllowlistFromEnv } from '../../lib/fetch-guard.js';
+import { privateAllowlistFromEnv, validatePrivateAllowlist } from '../../lib/fetch-guard.js';
 import { logger } from '../../lib/log.js';
 import { exitOnSignal } from '../../lib/shutdown.js';
 import { startTelemetry } from '../../lib/telemetry.js';
@@ -59,7 +59,7 @@ const encoders = o.encoders
     ...(o.modelsDir ? { modelsDir: o.modelsDir } : {}),
     loader: {
       ...(o.urlAllowlist ? { allowHosts: o.urlAllowlist.split(',').filter(Boolean) } : {}),
-      allowPrivate: o.allowPrivateUrls ? o.allowPrivateUrls.split(',').filter(Boolean) : privateAllowlistFromEnv(),
+      allowPrivate: validatePrivateAllowlist(o.allowPrivateUrls ? o.allowPrivateUrls.split(',').filter(Boolean) : privateAllowlistFromEnv()),
     },
   })
   : undefined;

@@ -5,8 +5,6 @@
  * and its engine's worker, the LLM executor, the node's sidecar — exports over OTLP/HTTP to a collector run here.
  */
 import test from 'ava';
-import { createServer, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { InMemorySpanExporter, SimpleSpanProcessor } from '@opentelemetry/sdk-trace';
 import { startTelemetry, stopTelemetry } from '../../../lib/telemetry.js';
 import { waitUntil } from '../../../lib/wait.js';
@@ -14,33 +12,19 @@ import { exampleApp } from '../../helpers/app-platform.js';
 import { dataUrl } from '../../helpers/eric.js';
 import { makeImage } from '../../helpers/media.js';
 import { modelsDir } from '../../helpers/models.js';
+import { startOtlpCollector, type CollectedSpan, type OtlpCollector } from '../../helpers/otlp-collector.js';
 import { startPlatform, type TestPlatform } from '../../helpers/platform.js';
 
-interface SeenSpan { name: string; service: string; traceId: string; spanId: string; parentSpanId?: string }
+type SeenSpan = CollectedSpan;
 
 const exporter = new InMemorySpanExporter();
-const exported: SeenSpan[] = [];
-let collector: Server;
+let collector: OtlpCollector;
 let p: TestPlatform;
 
 test.before(async () => {
   await startTelemetry('cornserve-test', [new SimpleSpanProcessor({ exporter })]);
-  collector = createServer((req, res) => {
-    let body = '';
-    req.on('data', (d: Buffer) => (body += d.toString()));
-    req.on('end', () => {
-      type Attr = { key: string; value: { stringValue?: string } };
-      type Otlp = { resourceSpans?: Array<{ resource?: { attributes?: Attr[] }; scopeSpans?: Array<{ spans?: Array<{ name: string; traceId: string; spanId: string; parentSpanId?: string }> }> }> };
-      for (const rs of (JSON.parse(body) as Otlp).resourceSpans ?? []) {
-        const service = rs.resource?.attributes?.find((a) => a.key === 'service.name')?.value.stringValue ?? '?';
-        for (const ss of rs.scopeSpans ?? [])
-          for (const s of ss.spans ?? []) exported.push({ name: s.name, service, traceId: s.traceId, spanId: s.spanId, ...(s.parentSpanId ? { parentSpanId: s.parentSpanId } : {}) });
-      }
-      res.writeHead(200, { 'content-type': 'application/json' }).end('{}');
-    });
-  });
-  await new Promise<void>((r) => collector.listen(0, '127.0.0.1', r));
-  const endpoint = `http://127.0.0.1:${(collector.address() as AddressInfo).port}`;
+  collector = await startOtlpCollector();
+  const endpoint = collector.endpoint;
   p = await startPlatform({
     devices: 4, sidecars: true,
     childEnv: { CORNSERVE_MODELS_DIR: await modelsDir(), OTEL_EXPORTER_OTLP_ENDPOINT: endpoint, OTEL_BSP_SCHEDULE_DELAY: '50' },
@@ -49,7 +33,7 @@ test.before(async () => {
 });
 test.after.always(async () => {
   await p?.stop();
-  collector?.close();
+  await collector?.close();
   await stopTelemetry();
 });
 
@@ -70,7 +54,7 @@ test('one trace id joins gateway, app function, dispatcher, Eric, the sidecar an
       name: s.name, service: 'in-process', traceId: s.spanContext().traceId, spanId: s.spanContext().spanId,
       ...(s.parentSpanContext?.spanId ? { parentSpanId: s.parentSpanContext.spanId } : {}),
     })),
-    ...exported,
+    ...collector.spans,
   ].filter((s) => s.traceId === TRACE_ID);
   const one = (re: RegExp, parent?: SeenSpan) => all().find((s) => re.test(s.name) && (!parent || s.parentSpanId === parent.spanId));
   const byId = (id: string | undefined) => all().find((s) => s.spanId === id);

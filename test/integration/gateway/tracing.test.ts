@@ -1,9 +1,8 @@
 import test from 'ava';
-import { createServer, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { InMemorySpanExporter, SimpleSpanProcessor } from '@opentelemetry/sdk-trace';
 import { startTelemetry, stopTelemetry } from '../../../lib/telemetry.js';
 import { waitUntil } from '../../../lib/wait.js';
+import { startOtlpCollector, type OtlpCollector } from '../../helpers/otlp-collector.js';
 import { ECHO_APP, startPlatform, type TestPlatform } from '../../helpers/platform.js';
 
 /** A span as both exporters give it: ids in hex. */
@@ -18,31 +17,19 @@ interface SeenSpan {
 // This process (gateway + dispatcher) exports to memory; the app function (a child process) exports over
 // OTLP/HTTP to a collector run by this test.
 const exporter = new InMemorySpanExporter();
-const childSpans: SeenSpan[] = [];
-let collector: Server;
+let collector: OtlpCollector;
 let p: TestPlatform;
 
 test.before(async () => {
   await startTelemetry('cornserve-test', [new SimpleSpanProcessor({ exporter })]);
-  collector = createServer((req, res) => {
-    let body = '';
-    req.on('data', (d: Buffer) => (body += d.toString()));
-    req.on('end', () => {
-      type Otlp = { resourceSpans?: Array<{ scopeSpans?: Array<{ spans?: Array<{ name: string; traceId: string; spanId: string; parentSpanId?: string }> }> }> };
-      for (const rs of (JSON.parse(body) as Otlp).resourceSpans ?? [])
-        for (const ss of rs.scopeSpans ?? [])
-          for (const s of ss.spans ?? []) childSpans.push({ name: s.name, traceId: s.traceId, spanId: s.spanId, ...(s.parentSpanId ? { parentSpanId: s.parentSpanId } : {}), where: 'child' });
-      res.writeHead(200, { 'content-type': 'application/json' }).end('{}');
-    });
-  });
-  await new Promise<void>((r) => collector.listen(0, '127.0.0.1', r));
-  const endpoint = `http://127.0.0.1:${(collector.address() as AddressInfo).port}`;
+  collector = await startOtlpCollector();
+  const endpoint = collector.endpoint;
   p = await startPlatform({ devices: 1, childEnv: { OTEL_EXPORTER_OTLP_ENDPOINT: endpoint, OTEL_BSP_SCHEDULE_DELAY: '50' } });
   await p.register(ECHO_APP);
 });
 test.after.always(async () => {
   await p?.stop();
-  collector?.close();
+  await collector?.close();
   await stopTelemetry();
 });
 
@@ -62,7 +49,8 @@ test('one trace runs gateway -> app function -> dispatcher -> executor call, eac
       ...(s.parentSpanContext?.spanId ? { parentSpanId: s.parentSpanContext.spanId } : {}),
       where: 'in-process',
     }));
-  const all = () => [...local(), ...childSpans].filter((s) => s.traceId === TRACE_ID);
+  const childSpans = (): SeenSpan[] => collector.spans.map((s) => ({ ...s, where: 'child' }));
+  const all = () => [...local(), ...childSpans()].filter((s) => s.traceId === TRACE_ID);
   const find = (re: RegExp) => all().find((s) => re.test(s.name));
   await waitUntil('every hop exported its span', () => find(/^gateway POST/) && find(/^function POST \/invoke/) && find(/^function\.dispatch/) && find(/^dispatcher\.invoke/), { timeoutMs: 15_000 });
 
