@@ -81,4 +81,5 @@ test('a crashed sidecar’s registration and chunk entries are removed after its
   await waitUntil('n1 reaped', async () => (await store.getSidecar('n1')) === undefined, { timeoutMs: 30_000 });
   t.is(await store.getChunk(id, 0), undefined);
   t.deepEqual((await store.listSidecars()).map((s) => s.node), ['n0']); // the live one keeps its lease
+  await sc.nodes[1]!.start(); // removes the crashed one's shared memory (a dead pid's segment)
 });
