@@ -40,6 +40,12 @@ export interface ChunkInput {
   traceparent?: string | undefined; // of the span that stored it (pushes to peers are its children)
 }
 
+/**
+ * A chunk gets its Store entry only if still held this long after it was stored (mirror.ts): less than the finder's
+ * first delay, so a recv waiting on another node finds it at its first lookup.
+ */
+const ENTRY_DELAY_MS = 20;
+
 /** Destination groups split into those on this node and those per peer node. */
 export interface Route { local: number[][]; remote: Map<string, number[][]> }
 
@@ -81,7 +87,7 @@ export class SidecarServer {
       bytesInUse: this.memory.bytesInUse, bytesFree: this.memory.bytesFree, waiting: this.memory.waiting, chunks: this.ledger.chunkCount,
     }), () => this.ledger.stats());
     this.memory.onWait = () => this.metrics.memoryWaits.inc();
-    this.mirror = new StoreMirror(o.store, this.log);
+    this.mirror = new StoreMirror(o.store, this.log, Math.min(ENTRY_DELAY_MS, o.findAfterMs / 2));
     this.directory = new PeerDirectory({
       self: o.node, fixed: o.peers, registry: o.store,
       changed: (node, peer) => {
@@ -217,7 +223,7 @@ export class SidecarServer {
       bytesInUse: this.memory.bytesInUse, bytesFree: this.memory.bytesFree, waiting: this.memory.waiting,
       chunks: ledger.chunks, ids: ledger.liveIds + ledger.tombstones, ledger, clients: this.conns.size,
       peers: this.directory.nodes().map((node) => ({ node, connected: this.peers.connected(node) })),
-      ...(this.opts.store ? { store: { lookups: this.finder?.lookups ?? 0, mirrorErrors: this.mirror.errors } } : {}),
+      ...(this.opts.store ? { store: { lookups: this.finder?.lookups ?? 0, entriesWritten: this.mirror.written, entriesSkipped: this.mirror.skipped, writeErrors: this.mirror.errors } } : {}),
     };
   }
 
@@ -408,7 +414,7 @@ export class SidecarServer {
       ]);
       this.memory?.close();
       try { unlinkSync(this.opts.socketPath); } catch { /* gone */ }
-      await Promise.race([this.mirror?.flush(), new Promise((r) => setTimeout(r, 2000).unref())]);
+      await Promise.race([this.mirror?.close(), new Promise((r) => setTimeout(r, 2000).unref())]);
       // After the mirror's writes: removes the registration and every entry of this node (chunks still held included).
       await Promise.race([this.lease?.stop(), new Promise((r) => setTimeout(r, 2000).unref())]);
     })();

@@ -8,8 +8,9 @@
  * The producer and the consumer each keep several transfers in flight (as executors do). Each round measures a
  * figure and its baselines back to back; medians of rounds count (the machine is shared: ratios are what hold).
  * Run alone: node --import tsx test/bench/sidecar.ts   (BENCH_ROUNDS=n, BENCH_SIDECAR_SIZES='1 MiB,64 MiB')
- * BENCH_SIDECAR_PEERS=store: the sidecars get no fixed peers and find each other through a Redis store (a local
- * redis-server), as in a cluster; the figures then include the Store's cost on the hot path (a name suffix says so).
+ * BENCH_SIDECAR_PEERS=store: instead, the same transfers through sidecars that find each other through a Redis store
+ * (a local redis-server; no fixed peers; chunk entries written, waiting recvs looked up) vs sidecars with fixed peers
+ * and no store, alternating round by round: the Store's cost on the hot path.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { connect, createServer, type Socket } from 'node:net';
@@ -172,7 +173,6 @@ async function objectRtts(prod: SidecarClient, cons: SidecarClient, n: number, t
 }
 
 function row(name: string, figure: number, unit: string, baseline: number, baselineName: string, target?: string, notes?: string): BenchResult {
-  if (THROUGH_STORE && !name.startsWith('ledger')) name = `${name} [peers via store]`;
   return { name, figure, unit, baseline, baselineName, ratio: figure / baseline, ...(target ? { target } : {}), ...(notes ? { notes } : {}) };
 }
 
@@ -201,6 +201,60 @@ function ledgerOpsPerSecond(n: number): { ledger: number; map: number; tombstone
   return { ledger: n / ((t1 - t0) / 1000), map: n / ((t2 - t1) / 1000), tombstones: l.stats().tombstones };
 }
 
+/** 16 MiB of 4 KiB slots + 384 MiB of 256 KiB slots per node. */
+const BENCH_SLABS = [{ slotBytes: 4096, slots: 4096 }, { slotBytes: 256 * KiB, slots: 1536 }];
+
+/**
+ * The same transfers through sidecars that find each other through a Redis store and through sidecars with fixed
+ * peers and no store, alternating round by round (figure: via the store; baseline: fixed peers).
+ */
+async function storeVsFixed(): Promise<BenchResult[]> {
+  const results: BenchResult[] = [];
+  const redis: RedisServer = await startRedis();
+  const viaStore = await startSidecars({ nodes: [[0, 1], [2]], slabs: BENCH_SLABS, storeUrl: redis.url, peers: 'store' });
+  const fixed = await startSidecars({ nodes: [[0, 1], [2]], slabs: BENCH_SLABS });
+  try {
+    const pairs = await Promise.all([viaStore, fixed].map(async (sc) => ({ prod: await sc.client(0), local: await sc.client(1), remote: await sc.client(2) })));
+    for (const { prod, local, remote } of pairs) { // JIT warm-up, as in run()
+      await sidecarThroughput(prod, local, 4 * KiB, 3000, 16, 'warm-jit-l');
+      await sidecarThroughput(prod, remote, 4 * KiB, 3000, 16, 'warm-jit-r');
+    }
+    let remoteRecvs = 0; // measured cross-node recvs on the store cluster's consumer node
+    const lookupsBefore = ((await viaStore.nodes[1]!.health()) as unknown as { store: { lookups: number } }).store.lookups;
+    for (const s of SIZES.filter((x) => !ONLY || ONLY.includes(x.label))) {
+      for (const { prod, local, remote } of pairs) {
+        await sidecarThroughput(prod, local, s.size, Math.max(2, s.count / 10), s.inflight, `warm-l-${s.label}`);
+        await sidecarThroughput(prod, remote, s.size, Math.max(2, s.count / 10), s.inflight, `warm-r-${s.label}`);
+      }
+      remoteRecvs += Math.max(2, s.count / 10) + ROUNDS * s.count;
+      const inNode: number[][] = [[], []], across: number[][] = [[], []];
+      for (let r = 0; r < ROUNDS; r++) {
+        for (const [i, { prod, local, remote }] of pairs.entries()) {
+          inNode[i]!.push(await sidecarThroughput(prod, local, s.size, s.count, s.inflight, `l-${s.label}-${r}`));
+          across[i]!.push(await sidecarThroughput(prod, remote, s.size, s.count, s.inflight, `r-${s.label}-${r}`));
+        }
+      }
+      const paired = (a: number[], b: number[]) => fmt(median(a.map((x, i) => x / b[i]!)));
+      results.push(row(`in-node ${s.label}, peers via store`, median(inNode[0]!), 'GB/s', median(inNode[1]!), 'fixed peers, no store', undefined,
+        `median of per-round ratios ${paired(inNode[0]!, inNode[1]!)}`));
+      results.push(row(`between nodes ${s.label}, peers via store`, median(across[0]!), 'GB/s', median(across[1]!), 'fixed peers, no store', undefined,
+        `median of per-round ratios ${paired(across[0]!, across[1]!)}`));
+    }
+    const rts = [[], []] as number[][];
+    for (const [i, { prod, remote }] of pairs.entries()) await objectRtts(prod, remote, 300, `rt-warm-${i}`);
+    for (let r = 0; r < 4; r++) for (const [i, { prod, remote }] of pairs.entries()) rts[i]!.push(...await objectRtts(prod, remote, 250, `rt-${r}-${i}`));
+    remoteRecvs += 300 + 4 * 250;
+    const lookups = ((await viaStore.nodes[1]!.health()) as unknown as { store: { lookups: number } }).store.lookups - lookupsBefore;
+    results.push(row('small-object round trip across nodes, peers via store', median(rts[0]!), 'ms (median)', median(rts[1]!), 'fixed peers, no store', undefined,
+      `the consumer's sidecar looked ${lookups} chunks up in the store over ${remoteRecvs} cross-node recvs (only recvs waiting > 50 ms are)`));
+    return results;
+  } finally {
+    await viaStore.stop();
+    await fixed.stop();
+    await redis.stop();
+  }
+}
+
 export async function run(): Promise<BenchResult[]> {
   const results: BenchResult[] = [];
   ledgerOpsPerSecond(20_000); // JIT warm-up
@@ -209,11 +263,8 @@ export async function run(): Promise<BenchResult[]> {
     undefined, `each id leaves a tombstone (${ops[0]!.tombstones} after a run; dropped by generation after the ttl); median of ${ROUNDS} rounds`));
   if (process.env.BENCH_SIDECAR_LEDGER_ONLY) return results;
   // 16 MiB of 4 KiB slots + 384 MiB of 256 KiB slots per node.
-  const redis: RedisServer | undefined = THROUGH_STORE ? await startRedis() : undefined;
-  const sc: SidecarCluster = await startSidecars({
-    nodes: [[0, 1], [2]], slabs: [{ slotBytes: 4096, slots: 4096 }, { slotBytes: 256 * KiB, slots: 1536 }],
-    ...(redis ? { storeUrl: redis.url, peers: 'store' as const } : {}),
-  });
+  if (THROUGH_STORE) return [...results, ...await storeVsFixed()];
+  const sc: SidecarCluster = await startSidecars({ nodes: [[0, 1], [2]], slabs: BENCH_SLABS });
   const dir = mkdtempSync(join(tmpdir(), 'cs-bench-'));
   const tcp = await startSink('sink', String(await freePort()));
   const direct = await startDirectSink();
@@ -258,7 +309,6 @@ export async function run(): Promise<BenchResult[]> {
   } finally {
     for (const x of [tcp, direct, echo]) { x.sock.destroy(); x.child.kill(); }
     await sc.stop();
-    await redis?.stop();
     rmSync(dir, { recursive: true, force: true });
   }
 }
