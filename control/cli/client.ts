@@ -1,6 +1,11 @@
 /**
  * GatewayClient: the CLI's (and tests') typed access to the gateway's HTTP API.
- * Errors come back as GatewayRequestError carrying the gateway's `{error: {code, message}}`.
+ * Errors come back as CliErrors carrying the gateway's `{error: {code, message}}`.
+ *
+ * Every wait is bounded by `timeoutMs` (the CLI's --client-timeout-ms / $CORNSERVE_CLIENT_TIMEOUT_MS): the reply's
+ * headers must come within it (an invocation: within its own deadline plus it), and then each further piece of
+ * the body (a registration's SSE sends a keep-alive every 15 s; a stream's chunks). A gateway that accepts the
+ * connection and never answers fails the command instead of hanging it.
  */
 import { ndjsonLines } from '../../functions/sdk/index.js';
 import { CliError } from './errors.js';
@@ -18,11 +23,21 @@ export interface AppInfo {
   task_ids: string[];
 }
 
+/** How long the CLI waits for the gateway's answer, and then between two pieces of it. */
+export const DEFAULT_CLIENT_TIMEOUT_MS = 60_000;
+/** An invocation's deadline when the caller gives none (the gateway's default). */
+const DEFAULT_INVOKE_DEADLINE_MS = 5 * 60_000;
+
 export class GatewayClient {
   constructor(
     readonly baseUrl: string,
     private readonly token?: string,
+    readonly timeoutMs: number = DEFAULT_CLIENT_TIMEOUT_MS,
   ) {}
+
+  #silent(ms: number, what: string): CliError {
+    return new CliError(`the gateway at ${this.baseUrl} ${what} within ${ms} ms; is it overloaded or stuck? (wait longer with --client-timeout-ms or CORNSERVE_CLIENT_TIMEOUT_MS)`);
+  }
 
   #headers(admin: boolean, extra: Record<string, string> = {}): Record<string, string> {
     const h: Record<string, string> = { 'content-type': 'application/json', ...extra };
@@ -30,13 +45,21 @@ export class GatewayClient {
     return h;
   }
 
-  async #fetch(path: string, init: RequestInit): Promise<Response> {
-    let res: Response;
+  /** The reply, its headers within `headersWithinMs` and each piece of its body within `timeoutMs`. */
+  async #fetch(path: string, init: RequestInit, headersWithinMs = this.timeoutMs): Promise<Response> {
+    const abort = new AbortController();
+    const timer = setTimeout(() => abort.abort(this.#silent(headersWithinMs, 'did not answer')), headersWithinMs);
+    let raw: Response;
     try {
-      res = await fetch(new URL(path, this.baseUrl), init);
+      raw = await fetch(new URL(path, this.baseUrl), { ...init, signal: abort.signal });
     } catch (e) {
+      if (abort.signal.aborted) throw abort.signal.reason;
       throw new CliError(`cannot reach the gateway at ${this.baseUrl} (${(e as Error).cause ?? (e as Error).message}); is \`cornserve up\` running? (set CORNSERVE_GATEWAY_URL)`);
+    } finally {
+      clearTimeout(timer);
     }
+    const body = raw.body ? idleBounded(raw.body, this.timeoutMs, () => this.#silent(this.timeoutMs, 'stopped sending its reply: nothing came')) : null;
+    const res = new Response(body, { status: raw.status, statusText: raw.statusText, headers: raw.headers });
     if (!res.ok) {
       const text = await res.text();
       let message = text;
@@ -55,17 +78,23 @@ export class GatewayClient {
     return (await (await this.#fetch(path, init)).json()) as T;
   }
 
-  /** Registers an app; `onEvent` sees each SSE event; resolves with the final (or error) event. */
+  /**
+   * Registers an app; `onEvent` sees each SSE event; resolves with the final event, or the first error event.
+   * Up-front failures (bad source or name, name taken) are an HTTP 4xx, thrown as a CliError.
+   */
   async register(source: string, opts: { alias?: string; name?: string }, onEvent: (e: RegistrationEvent) => void = () => {}): Promise<RegistrationEvent> {
     const res = await this.#fetch('/app/register', { method: 'POST', headers: this.#headers(true), body: JSON.stringify({ source, ...opts }) });
     let last: RegistrationEvent | undefined;
+    let error: RegistrationEvent | undefined;
     for await (const line of ndjsonLines(res.body as unknown as AsyncIterable<Uint8Array>)) {
       if (!line.startsWith('data:')) continue;
       const { event } = JSON.parse(line.slice(5)) as { event: RegistrationEvent };
       onEvent(event);
       last = event;
+      if (event.type === 'error') error ??= event;
     }
-    if (!last || (last.type !== 'final' && last.type !== 'error')) throw new CliError('the registration stream ended before its final event');
+    if (error) return error; // any error event fails the registration, whatever follows it
+    if (!last || last.type !== 'final') throw new CliError('the registration stream ended before its final event');
     return last;
   }
 
@@ -86,7 +115,9 @@ export class GatewayClient {
   /** The raw reply: JSON, or an NDJSON stream (content-type application/x-ndjson). */
   invoke(app: string, requestData: unknown, opts: { timeoutMs?: number } = {}): Promise<Response> {
     const q = opts.timeoutMs ? `?timeout_ms=${opts.timeoutMs}` : '';
-    return this.#fetch(`/app/invoke/${encodeURIComponent(app)}${q}`, { method: 'POST', headers: this.#headers(false), body: JSON.stringify({ request_data: requestData }) });
+    // A JSON reply comes whole at the end: its headers may take the invocation's whole deadline.
+    const within = (opts.timeoutMs ?? DEFAULT_INVOKE_DEADLINE_MS) + this.timeoutMs;
+    return this.#fetch(`/app/invoke/${encodeURIComponent(app)}${q}`, { method: 'POST', headers: this.#headers(false), body: JSON.stringify({ request_data: requestData }) }, within);
   }
 
   tasks(): Promise<TaskInfo[]> {
@@ -102,8 +133,36 @@ export interface TaskInfo {
   task_id: string;
   name: string;
   task_class: string;
+  /** The task's JSON: `{id, descriptor, config}`. */
+  task?: unknown;
   state: string;
   usage: number;
   devices: Array<{ node: string; globalRank: number }>;
   executors: Array<{ executor_id: string; url: string; state: string; outstanding: number }>;
+}
+
+/** `body` whose every read must deliver within `ms`, else it fails with `silent()` (and the connection is closed). */
+function idleBounded(body: ReadableStream<Uint8Array>, ms: number, silent: () => Error): ReadableStream<Uint8Array> {
+  const reader = body.getReader();
+  return new ReadableStream<Uint8Array>({
+    async pull(controller) {
+      let timer: NodeJS.Timeout | undefined;
+      const idle = new Promise<never>((_, reject) => {
+        timer = setTimeout(() => reject(silent()), ms);
+      });
+      try {
+        const r = await Promise.race([reader.read(), idle]);
+        if (r.done) controller.close();
+        else controller.enqueue(r.value);
+      } catch (e) {
+        void reader.cancel(e).catch(() => {});
+        controller.error(e);
+      } finally {
+        clearTimeout(timer);
+      }
+    },
+    cancel(reason) {
+      return reader.cancel(reason);
+    },
+  });
 }

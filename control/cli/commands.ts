@@ -4,7 +4,7 @@
  */
 import { readFile } from 'node:fs/promises';
 import { ndjsonLines } from '../../functions/sdk/index.js';
-import type { GatewayClient, RegistrationEvent } from './client.js';
+import type { GatewayClient, RegistrationEvent, TaskInfo } from './client.js';
 import { readRequestData } from './data.js';
 import { CliError } from './errors.js';
 import { table } from './table.js';
@@ -60,19 +60,35 @@ export async function invokeCommand(client: GatewayClient, app: string, data: st
 export async function tasksCommand(client: GatewayClient, io: Io): Promise<void> {
   const tasks = await client.tasks();
   if (tasks.length === 0) return io.out('no unit tasks deployed');
-  io.out(
-    table(
-      ['TASK ID', 'NAME', 'STATE', 'USAGE', 'DEVICES', 'EXECUTORS'],
-      tasks.map((t) => [
-        t.task_id,
-        t.name,
-        t.state,
-        String(t.usage),
-        t.devices.map((d) => `${d.node}:${d.globalRank}`).join(',') || '-',
-        `${t.executors.filter((e) => e.state === 'ready').length} ready / ${t.executors.length}`,
-      ]),
-    ),
+  io.out(tasksTable(tasks));
+}
+
+/**
+ * One row per unit task. Two tasks can share a name (`encoder-image-tiny-vlm-a` serving one model or two, an LLM
+ * with or without received embeddings): CLASS and CONFIG (the task's declared fields) tell them apart.
+ */
+export function tasksTable(tasks: TaskInfo[]): string {
+  return table(
+    ['TASK ID', 'NAME', 'CLASS', 'CONFIG', 'STATE', 'USAGE', 'DEVICES', 'EXECUTORS'],
+    tasks.map((t) => [
+      t.task_id,
+      t.name,
+      t.task_class,
+      configSummary(t.task),
+      t.state,
+      String(t.usage),
+      t.devices.map((d) => `${d.node}:${d.globalRank}`).join(',') || '-',
+      `${t.executors.filter((e) => e.state === 'ready').length} ready / ${t.executors.length}`,
+    ]),
   );
+}
+
+/** `modality=image modelIds=a,b`: a task's config fields, compact. */
+function configSummary(task: unknown): string {
+  const config = (task as { config?: Record<string, unknown> } | null)?.config;
+  if (!config || typeof config !== 'object') return '-';
+  const parts = Object.entries(config).map(([k, v]) => `${k}=${Array.isArray(v) ? v.join(',') : typeof v === 'object' && v !== null ? JSON.stringify(v) : String(v)}`);
+  return parts.join(' ') || '-';
 }
 
 export async function scaleCommand(client: GatewayClient, task: string, n: string, io: Io): Promise<void> {

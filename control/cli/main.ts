@@ -6,7 +6,7 @@
 import './node-version.js'; // first: refuse a too-old Node before anything else loads
 import { Command, Option } from 'commander';
 import { benchCommand } from './bench.js';
-import { GatewayClient } from './client.js';
+import { DEFAULT_CLIENT_TIMEOUT_MS, GatewayClient } from './client.js';
 import { invokeCommand, listCommand, registerCommand, scaleCommand, tasksCommand, unregisterCommand, type Io } from './commands.js';
 import { CliError } from './errors.js';
 import { BODY_LIMIT_ENV, DEFAULT_BODY_LIMIT_BYTES } from '../../lib/body-limit.js';
@@ -19,6 +19,11 @@ const program = new Command('cornserve')
   .version('0.1.0')
   .addOption(new Option('--gateway <url>', 'gateway URL').env('CORNSERVE_GATEWAY_URL').default('http://127.0.0.1:8000'))
   .addOption(new Option('--token <token>', 'admin token for register, unregister and scale').env('CORNSERVE_ADMIN_TOKEN'))
+  .addOption(
+    new Option('--client-timeout-ms <ms>', 'longest wait for the gateway to answer, and then between two pieces of its answer (invoke: on top of its deadline)')
+      .env('CORNSERVE_CLIENT_TIMEOUT_MS')
+      .default(String(DEFAULT_CLIENT_TIMEOUT_MS)),
+  )
   .showHelpAfterError();
 
 /** The platform's one body limit (lib/body-limit.ts): the gateway's, and every hop behind it takes at least as much. */
@@ -26,8 +31,10 @@ const bodyLimitOption = () =>
   new Option('--body-limit <bytes>', 'largest accepted request body, in bytes (the whole platform agrees on it)').env(BODY_LIMIT_ENV).default(String(DEFAULT_BODY_LIMIT_BYTES));
 
 const client = () => {
-  const { gateway, token } = program.opts<{ gateway: string; token?: string }>();
-  return new GatewayClient(gateway, token);
+  const { gateway, token, clientTimeoutMs } = program.opts<{ gateway: string; token?: string; clientTimeoutMs: string }>();
+  const timeoutMs = Number(clientTimeoutMs);
+  if (!Number.isSafeInteger(timeoutMs) || timeoutMs <= 0) throw new CliError(`--client-timeout-ms must be a positive number of milliseconds, got ${clientTimeoutMs}`);
+  return new GatewayClient(gateway, token, timeoutMs);
 };
 
 program
@@ -137,6 +144,14 @@ roleCommand('gateway', 'run the gateway as its own process, against a resource-m
 try {
   await program.parseAsync();
 } catch (e) {
-  io.err(`error: ${e instanceof CliError || e instanceof Error ? e.message : String(e)}`);
+  io.err(`error: ${busyPort(e) ?? (e instanceof CliError || e instanceof Error ? e.message : String(e))}`);
   process.exitCode = 1;
+}
+
+/** A port already in use (`up`, a role): say which, and how to pick another. */
+function busyPort(e: unknown): string | undefined {
+  const err = e as { code?: unknown; port?: unknown; address?: unknown };
+  if (err?.code !== 'EADDRINUSE') return undefined;
+  const where = err.port !== undefined ? `${String(err.address ?? '')}:${String(err.port)}` : 'the port';
+  return `${where} is already in use (another \`cornserve up\`, or another server): pick another port with --port N (make run PORT=N), or stop what holds it`;
 }

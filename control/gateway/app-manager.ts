@@ -58,6 +58,13 @@ export const DEFAULT_DRAIN_TIMEOUT_MS = 30_000;
 /** After a cut, how long to wait for the cut replies to be written before tearing down anyway. */
 const CUT_SETTLE_MS = 5_000;
 
+/** A registration that passed its up-front checks and holds its name: `deploy` it next. */
+export interface PreparedRegistration {
+  record: AppRecord;
+  tasks: UnitTask[];
+  taskNames: string[];
+}
+
 /** What invocations need to know about an app, kept in memory (the Store has the full record). */
 export interface AppEntry {
   appId: string;
@@ -141,10 +148,36 @@ export class AppManager {
 
   /** Runs a registration to its end; every outcome is reported through `emit` (it never throws). */
   async register(req: RegisterRequest, emit: (e: RegistrationEvent) => void): Promise<void> {
+    let prepared: PreparedRegistration;
+    try {
+      prepared = await this.prepare(req);
+    } catch (e) {
+      emit({ type: 'error', message: messageOf(e) });
+      return;
+    }
+    await this.deploy(prepared, emit);
+  }
+
+  /**
+   * The up-front part of a registration, before any event: the source check, the name and alias, the unit
+   * tasks, and the app record (a taken name fails here). Throws a RegistrationError (4xx) naming the problem;
+   * nothing is left behind then. The route answers that error as an HTTP status before its event stream starts.
+   */
+  async prepare(req: RegisterRequest): Promise<PreparedRegistration> {
+    try {
+      return await this.#prepare(req);
+    } catch (e) {
+      this.opts.log.info({ err: e }, 'registration refused');
+      throw e;
+    }
+  }
+
+  /** Deploys a prepared registration; every outcome is reported through `emit` (it never throws). */
+  async deploy(prepared: PreparedRegistration, emit: (e: RegistrationEvent) => void): Promise<void> {
     await withSpan('gateway.register_app', async (span) => {
+      span.setAttribute('cornserve.app_id', prepared.record.appId);
       try {
-        const appId = await this.#register(req, emit);
-        span.setAttribute('cornserve.app_id', appId);
+        await this.#deploy(prepared, emit);
       } catch (e) {
         this.opts.log.info({ err: e }, 'registration failed');
         emit({ type: 'error', message: messageOf(e) });
@@ -152,8 +185,8 @@ export class AppManager {
     }).catch(() => {});
   }
 
-  async #register(req: RegisterRequest, emit: (e: RegistrationEvent) => void): Promise<string> {
-    const { store, resources, functions } = this.opts;
+  async #prepare(req: RegisterRequest): Promise<PreparedRegistration> {
+    const { store } = this.opts;
     const check = await (this.opts.checkSource ?? checkAppSource)(req.source);
     if (!check.ok) throw new RegistrationError(`App source code validation failed: ${check.problems.join('; ')}`, check.problems);
     const name = req.name ?? check.name;
@@ -169,11 +202,17 @@ export class AppManager {
     try {
       await store.putApp(record);
     } catch (e) {
-      if (e instanceof StoreConflictError) throw new RegistrationError(`cannot register ${name}: ${e.message}; unregister it first or pass another name`);
+      if (e instanceof StoreConflictError) throw new RegistrationError(`cannot register ${name}: ${e.message}; unregister it first or pass another name`, undefined, 409);
       throw e;
     }
     this.#remember(record);
     this.#setRequestInfo(appId, check);
+    return { record, tasks, taskNames };
+  }
+
+  async #deploy({ record, tasks, taskNames }: PreparedRegistration, emit: (e: RegistrationEvent) => void): Promise<string> {
+    const { store, resources, functions } = this.opts;
+    const { appId, name, taskIds, source } = record;
     emit({ type: 'initial', app_id: appId, task_names: taskNames });
 
     let deployed = false;
@@ -191,7 +230,7 @@ export class AppManager {
         if (!reported.has(id)) emit({ type: 'progress', task: taskNames[i]!, task_id: id, state: 'ready' });
       });
       if (ids.some((id, i) => id !== taskIds[i])) await store.putApp({ ...record, taskIds: ids });
-      await functions.start({ appId, name, source: req.source });
+      await functions.start({ appId, name, source });
       await store.setAppState(appId, 'ready');
       this.#apps.get(appId)!.state = 'ready';
       this.#apps.get(appId)!.taskIds = ids;

@@ -90,10 +90,13 @@ export class GatewayDeadlineError extends CornserveError {
   }
 }
 
-/** A registration failed; the message names the problem. Sent as an SSE `error` event. */
+/**
+ * A registration failed; the message names the problem. Up-front failures (bad source 400, bad name 400, name
+ * taken 409) are the HTTP reply of POST /app/register; later ones (deployment) its SSE `error` event.
+ */
 export class RegistrationError extends CornserveError {
-  constructor(message: string, details?: unknown) {
-    super('REGISTRATION_FAILED', message, 400, details);
+  constructor(message: string, details?: unknown, status = 400) {
+    super('REGISTRATION_FAILED', message, status, details);
   }
 }
 

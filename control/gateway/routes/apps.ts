@@ -1,5 +1,7 @@
 /**
  * App routes (docs/architecture.md §4): register (SSE), unregister, list, invoke (proxied to the app function).
+ * Register answers its up-front failures (bad source 400, bad name 400, name taken 409) as a plain error reply;
+ * once the checks pass, the reply is the SSE stream (initial, progress..., final | error), as in the reference.
  */
 import type { Agent } from 'node:http';
 import express, { Router, type Request, type RequestHandler, type Response } from 'express';
@@ -43,11 +45,10 @@ export function appRoutes(deps: AppRoutesDeps): Router {
 
   r.post('/app/register', admin, json, async (req, res) => {
     const body = parseOr422(registerBody, req.body, 'register body');
+    // Up-front failures (bad source, bad name, name taken) are a 4xx before the stream starts: `curl -f` sees them.
+    const prepared = await apps.prepare({ source: (body.source ?? body.source_code)!, ...(body.name ? { name: body.name } : {}), ...(body.alias ? { alias: body.alias } : {}) });
     const sse = startSse(res);
-    await apps.register(
-      { source: (body.source ?? body.source_code)!, ...(body.name ? { name: body.name } : {}), ...(body.alias ? { alias: body.alias } : {}) },
-      (event) => sse.send(event),
-    );
+    await apps.deploy(prepared, (event) => sse.send(event));
     sse.end();
   });
 

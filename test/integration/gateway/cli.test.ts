@@ -3,6 +3,8 @@ import { execFile, spawn } from 'node:child_process';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { createServer, type Server } from 'node:net';
+import type { AddressInfo } from 'node:net';
 import { promisify } from 'node:util';
 import { repoRoot } from '../../helpers/repo.js';
 import { ECHO_APP, TEST_ADMIN_TOKEN, startPlatform, type TestPlatform } from '../../helpers/platform.js';
@@ -56,6 +58,30 @@ test.serial('register shows progress and prints the app id', async (t) => {
   t.regex(r.stdout, /^app-[0-9a-f]{32} registered: Successfully deployed 1 unit task/);
 });
 
+test.serial('register of a taken name exits 1 with the reason, before any deployment', async (t) => {
+  const r = await cli(['register', ECHO_APP]);
+  t.is(r.code, 1);
+  t.regex(r.stderr, /REGISTRATION_FAILED: .*"echo" is already used/);
+  t.notRegex(r.stderr, /deploying/);
+});
+
+test.serial('a registration that fails while deploying (an SSE error event) exits 1 with its message', async (t) => {
+  // Two new tasks on a 2-device platform that already holds one: the deployment cannot get its devices.
+  const file = join(dir, 'greedy.ts');
+  await writeFile(file, `import { z } from 'zod';
+import { defineApp } from 'cornserve/sdk';
+import { EchoTask } from 'cornserve/tasks';
+export default defineApp({
+  name: 'greedy', tasks: { a: new EchoTask({ serviceTimeMs: 101 }), b: new EchoTask({ serviceTimeMs: 102 }) },
+  request: z.object({}), response: z.object({}),
+  async serve() { return {}; },
+});`);
+  const r = await cli(['register', file]);
+  t.is(r.code, 1, r.stdout);
+  t.regex(r.stderr, /deploying/); // the stream had started
+  t.regex(r.stderr, /registration failed: .*rolled back/);
+});
+
 test.serial('list shows the app with its alias and state', async (t) => {
   const r = await cli(['list']);
   t.is(r.code, 0, r.stderr);
@@ -97,7 +123,7 @@ test.serial('an invalid request prints the field and exits 1', async (t) => {
 test.serial('tasks lists the unit task and its executor', async (t) => {
   const r = await cli(['tasks']);
   t.is(r.code, 0, r.stderr);
-  t.regex(r.stdout, /echobasetask-[0-9a-f]+\s+echo-0ms\s+ready\s+1\s+\S+\s+1 ready \/ 1/);
+  t.regex(r.stdout, /echobasetask-[0-9a-f]+\s+echo-0ms\s+EchoBaseTask\s+serviceTimeMs=0\s+ready\s+1\s+\S+\s+1 ready \/ 1/);
 });
 
 test.serial('scale adds and removes devices', async (t) => {
@@ -121,6 +147,67 @@ test.serial('unregister by alias removes the app', async (t) => {
   t.is(r.code, 0, r.stderr);
   t.regex(r.stdout, /unregistered echo \(app-/);
   t.deepEqual(await p.store.listApps(), []);
+});
+
+/** A real TCP server that accepts connections and never answers (or, with `headers`, sends them and then nothing). */
+async function silentServer(t: import('ava').ExecutionContext, headers?: string): Promise<string> {
+  const server: Server = createServer((socket) => {
+    socket.on('error', () => {});
+    socket.once('data', () => {
+      if (headers) socket.write(headers);
+    });
+  });
+  await new Promise<void>((ok) => server.listen(0, '127.0.0.1', ok));
+  t.teardown(() => new Promise<void>((ok) => server.close(() => ok())));
+  return `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+}
+
+/** The CLI against `gateway`, with a safety net (the test fails rather than hangs if the CLI does). */
+async function cliAgainst(gateway: string, args: string[], env: Record<string, string> = {}): Promise<CliResult> {
+  const argv = ['--import', 'tsx', 'control/cli/main.ts', '--gateway', gateway, ...args];
+  return (await run(process.execPath, argv, { cwd: repoRoot, timeout: 120_000, env: { ...process.env, CORNSERVE_ADMIN_TOKEN: TEST_ADMIN_TOKEN, ...env } })
+    .then((r) => ({ code: 0, ...r }))
+    .catch((e: CliResult) => e)) as CliResult;
+}
+
+test('list against a gateway that accepts and never answers gives up after the client timeout and exits 1', async (t) => {
+  const url = await silentServer(t);
+  const r = await cliAgainst(url, ['--client-timeout-ms', '1500', 'list']);
+  t.is(r.code, 1);
+  t.regex(r.stderr, /did not answer within 1500 ms/);
+});
+
+test('the client timeout is read from CORNSERVE_CLIENT_TIMEOUT_MS too (tasks)', async (t) => {
+  const url = await silentServer(t);
+  const r = await cliAgainst(url, ['tasks'], { CORNSERVE_CLIENT_TIMEOUT_MS: '1200' });
+  t.is(r.code, 1);
+  t.regex(r.stderr, /did not answer within 1200 ms/);
+});
+
+test('register against a stream that starts and then goes silent gives up after the client timeout and exits 1', async (t) => {
+  const url = await silentServer(t, 'HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\n\r\n');
+  const r = await cliAgainst(url, ['--client-timeout-ms', '1500', 'register', ECHO_APP]);
+  t.is(r.code, 1);
+  t.regex(r.stderr, /stopped sending its reply: nothing came within 1500 ms/);
+});
+
+test('up on a port already in use says so and how to pick another, without a stack', async (t) => {
+  const busy = createServer(() => {});
+  await new Promise<void>((ok) => busy.listen(0, '127.0.0.1', ok));
+  t.teardown(() => new Promise<void>((ok) => busy.close(() => ok())));
+  const port = (busy.address() as AddressInfo).port;
+  const r = (await run(process.execPath, ['--import', 'tsx', 'control/cli/main.ts', 'up', '--port', String(port), '--devices', '1'], { cwd: repoRoot, timeout: 120_000 })
+    .then((x) => ({ code: 0, ...x }))
+    .catch((e: CliResult) => e)) as CliResult;
+  t.is(r.code, 1);
+  t.regex(r.stderr, new RegExp(`127\\.0\\.0\\.1:${port} is already in use.*--port N \\(make run PORT=N\\)`));
+  t.notRegex(r.stderr, /^\s+at /m);
+});
+
+test('npx cornserve --help works (the package bin)', async (t) => {
+  const { stdout } = await run('npx', ['--no-install', 'cornserve', '--help'], { cwd: repoRoot, timeout: 120_000 });
+  t.regex(stdout, /Usage: cornserve/);
+  t.regex(stdout, /--client-timeout-ms/);
 });
 
 test('a gateway that is not running is reported as such', async (t) => {

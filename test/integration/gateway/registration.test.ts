@@ -1,3 +1,4 @@
+import { readFile } from 'node:fs/promises';
 import test from 'ava';
 import { ECHO_APP, TEST_ADMIN_TOKEN, echoAppSource, startPlatform, type TestPlatform } from '../../helpers/platform.js';
 
@@ -19,31 +20,51 @@ const snapshot = async () => ({ apps: (await p.store.listApps()).length, tasks: 
 
 const app = echoAppSource;
 
-test.serial('a syntax error is an error event naming the line, and nothing is deployed', async (t) => {
+/** POST /app/register as a script would send it: the status, the content type and the body text. */
+async function registerReply(source: string, opts: { name?: string; alias?: string } = {}) {
+  const res = await fetch(`${p.gatewayUrl}/app/register`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${TEST_ADMIN_TOKEN}`, 'content-type': 'application/json' },
+    body: JSON.stringify({ source, ...opts }),
+  });
+  const text = await res.text();
+  return { status: res.status, type: res.headers.get('content-type') ?? '', text, error: (res.ok ? {} : JSON.parse(text).error) as { code?: string; message?: string } };
+}
+
+test.serial('a syntax error is a 400 before any event, naming the line, and nothing is deployed', async (t) => {
   const before = await snapshot();
-  const events = await p.registerEvents('export default defineApp({\n  name: "x",,\n});\n');
-  t.is(events.length, 1);
-  t.is(events[0]!.type, 'error');
-  t.regex((events[0] as { message: string }).message, /syntax error at app\.ts:2:\d+/);
+  const r = await registerReply('export default defineApp({\n  name: "x",,\n});\n');
+  t.is(r.status, 400);
+  t.regex(r.type, /application\/json/);
+  t.is(r.error.code, 'REGISTRATION_FAILED');
+  t.regex(r.error.message ?? '', /syntax error at app\.ts:2:\d+/);
   await nothingDeployed(t, before);
 });
 
-test.serial('an app without serve is an error event saying so, and nothing is deployed', async (t) => {
+test.serial('an app without serve is a 400 saying so, and nothing is deployed', async (t) => {
   const before = await snapshot();
   const src = `import { z } from 'zod'; import { defineApp } from 'cornserve/sdk';
 export default defineApp({ name: 'noserve', tasks: {}, request: z.object({}), response: z.object({}) } as any);`;
-  const [event] = await p.registerEvents(src);
-  t.is(event!.type, 'error');
-  t.regex((event as { message: string }).message, /serve must be a function/);
+  const r = await registerReply(src);
+  t.is(r.status, 400);
+  t.regex(r.error.message ?? '', /serve must be a function/);
   await nothingDeployed(t, before);
 });
 
-test.serial('a request that is not a schema is an error event saying so, and nothing is deployed', async (t) => {
+test.serial('a request that is not a schema is a 400 saying so, and nothing is deployed', async (t) => {
   const before = await snapshot();
   const src = app('norequest').replace("request: z.object({ text: z.string() })", "request: { text: 'string' } as any");
-  const [event] = await p.registerEvents(src);
-  t.is(event!.type, 'error');
-  t.regex((event as { message: string }).message, /request must be a zod schema/);
+  const r = await registerReply(src);
+  t.is(r.status, 400);
+  t.regex(r.error.message ?? '', /request must be a zod schema/);
+  await nothingDeployed(t, before);
+});
+
+test.serial('a bad name is a 400 before any event', async (t) => {
+  const before = await snapshot();
+  const r = await registerReply(app('fine'), { name: 'Not A Name!' });
+  t.is(r.status, 400);
+  t.regex(r.error.message ?? '', /app name "Not A Name!" must match/);
   await nothingDeployed(t, before);
 });
 
@@ -59,11 +80,12 @@ test.serial('registration streams initial, one progress per unit task, then fina
   t.is(list[initial.app_id], 'ready');
 });
 
-test.serial('a second app with a taken name is refused by name and nothing more is deployed', async (t) => {
+test.serial('a second app with a taken name is a 409 before any event, and nothing more is deployed', async (t) => {
   const before = await snapshot();
-  const [event] = await p.registerEvents(ECHO_APP);
-  t.is(event!.type, 'error');
-  t.regex((event as { message: string }).message, /"echo" is already used/);
+  const r = await registerReply(await readFile(ECHO_APP, 'utf8'));
+  t.is(r.status, 409);
+  t.is(r.error.code, 'REGISTRATION_FAILED');
+  t.regex(r.error.message ?? '', /"echo" is already used/);
   await nothingDeployed(t, before);
 });
 
