@@ -43,8 +43,11 @@ typecheck: deps
 test: deps redis-server kubectl models typecheck
 	bash test/run-tests.sh
 
+# make run PORT=8080 DEVICES=4: another gateway port (when 8000 is taken) or number of virtual devices.
+PORT ?= 8000
+DEVICES ?= 10
 run: deps models
-	$(NODE) control/cli/main.ts up --apps functions/apps --devices 10
+	$(NODE) control/cli/main.ts up --apps functions/apps --devices $(DEVICES) --port $(PORT)
 
 bench: deps models
 	$(NODE) test/bench/main.ts

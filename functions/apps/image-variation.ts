@@ -15,6 +15,9 @@ import { ImageGeneratorTask, type ImageGeneratorOutput } from '../tasks/generato
 
 const ENCODER_MODEL_ID = 'cornserve/tiny-vlm-a';
 const GENERATOR_MODEL_ID = 'cornserve/tiny-image-gen';
+/** An 8x8 PNG (test/helpers/media.ts makeImage(8, 8, {seed: 1})): the sample request's image. */
+const EXAMPLE_IMAGE =
+  'data:image/png;base64,iVBORw0KGgoAAAANSUhEUgAAAAgAAAAICAIAAABLbSncAAAACXBIWXMAAAPoAAAD6AG1e1JrAAAAmElEQVQImQXBMRHEMAwEwCtNwAQ86k1AAGQCJuD6ZkIgBL5T9UwERt0TCIEU+l0AP8FjeInm6IGRmAUF5BF5TRqlu4yQmaIlC7BXrJl12nCbYZq2yjbAJuzGQU6nBldyFw/gXXyYT7q6r/CdfsovIIbEtFDG8tgRJ+OquIGckmq5mNvzRF6Zd+UHKJVaVpt1vK6oO+tT9f0D2HVUkZ8arFEAAAAASUVORK5CYII=';
 
 const variationInputSchema = z.object({
   image_url: z.string().min(1),
@@ -44,7 +47,12 @@ const variation = new ImageVariationTask();
 export default defineApp({
   name: 'image-variation',
   tasks: { variation },
-  request: z.object({ image_url: z.string().min(1), width: z.number().int().positive().max(1024).optional(), height: z.number().int().positive().max(1024).optional() }),
+  // The examples make the request `cornserve up` prints for this app work as printed (an 8x8 PNG).
+  request: z.object({
+    image_url: z.string().min(1).meta({ examples: [EXAMPLE_IMAGE] }),
+    width: z.number().int().positive().max(1024).optional().meta({ examples: [128] }),
+    height: z.number().int().positive().max(1024).optional().meta({ examples: [96] }),
+  }),
   response: z.object({ image: z.string().describe('base64 PNG') }),
   async serve(request) {
     const { generated } = await variation.call(request);

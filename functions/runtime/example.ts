@@ -1,6 +1,7 @@
 /**
  * A sample request for an app, derived from its request schema (zod -> JSON Schema): required fields (or all),
- * strings "hello", numbers their minimum (or 1), the first enum value. `cornserve up` prints it in the
+ * a field's first declared example (`.meta({ examples: [...] })`), else its default, strings "hello", numbers
+ * their minimum (or 1), the first enum value. `cornserve up` prints it in the
  * curl and CLI examples; undefined when the schema has no JSON Schema form.
  */
 import { z } from 'zod';
@@ -13,6 +14,7 @@ type JsonSchema = {
   enum?: unknown[];
   const?: unknown;
   default?: unknown;
+  examples?: unknown[];
   anyOf?: JsonSchema[];
   oneOf?: JsonSchema[];
   minimum?: number;
@@ -22,6 +24,7 @@ type JsonSchema = {
 function sample(s: JsonSchema, depth: number, all: boolean): unknown {
   if (depth > 8) return null;
   if (s.const !== undefined) return s.const;
+  if (s.examples?.length) return s.examples[0];
   if (s.default !== undefined) return s.default;
   if (s.enum?.length) return s.enum[0];
   const alt = s.anyOf?.[0] ?? s.oneOf?.[0];

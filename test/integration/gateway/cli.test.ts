@@ -186,9 +186,10 @@ test('the client timeout is read from CORNSERVE_CLIENT_TIMEOUT_MS too (tasks)', 
 
 test('register against a stream that starts and then goes silent gives up after the client timeout and exits 1', async (t) => {
   const url = await silentServer(t, 'HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\n\r\n');
-  const r = await cliAgainst(url, ['--client-timeout-ms', '1500', 'register', ECHO_APP]);
+  // Long enough for the headers to arrive on a loaded machine (the first fetch of a process loads undici).
+  const r = await cliAgainst(url, ['--client-timeout-ms', '8000', 'register', ECHO_APP]);
   t.is(r.code, 1);
-  t.regex(r.stderr, /stopped sending its reply: nothing came within 1500 ms/);
+  t.regex(r.stderr, /stopped sending its reply: nothing came within 8000 ms/);
 });
 
 test('up on a port already in use says so and how to pick another, without a stack', async (t) => {

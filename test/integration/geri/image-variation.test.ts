@@ -6,8 +6,11 @@
  * The test starts the node's sidecar itself (ranks 0..3, the platform's 4 virtual devices) and hands its
  * socket to the platform (setSidecarUrl) before registering.
  */
+import { readFile } from 'node:fs/promises';
+import { join } from 'node:path';
 import test from 'ava';
 import sharp from 'sharp';
+import { printAppUsage } from '../../../control/cli/up-output.js';
 import { waitUntil } from '../../../lib/wait.js';
 import { dataUrl } from '../../helpers/eric.js';
 import { makeImage } from '../../helpers/media.js';
@@ -72,4 +75,24 @@ test.serial("a corrupt image surfaces Eric's own code at the top, names the fail
   t.regex(error.message, /^task encoder-image-\S+ failed: /);
   const executors = await p.store.listExecutors();
   for (const internal of ['127.0.0.1', 'localhost', '.sock', '/tmp/', ...executors.flatMap((e) => [e.executorId, e.url])]) t.false(text.includes(internal), `${internal} in ${text}`);
+});
+
+test.serial('the requests `cornserve up` prints for image-variation work as printed', async (t) => {
+  const printed: string[] = [];
+  printAppUsage(p.gatewayUrl, p.apps.resolve('image-variation'), { out: (l) => printed.push(l), err: () => {} });
+  // `  cornserve invoke image-variation '<json>'`: the JSON between the single quotes (it has none of its own).
+  const requests = printed.map((l) => /^\s*cornserve invoke image-variation '([^']*)'$/.exec(l)?.[1]).filter((x): x is string => x !== undefined);
+  t.is(requests.length, 2, printed.join('\n')); // the required fields, then every field
+  for (const data of requests) {
+    const res = await p.invoke('image-variation', JSON.parse(data));
+    t.is(res.status, 200, `${data.slice(0, 80)}: ${(await res.clone().text()).slice(0, 300)}`);
+  }
+});
+
+test.serial("the README's sample picture (docs/assets/picture.png) gives a variation", async (t) => {
+  const png = await readFile(join(repoRoot, 'docs/assets/picture.png'));
+  const res = await p.invoke('image-variation', { image_url: dataUrl('image/png', png), width: 64, height: 64 });
+  t.is(res.status, 200, await res.clone().text());
+  const meta = await sharp(Buffer.from(((await res.json()) as { image: string }).image, 'base64')).metadata();
+  t.deepEqual([meta.format, meta.width, meta.height], ['png', 64, 64]);
 });

@@ -24,3 +24,8 @@ test('a schema with no JSON Schema form has no example', (t) => {
 test('the fields line marks optional fields', (t) => {
   t.is(requestFields(schema), 'text: string, n?: integer, mode: string, tags: array');
 });
+
+test("a field's declared example is used before its default and the generic sample", (t) => {
+  const schema = z.object({ url: z.string().meta({ examples: ['data:image/png;base64,AAAA'] }), n: z.number().default(3).meta({ examples: [7] }) });
+  t.deepEqual(requestExample(schema, true), { url: 'data:image/png;base64,AAAA', n: 7 });
+});
