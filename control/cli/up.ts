@@ -165,6 +165,7 @@ async function registerAppsDir(
 ): Promise<Array<{ file: string; result: RegistrationEvent }>> {
   const results: Array<{ file: string; result: RegistrationEvent }> = [];
   for (const file of await appFiles(dir)) {
+    if (apps.stopping) break; // Ctrl-C: no further registrations
     let result: RegistrationEvent = { type: 'error', message: 'no final event' };
     await apps.register({ source: await readFile(file, 'utf8') }, (e) => {
       onEvent(file, e);
@@ -208,8 +209,9 @@ export async function upCommand(
   const recovered = cs.apps.entries();
   for (const entry of recovered) printAppUsage(cs.gatewayUrl, entry, io);
   const stopped = waitForStop(cs, io, milliseconds('--drain-timeout', opts.drainTimeout));
+  // Not awaited: a Ctrl-C during the registrations stops `up` without waiting for them.
   if (opts.apps) {
-    await registerAppsDir(cs.apps, opts.apps, (file, e) => {
+    void registerAppsDir(cs.apps, opts.apps, (file, e) => {
       const name = relative(process.cwd(), file);
       if (e.type === 'initial') io.err(`registering ${name}: deploying ${e.task_names.join(', ') || 'no unit tasks'} ...`);
       else if (e.type === 'progress') io.err(`  ${name}: ${e.task} ${e.state}`);

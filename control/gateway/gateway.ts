@@ -54,11 +54,13 @@ export function buildGateway(deps: GatewayDeps): express.Express {
   const app = express();
   app.disable('x-powered-by');
   app.set('etag', false);
-  // Once shutdown began (AppManager.shutdown drains), every new request is refused; `connection: close` sends keep-alive clients elsewhere.
+  // Once shutdown began (AppManager.shutdown drains), every new request is refused; `connection: close` sends
+  // keep-alive clients elsewhere. Answered here, not by the error handler: a refusal is expected, not an error to log.
   app.use((_req, res, next) => {
     if (!deps.apps.stopping) return next();
-    res.setHeader('connection', 'close');
-    next(new ShuttingDownError());
+    const { status, body } = toErrorBody(new ShuttingDownError());
+    metrics.errors.inc({ code: body.error.code });
+    res.status(status).set('connection', 'close').json(body);
   });
   app.use(hotInvoke(appDeps, limit, (_req, res, route) => {
     res.once('finish', () => metrics.httpRequest(route, 'POST', res.statusCode));
