@@ -46,7 +46,7 @@ test('the MLLM recording: 4 encoder calls in message order, then the LLM fed the
   );
 });
 
-test('the any-to-any audio recording: encoder, LLM hidden states, then the audio generator fed those states', (t) => {
+test('the any-to-any audio recording: encoder, LLM answer states, then the audio generator fed those states', (t) => {
   const graph = TaskGraph.fromJSON(load('any-to-any-audio.json'));
   const [encoder, states, talker] = graph.invocations;
   t.deepEqual(
@@ -58,7 +58,7 @@ test('the any-to-any audio recording: encoder, LLM hidden states, then the audio
       streaming: graph.isStreaming,
     },
     {
-      classes: ['EncoderTask', 'LLMEmbeddingTask', 'AudioGeneratorTask'],
+      classes: ['EncoderTask', 'LLMAnswerStatesTask', 'AudioGeneratorTask'],
       llmForwards: (encoder!.output as EncoderOutput).embeddings.map((d) => d.id),
       talkerInput: (states!.output as LLMEmbeddingOutput).embeddings.id,
       chunkSize: 25,

@@ -1,9 +1,11 @@
 import test from 'ava';
 import { DataForward } from '../../../../functions/sdk/index.js';
-import { LLMEmbeddingTask, LLMTask } from '../../../../functions/tasks/llm.js';
+import { LLMAnswerStatesTask, LLMEmbeddingTask, LLMTask } from '../../../../functions/tasks/llm.js';
 import { chatRequestSchema, type ChatRequest } from '../../../../functions/tasks/openai.js';
 import { externalLlmDescriptor, externalLlmUrl, llmDescriptor, sseData } from '../../../../control/descriptors/llm.js';
 import { descriptorFor } from '../../../../control/descriptors/registry.js';
+import express from 'express';
+import { listen } from '../../../../lib/listen.js';
 import { startFakeOpenAI } from '../../../helpers/fake-openai.js';
 
 const MODEL = 'cornserve/tiny-vlm-a';
@@ -47,6 +49,34 @@ test('LLMEmbeddingTask asks for the hidden states to go to the forward\'s destin
   const body = llmDescriptor.request(new LLMEmbeddingTask({ modelId: MODEL }), req, out).body as any;
   t.false(body.stream);
   t.deepEqual(body.vllm_xargs, { cornserve_hidden_states_forward_id: out.embeddings.id, cornserve_hidden_states_forward_ranks: '[[3,4]]' });
+});
+
+test('LLMAnswerStatesTask asks for a generated answer whose tokens\' hidden states stream to the destination ranks', (t) => {
+  const { req } = request(0);
+  const out = { embeddings: DataForward.tensor() };
+  out.embeddings.dstSidecarRanks = [[5]];
+  const body = llmDescriptor.request(new LLMAnswerStatesTask({ modelId: MODEL }), { ...req, max_tokens: 9, seed: 3 }, out).body as any;
+  t.true(body.stream);
+  t.like(body, { max_tokens: 9, seed: 3 });
+  t.deepEqual(body.vllm_xargs, {
+    cornserve_hidden_states_forward_id: out.embeddings.id, cornserve_hidden_states_forward_ranks: '[[5]]', cornserve_hidden_states_forward_generated: 'true',
+  });
+});
+
+test('LLMAnswerStatesTask\'s invocation is done as soon as the executor answers, while its reply still streams', async (t) => {
+  // an executor that has answered and keeps generating (its SSE never ends within the test)
+  const app = express();
+  app.post('/v1/chat/completions', (_req, res) => {
+    res.writeHead(200, { 'content-type': 'text/event-stream' });
+    res.write('data: {"choices":[{"index":0,"delta":{"content":"a"}}]}\n\n');
+  });
+  const srv = await listen(app, 0);
+  t.teardown(() => srv.close(0));
+  const res = await fetch(`${srv.url}/v1/chat/completions`, { method: 'POST' });
+  const output = { embeddings: DataForward.tensor() };
+  const r = await llmDescriptor.response(new LLMAnswerStatesTask({ modelId: MODEL }), output, res);
+  t.is(r.output, output);
+  t.is(r.stream, undefined);
 });
 
 test('more multimodal parts than embeddings is refused', (t) => {

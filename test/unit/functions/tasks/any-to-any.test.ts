@@ -18,11 +18,11 @@ test('return_audio false is the same text graph', async (t) => {
   t.deepEqual(classes(await recordGraph(a2a(), request(false))), [['EncoderTask', 'LLMTask'], true]);
 });
 
-test('with return_audio: image encoder, LLM hidden states, then the audio generator streaming', async (t) => {
-  t.deepEqual(classes(await recordGraph(a2a(), request(true))), [['EncoderTask', 'LLMEmbeddingTask', 'AudioGeneratorTask'], true]);
+test('with return_audio: image encoder, the LLM streaming its answer\'s hidden states, then the audio generator streaming', async (t) => {
+  t.deepEqual(classes(await recordGraph(a2a(), request(true))), [['EncoderTask', 'LLMAnswerStatesTask', 'AudioGeneratorTask'], true]);
 });
 
-test('with return_audio the audio generator consumes the LLM hidden states DataForward', async (t) => {
+test('with return_audio the audio generator consumes the LLM answer states DataForward', async (t) => {
   const g = await recordGraph(a2a(), request(true));
   t.is((g.invocations[2]!.input as AudioGeneratorInput).embeddings.id, (g.invocations[1]!.output as LLMEmbeddingOutput).embeddings.id);
 });
