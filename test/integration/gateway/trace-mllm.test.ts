@@ -1,40 +1,31 @@
 /**
  * One W3C trace through the whole multimodal path: gateway → app function → CloudEvent → dispatcher → Eric
  * (router, then its worker's sidecar send) → sidecar → LLM executor (its sidecar receive) → sidecar. The
- * gateway and dispatcher run in this process (in-memory exporter); every child process — app function, Eric
- * and its engine's worker, the LLM executor, the node's sidecar — exports over OTLP/HTTP to a collector run here.
+ * gateway and dispatcher run in this process; every child process — app function, Eric and its engine's worker,
+ * the LLM executor, the node's sidecar — exports over OTLP/HTTP to a collector run here (test/helpers/tracing.ts).
  */
 import test from 'ava';
-import { InMemorySpanExporter, SimpleSpanProcessor } from '@opentelemetry/sdk-trace';
-import { startTelemetry, stopTelemetry } from '../../../lib/telemetry.js';
 import { waitUntil } from '../../../lib/wait.js';
 import { exampleApp } from '../../helpers/app-platform.js';
 import { dataUrl } from '../../helpers/eric.js';
 import { makeImage } from '../../helpers/media.js';
 import { modelsDir } from '../../helpers/models.js';
-import { startOtlpCollector, type CollectedSpan, type OtlpCollector } from '../../helpers/otlp-collector.js';
+import { startTracing, type CollectedSpan, type Tracing } from '../../helpers/tracing.js';
 import { startPlatform, type TestPlatform } from '../../helpers/platform.js';
 
 type SeenSpan = CollectedSpan;
 
-const exporter = new InMemorySpanExporter();
-let collector: OtlpCollector;
+let tracing: Tracing;
 let p: TestPlatform;
 
 test.before(async () => {
-  await startTelemetry('cornserve-test', [new SimpleSpanProcessor({ exporter })]);
-  collector = await startOtlpCollector();
-  const endpoint = collector.endpoint;
-  p = await startPlatform({
-    devices: 4, sidecars: true,
-    childEnv: { CORNSERVE_MODELS_DIR: await modelsDir(), OTEL_EXPORTER_OTLP_ENDPOINT: endpoint, OTEL_BSP_SCHEDULE_DELAY: '50' },
-  });
+  tracing = await startTracing();
+  p = await startPlatform({ devices: 4, sidecars: true, childEnv: { CORNSERVE_MODELS_DIR: await modelsDir(), ...tracing.childEnv } });
   await p.register(exampleApp('mllm'));
 });
 test.after.always(async () => {
   await p?.stop();
-  await collector?.close();
-  await stopTelemetry();
+  await tracing?.stop();
 });
 
 const TRACE_ID = '5a0f2e1c9b8d47e6a3c2b1f0e9d8c7b6';
@@ -49,13 +40,7 @@ test('one trace id joins gateway, app function, dispatcher, Eric, the sidecar an
   t.is(res.status, 200, await res.clone().text());
   await res.text();
 
-  const all = (): SeenSpan[] => [
-    ...exporter.getFinishedSpans().map((s) => ({
-      name: s.name, service: 'in-process', traceId: s.spanContext().traceId, spanId: s.spanContext().spanId,
-      ...(s.parentSpanContext?.spanId ? { parentSpanId: s.parentSpanContext.spanId } : {}),
-    })),
-    ...collector.spans,
-  ].filter((s) => s.traceId === TRACE_ID);
+  const all = (): SeenSpan[] => tracing.spans(TRACE_ID);
   const one = (re: RegExp, parent?: SeenSpan) => all().find((s) => re.test(s.name) && (!parent || s.parentSpanId === parent.spanId));
   const byId = (id: string | undefined) => all().find((s) => s.spanId === id);
 
