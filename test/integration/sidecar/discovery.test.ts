@@ -43,14 +43,14 @@ test('a sidecar started with no fixed peers receives a tensor from a peer it lea
   const data = makeTensor('bf16', [13, 512]);
   const prod = await sc.client(0);
   await prod.send(data, id, [[2]]); // n1 has not dialed n0: the chunk waits on n0, recorded in the store under n0
-  t.like(await waitUntil('the chunk entry', () => store.getChunk(id, 0)), { id, chunk: 0, node: 'n0', producerRank: 0, dtype: 'bf16', shape: [13, 512] });
+  t.like(await waitUntil('the chunk entry', () => store.getChunk(id, 0), { timeoutMs: 30_000 }), { id, chunk: 0, node: 'n0', producerRank: 0, dtype: 'bf16', shape: [13, 512] });
   const cons = await sc.client(2);
   assertSameTensor(t, await cons.recv(id), data, 'received on n1');
   await cons.markDone(id);
   const health = await sc.nodes[1]!.health() as unknown as { peers: Array<{ node: string; connected: boolean }>; store: { lookups: number } };
   t.deepEqual(health.peers, [{ node: 'n0', connected: true }]);
   t.true(health.store.lookups >= 1);
-  await waitUntil('the entry removed once the chunk left n0', async () => (await store.getChunk(id, 0)) === undefined);
+  await waitUntil('the entry removed once the chunk left n0', async () => (await store.getChunk(id, 0)) === undefined, { timeoutMs: 30_000 });
 });
 
 test('a peer sidecar that restarts on a new port is found again', async (t) => {
@@ -75,7 +75,7 @@ test('a crashed sidecar’s registration and chunk entries are removed after its
   const prod = await sc.client(1);
   await sc.client(2); // the consumer is connected but never reads: the chunk stays held on n1
   await prod.send(makeTensor('f32', [8, 8]), id, [[2]]);
-  t.like(await waitUntil('the chunk entry', () => store.getChunk(id, 0)), { node: 'n1' });
+  t.like(await waitUntil('the chunk entry', () => store.getChunk(id, 0), { timeoutMs: 30_000 }), { node: 'n1' });
   t.truthy(await store.getSidecar('n1'));
   await sc.nodes[1]!.kill();
   await waitUntil('n1 reaped', async () => (await store.getSidecar('n1')) === undefined, { timeoutMs: 30_000 });
