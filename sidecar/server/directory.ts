@@ -10,6 +10,7 @@
  */
 import type { SidecarRecord, Store } from '../../control/store/types.js';
 import type { PeerAddress } from './peers.js';
+import { sleep } from '../../lib/wait.js';
 
 export type SidecarRegistry = Pick<Store, 'listSidecars'>;
 
@@ -53,15 +54,16 @@ export class PeerDirectory {
   nodes(): string[] { return [...this.peers.keys()]; }
 
   /**
-   * Re-reads the registrations. Concurrent callers share one read; a call within `minRefreshMs` of the last read
-   * returns at once (a burst of unknown ranks costs one read). Rejects when the Store does.
+   * Re-reads the registrations. Concurrent callers share one read, and reads are at least `minRefreshMs` apart: a
+   * call sooner waits for the next one (a burst of unknown ranks costs one read, and a sidecar that registered
+   * just after the last read is still found). Rejects when the Store does.
    */
   refresh(): Promise<void> {
     const registry = this.o.registry;
     if (!registry) return Promise.resolve();
     if (this.refreshing) return this.refreshing;
-    if (this.clock() - this.refreshedAt < (this.o.minRefreshMs ?? 100)) return Promise.resolve();
-    this.refreshing = registry.listSidecars().then(
+    const wait = this.refreshedAt + (this.o.minRefreshMs ?? 100) - this.clock();
+    this.refreshing = (wait > 0 ? sleep(wait) : Promise.resolve()).then(() => registry.listSidecars()).then(
       (records) => { this.refreshedAt = this.clock(); this.refreshing = undefined; this.rebuild(records); },
       (err: unknown) => { this.refreshing = undefined; throw err; },
     );

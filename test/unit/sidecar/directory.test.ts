@@ -59,3 +59,12 @@ test('without a store only the fixed peers are known, and refresh reads nothing'
   t.false(dir.dynamic);
   t.is(dir.nodeOf(2), 'n1');
 });
+
+test('a refresh soon after the last read waits for the next one, so a sidecar registered in between is found', async (t) => {
+  const store = new MemoryStore();
+  const dir = new PeerDirectory({ self: 'n0', fixed: [], registry: store, changed: () => {}, minRefreshMs: 50 });
+  await dir.refresh();
+  await store.registerSidecar(sampleSidecar('n1', { ranks: [2] }));
+  await dir.refresh();
+  t.is(dir.nodeOf(2), 'n1');
+});
