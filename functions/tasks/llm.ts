@@ -49,13 +49,7 @@ registerTaskClass(LLMEmbeddingTask);
  * The hidden states of the generated ANSWER: the LLM generates as LLMTask does (same sampling: give a seed to get
  * the same answer as an LLMTask call) and streams, as each token is produced, the final hidden state that token
  * was sampled from ([1, hidden] per token) to the consumer, which reads it as a sidecar stream (Geri speaks it).
+ * Same input and output as LLMEmbeddingTask; the descriptor tells the two apart.
  */
-export class LLMAnswerStatesTask extends LLMBaseTask<ChatRequest, LLMEmbeddingOutput> {
-  readonly inputSchema = chatRequestSchema;
-  readonly outputSchema = llmEmbeddingOutputSchema;
-
-  makeRecordOutput(): LLMEmbeddingOutput {
-    return { embeddings: DataForward.tensor() };
-  }
-}
+export class LLMAnswerStatesTask extends LLMEmbeddingTask {}
 registerTaskClass(LLMAnswerStatesTask);
