@@ -56,7 +56,7 @@ export async function benchCommand(raw: RawBenchOptions, gatewayUrl: string, io:
   const cfg = benchConfig(raw);
   const dataset = cfg.dataset ? await loadDataset(cfg.dataset, cfg.api) : undefined;
   const client = new GatewayClient(gatewayUrl);
-  await preflight(client, cfg.api, cfg.target);
+  const taskIds = await preflight(client, cfg.api, cfg.target);
   const target: Target = cfg.api === 'chat' ? chatTarget(gatewayUrl) : invokeTarget(gatewayUrl, cfg.target, cfg.requestTimeoutMs);
 
   let current: Run | undefined;
@@ -106,7 +106,7 @@ export async function benchCommand(raw: RawBenchOptions, gatewayUrl: string, io:
       });
       current = run;
       hooks.onRun?.(run);
-      const executors = startExecutorPoller(client);
+      const executors = startExecutorPoller(client, taskIds);
       const rss = soak && 'pid' in soak ? startRssSampler(soak.pid, cfg.soakSampleMs) : undefined;
       const out = await run.done;
       progress.stop();

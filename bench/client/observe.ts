@@ -12,8 +12,11 @@ export interface Sampler<T> {
   stop(): Promise<T[]>;
 }
 
-/** Ready executors per task from the gateway's /tasks/list every `intervalMs` (polls never overlap). */
-export function startExecutorPoller(client: GatewayClient, intervalMs = 1000): Sampler<ExecutorSample> {
+/**
+ * Ready executors per task from the gateway's /tasks/list every `intervalMs` (polls never overlap); only the
+ * tasks in `taskIds` when it is not empty (the benchmarked app's).
+ */
+export function startExecutorPoller(client: GatewayClient, taskIds: readonly string[] = [], intervalMs = 1000): Sampler<ExecutorSample> {
   const t0 = performance.now();
   const samples: ExecutorSample[] = [];
   let polling: Promise<void> | undefined;
@@ -22,7 +25,11 @@ export function startExecutorPoller(client: GatewayClient, intervalMs = 1000): S
     const tS = (performance.now() - t0) / 1000;
     polling = client
       .tasks()
-      .then((tasks) => void samples.push({ tS, executors: Object.fromEntries(tasks.map((t) => [t.name, t.executors.filter((e) => e.state === 'ready').length])) }))
+      .then((tasks) => {
+        const mine = taskIds.length ? tasks.filter((t) => taskIds.includes(t.task_id)) : tasks;
+        const label = (t: (typeof mine)[number]) => (mine.filter((o) => o.name === t.name).length > 1 ? `${t.name} (${t.task_id})` : t.name);
+        samples.push({ tS, executors: Object.fromEntries(mine.map((t) => [label(t), t.executors.filter((e) => e.state === 'ready').length])) });
+      })
       .catch(() => { /* the gateway is busy or gone: this point is missing */ })
       .finally(() => (polling = undefined));
   };

@@ -1,11 +1,11 @@
 /**
  * Checks before any load is sent: the gateway answers, and the app (invoke) or model (chat) exists and is
- * ready. Each failure is a CliError that says what to do.
+ * ready. Each failure is a CliError that says what to do. Resolves with the app's task ids (for the timeline).
  */
 import type { GatewayClient } from '../../control/cli/client.js';
 import { CliError } from '../../control/cli/errors.js';
 
-export async function preflight(client: GatewayClient, api: 'chat' | 'invoke', name: string): Promise<void> {
+export async function preflight(client: GatewayClient, api: 'chat' | 'invoke', name: string): Promise<string[]> {
   const apps = await client.listDetails(); // "cannot reach the gateway at …" when it is down
   const app = apps.find((a) => a.app_id === name || a.name === name || a.aliases.includes(name));
   const known = apps.map((a) => a.name).join(', ') || 'none';
@@ -20,4 +20,5 @@ export async function preflight(client: GatewayClient, api: 'chat' | 'invoke', n
     if (!res.ok) throw new CliError(`GET /v1/models/${name}: HTTP ${res.status} ${await res.text()}`);
   }
   if (app && app.state !== 'ready') throw new CliError(`app '${name}' is not ready (state: ${app.state}); wait for its registration to finish`);
+  return app?.task_ids ?? [];
 }

@@ -63,7 +63,10 @@ export function rssBytes(pid: number): number | undefined {
   }
 }
 
-/** A short readable name: the script (minus node and loader flags) and its distinguishing arguments. */
+/**
+ * A short readable name: the script (minus node and loader flags) and its distinguishing arguments (an
+ * engine's executor id from its --config JSON), or the binary's name for a non-node process (tsx's esbuild).
+ */
 export function processLabel(pid: number): string {
   let argv: string[];
   try {
@@ -71,6 +74,7 @@ export function processLabel(pid: number): string {
   } catch {
     return `pid ${pid}`;
   }
+  if (!/(^|\/)node$/.test(argv[0] ?? '')) return `${(argv[0] ?? '?').split('/').pop()} [${pid}]`;
   const skip = new Set(['--import', '--require', '-r']);
   const rest: string[] = [];
   for (let i = 1; i < argv.length; i++) {
@@ -79,7 +83,19 @@ export function processLabel(pid: number): string {
     rest.push(argv[i]!);
   }
   const script = (rest[0] ?? argv[0] ?? '?').replace(/^.*?\/(control|executors|functions|sidecar)\//, '$1/');
-  const keep = rest.slice(1).filter((a, i, all) => /^--(modality|model-id|app|name|port)$/.test(all[i - 1] ?? '') || /^(up|sidecar)$/.test(a));
+  const keep: string[] = [];
+  for (let i = 1; i < rest.length; i++) {
+    const prev = rest[i - 1];
+    if (/^--(modality|model-id|node)$/.test(prev ?? '') || /^(up)$/.test(rest[i]!)) keep.push(rest[i]!);
+    if (prev === '--config') {
+      try {
+        const id = (JSON.parse(rest[i]!) as { executorId?: unknown }).executorId;
+        if (typeof id === 'string') keep.push(id);
+      } catch {
+        /* not JSON */
+      }
+    }
+  }
   return `${script}${keep.length ? ` ${keep.join(' ')}` : ''} [${pid}]`;
 }
 

@@ -89,8 +89,8 @@ export interface ExecutorSample {
 /** In-flight requests (steps) and ready executors per task (polled) over time, so autoscaling shows. */
 export function timelineSpec(inFlight: ReadonlyArray<{ tS: number; inFlight: number }>, executors: readonly ExecutorSample[], title = 'In-flight requests and executors per task'): TopLevelSpec {
   const values = [
-    ...inFlight.map((s) => ({ t: s.tS, series: 'in-flight requests', value: s.inFlight })),
-    ...executors.flatMap((s) => Object.entries(s.executors).map(([task, n]) => ({ t: s.tS, series: `executors: ${task}`, value: n }))),
+    ...inFlight.map((s) => ({ t: s.tS, series: 'in-flight requests', line: 'requests', value: s.inFlight })),
+    ...executors.flatMap((s) => Object.entries(s.executors).map(([task, n]) => ({ t: s.tS, series: `executors: ${task}`, line: 'executors', value: n }))),
   ];
   return {
     ...base(title),
@@ -100,7 +100,8 @@ export function timelineSpec(inFlight: ReadonlyArray<{ tS: number; inFlight: num
       x: { field: 't', type: 'quantitative', title: 'time since the first request (s)' },
       y: { field: 'value', type: 'quantitative', title: 'count' },
       color: { field: 'series', type: 'nominal', title: null },
-      strokeDash: { field: 'series', type: 'nominal', title: null },
+      // Requests solid, executor counts dashed (several tasks often sit on the same count).
+      strokeDash: { field: 'line', type: 'nominal', legend: null, scale: { domain: ['requests', 'executors'], range: [[1, 0], [6, 3]] } },
     },
   } as TopLevelSpec;
 }
@@ -111,10 +112,15 @@ export interface SoakPlotMinute {
   rssBytes: Record<string, number>;
 }
 
-/** The soak run: p99 E2EL per minute above, resident memory per process below. */
+/** Processes drawn in the soak's memory chart (the largest at the end; the verdict covers every process). */
+export const SOAK_PLOT_PROCESSES = 12;
+
+/** The soak run: p99 E2EL per minute above, resident memory of the largest processes below. */
 export function soakSpec(minutes: readonly SoakPlotMinute[], title = 'Soak: p99 latency and memory per minute'): TopLevelSpec {
   const p99 = minutes.filter((m) => m.p99E2elMs !== null).map((m) => ({ minute: m.minute, series: 'p99 E2EL', ms: m.p99E2elMs }));
-  const rss = minutes.flatMap((m) => Object.entries(m.rssBytes).map(([proc, b]) => ({ minute: m.minute, series: proc, mib: b / 1024 / 1024 })));
+  const last = minutes.at(-1)?.rssBytes ?? {};
+  const shown = new Set(Object.keys(last).sort((a, b) => last[b]! - last[a]!).slice(0, SOAK_PLOT_PROCESSES));
+  const rss = minutes.flatMap((m) => Object.entries(m.rssBytes).filter(([proc]) => shown.has(proc)).map(([proc, b]) => ({ minute: m.minute, series: proc, mib: b / 1024 / 1024 })));
   return {
     $schema: 'https://vega.github.io/schema/vega-lite/v6.json',
     title: { text: title, fontSize: 15, anchor: 'start' },
@@ -134,7 +140,7 @@ export function soakSpec(minutes: readonly SoakPlotMinute[], title = 'Soak: p99 
         width: WIDTH, height: 260, data: { values: rss }, mark: { type: 'line', point: true },
         encoding: {
           x: { field: 'minute', type: 'quantitative', title: 'minute' },
-          y: { field: 'mib', type: 'quantitative', title: 'RSS (MiB)' },
+          y: { field: 'mib', type: 'quantitative', title: `RSS (MiB), ${SOAK_PLOT_PROCESSES} largest processes` },
           color: { field: 'series', type: 'nominal', title: 'process' },
         },
       },

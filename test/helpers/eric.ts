@@ -72,8 +72,8 @@ export async function startEric(o: EricFixtureOptions): Promise<EricFixture> {
   };
 }
 
-/** A data: URL of `bytes` with media type `mime`. */
-export const dataUrl = (mime: string, bytes: Uint8Array) => `data:${mime};base64,${Buffer.from(bytes).toString('base64')}`;
+/** A data: URL of `bytes` with media type `mime` (the bench workload's). */
+export { dataUrl } from '../../bench/workload/media.js';
 
 /** Receives chunk 0 of `id` at `consumer`, copies it out of shared memory and marks it done. */
 export async function receiveEmbedding(consumer: SidecarClient, id: string, timeoutMs = 20_000): Promise<Tensor> {
