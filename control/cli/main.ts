@@ -11,6 +11,8 @@ import { invokeCommand, listCommand, registerCommand, scaleCommand, tasksCommand
 import { CliError } from './errors.js';
 import { BODY_LIMIT_ENV, DEFAULT_BODY_LIMIT_BYTES } from '../../lib/body-limit.js';
 import type { UpCommandOptions } from './up.js';
+import { DEFAULT_BLOCKED_LIMIT_MS } from '../gateway/blocked-loop.js';
+import { DEFAULT_DRAIN_TIMEOUT_MS } from '../gateway/in-flight.js';
 
 const io: Io = { out: (l) => console.log(l), err: (l) => console.error(l) };
 
@@ -30,6 +32,19 @@ const program = new Command('cornserve')
 const bodyLimitOption = () =>
   new Option('--body-limit <bytes>', 'largest accepted request body, in bytes (the whole platform agrees on it)').env(BODY_LIMIT_ENV).default(String(DEFAULT_BODY_LIMIT_BYTES));
 
+const milliseconds = (option: string) => (value: string) => {
+  const ms = Number(value);
+  if (!Number.isSafeInteger(ms) || ms < 0) throw new CliError(`${option} must be a whole number of milliseconds (0 or more), got ${JSON.stringify(value)}`);
+  return ms;
+};
+/** The gateway's drain (AppManager) and blocked-loop watcher (AppFunctions), for `up` and the gateway role. */
+const drainTimeoutOption = () =>
+  new Option('--drain-timeout <ms>', 'on shutdown (Ctrl-C) and unregister: how long in-flight requests may finish before they are cut (new ones get 503 meanwhile)')
+    .argParser(milliseconds('--drain-timeout')).default(DEFAULT_DRAIN_TIMEOUT_MS);
+const blockedLimitOption = () =>
+  new Option('--blocked-limit <ms>', 'kill and restart an app function whose event loop is blocked this long (0 = never)')
+    .argParser(milliseconds('--blocked-limit')).default(DEFAULT_BLOCKED_LIMIT_MS);
+
 const client = () => {
   const { gateway, token, clientTimeoutMs } = program.opts<{ gateway: string; token?: string; clientTimeoutMs: string }>();
   const timeoutMs = Number(clientTimeoutMs);
@@ -47,8 +62,8 @@ program
   .option('--apps <dir>', 'register every app file (*.ts) in this folder at start')
   .addOption(new Option('--admin-token <token>', 'admin token (default: $CORNSERVE_ADMIN_TOKEN, else a generated one, printed once)').env('CORNSERVE_ADMIN_TOKEN'))
   .addOption(bodyLimitOption())
-  .option('--drain-timeout <ms>', 'on Ctrl-C and unregister: how long in-flight requests may finish before they are cut (new ones get 503 meanwhile)', '30000')
-  .option('--blocked-limit <ms>', 'kill and restart an app function whose event loop is blocked this long (0 = never)', '30000')
+  .addOption(drainTimeoutOption())
+  .addOption(blockedLimitOption())
   .action(async (opts: UpCommandOptions) => {
     const { upCommand } = await import('./up.js');
     await upCommand(opts, io);
@@ -130,7 +145,9 @@ roleCommand('gateway', 'run the gateway as its own process, against a resource-m
   .addOption(new Option('--dispatcher <url>', 'dispatcher URL').env('CORNSERVE_DISPATCHER_URL'))
   .addOption(new Option('--admin-token <token>', 'admin token').env('CORNSERVE_ADMIN_TOKEN'))
   .addOption(bodyLimitOption())
-  .action(async (opts: { port: string; host: string; redis?: string; resourceManager?: string; dispatcher?: string; adminToken?: string; bodyLimit: string }) => {
+  .addOption(drainTimeoutOption())
+  .addOption(blockedLimitOption())
+  .action(async (opts: { port: string; host: string; redis?: string; resourceManager?: string; dispatcher?: string; adminToken?: string; bodyLimit: string; drainTimeout: number; blockedLimit: number }) => {
     const { required, runRole, startGatewayRole } = await import('./roles.js');
     const settings = {
       redisUrl: required(opts.redis, REDIS_REQUIRED),
@@ -138,7 +155,9 @@ roleCommand('gateway', 'run the gateway as its own process, against a resource-m
       dispatcherUrl: required(opts.dispatcher, '--dispatcher (or CORNSERVE_DISPATCHER_URL)'),
       adminToken: required(opts.adminToken, '--admin-token (or CORNSERVE_ADMIN_TOKEN)'),
     };
-    await runRole(() => startGatewayRole({ ...settings, port: Number(opts.port), host: opts.host, bodyLimitBytes: Number(opts.bodyLimit) }), io);
+    await runRole(() => startGatewayRole({
+      ...settings, port: Number(opts.port), host: opts.host, bodyLimitBytes: Number(opts.bodyLimit), drainTimeoutMs: opts.drainTimeout, blockedLimitMs: opts.blockedLimit,
+    }), io);
   });
 
 try {

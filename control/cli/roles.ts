@@ -108,6 +108,9 @@ export interface GatewayRoleOptions {
   port: number;
   host?: string;
   bodyLimitBytes?: number;
+  /** See GatewayPartsOptions. */
+  drainTimeoutMs?: number;
+  blockedLimitMs?: number;
 }
 
 export function startGatewayRole(opts: GatewayRoleOptions): Promise<RunningRole> {
@@ -122,6 +125,8 @@ export function startGatewayRole(opts: GatewayRoleOptions): Promise<RunningRole>
       adminToken: opts.adminToken,
       registry: new Registry(),
       ...(opts.bodyLimitBytes ? { bodyLimitBytes: opts.bodyLimitBytes } : {}),
+      ...(opts.drainTimeoutMs !== undefined ? { drainTimeoutMs: opts.drainTimeoutMs } : {}),
+      ...(opts.blockedLimitMs !== undefined ? { blockedLimitMs: opts.blockedLimitMs } : {}),
       recover: true,
       port: opts.port,
       ...(opts.host ? { host: opts.host } : {}),

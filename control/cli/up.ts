@@ -29,7 +29,6 @@ import type { Store } from '../store/index.js';
 import { logger } from '../../lib/log.js';
 import { makeOwnedTempDir, removeStaleTempDirs } from '../../lib/temp-dirs.js';
 import type { Io } from './commands.js';
-import { CliError } from './errors.js';
 import { compose, startGatewayParts, startLocalPlatform } from './compose.js';
 import { SIDECARS_DIR_PREFIX } from './sidecars.js';
 import { printAppUsage, printBanner } from './up-output.js';
@@ -184,10 +183,10 @@ export interface UpCommandOptions {
   apps?: string;
   adminToken?: string;
   bodyLimit: string;
-  /** ms */
-  drainTimeout: string;
-  /** ms */
-  blockedLimit: string;
+  /** ms (parsed by the option) */
+  drainTimeout: number;
+  /** ms (parsed by the option) */
+  blockedLimit: number;
 }
 
 /** The `up` command: start, print how to use it, wait for Ctrl-C / SIGTERM, stop, exit 0. */
@@ -196,8 +195,8 @@ export async function upCommand(
   io: Io,
 ): Promise<void> {
   const cs = await startCornserve({
-    drainTimeoutMs: milliseconds('--drain-timeout', opts.drainTimeout),
-    blockedLimitMs: milliseconds('--blocked-limit', opts.blockedLimit),
+    drainTimeoutMs: opts.drainTimeout,
+    blockedLimitMs: opts.blockedLimit,
     port: Number(opts.port),
     host: opts.host,
     devices: Number(opts.devices),
@@ -208,7 +207,7 @@ export async function upCommand(
   printBanner(cs, io);
   const recovered = cs.apps.entries();
   for (const entry of recovered) printAppUsage(cs.gatewayUrl, entry, io);
-  const stopped = waitForStop(cs, io, milliseconds('--drain-timeout', opts.drainTimeout));
+  const stopped = waitForStop(cs, io, opts.drainTimeout);
   // Not awaited: a Ctrl-C during the registrations stops `up` without waiting for them.
   if (opts.apps) {
     void registerAppsDir(cs.apps, opts.apps, (file, e) => {
@@ -223,12 +222,6 @@ export async function upCommand(
   await stopped;
   io.err('cornserve stopped');
   process.exit(0);
-}
-
-function milliseconds(option: string, value: string): number {
-  const ms = Number(value);
-  if (!Number.isInteger(ms) || ms < 0) throw new CliError(`${option} must be a whole number of milliseconds (0 or more), got ${JSON.stringify(value)}`);
-  return ms;
 }
 
 /** Resolves once Ctrl-C / SIGTERM has stopped everything; a second signal exits at once. */

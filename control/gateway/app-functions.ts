@@ -20,7 +20,7 @@ import type { Logger } from '../../lib/log.js';
 import { probe } from '../../lib/unix-url.js';
 import { ownedName } from '../../lib/temp-dirs.js';
 import { deadlineTimer, sleep, type DeadlineTimer } from '../../lib/wait.js';
-import { BlockedLoopWatch } from './blocked-loop.js';
+import { BlockedLoopWatch, DEFAULT_BLOCKED_LIMIT_MS } from './blocked-loop.js';
 import { AppFunctionBlockedError, AppFunctionFailedError, AppFunctionUnavailableError } from './errors.js';
 import { RUNTIME_ENTRY } from './paths.js';
 import { HIDDEN_FROM_APPS } from './source-check.js';
@@ -77,7 +77,6 @@ export interface AppFunctionsOptions {
   blockedLimitMs?: number;
 }
 
-export const DEFAULT_BLOCKED_LIMIT_MS = 30_000;
 
 /** App sources live in `<tmp>/cornserve-gateway-<pid>-<time>/<appId>/app.ts` (removed on close, or by the next `up` after a kill -9). */
 export const APP_SOURCES_DIR_PREFIX = 'cornserve-gateway-';

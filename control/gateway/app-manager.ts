@@ -27,7 +27,7 @@ import type { Logger } from '../../lib/log.js';
 import { withSpan } from '../../lib/telemetry.js';
 import type { AppFunctions, FunctionState } from './app-functions.js';
 import { AppNotFoundError, AppNotReadyError, AppUnregisteringError, RegistrationError, ShuttingDownError } from './errors.js';
-import { InFlight, type Ticket } from './in-flight.js';
+import { DEFAULT_DRAIN_TIMEOUT_MS, InFlight, type Ticket } from './in-flight.js';
 import { checkAppSource } from './source-check.js';
 
 export type RegistrationEvent =
@@ -54,7 +54,6 @@ export interface AppManagerOptions {
   drainTimeoutMs?: number;
 }
 
-export const DEFAULT_DRAIN_TIMEOUT_MS = 30_000;
 /** After a cut, how long to wait for the cut replies to be written before tearing down anyway. */
 const CUT_SETTLE_MS = 5_000;
 

@@ -12,6 +12,9 @@
  * gap is not blamed on the function, so a slow gateway never kills healthy functions.
  */
 
+/** A ready app function whose health probe has not answered for this long is killed and restarted. */
+export const DEFAULT_BLOCKED_LIMIT_MS = 30_000;
+
 export interface BlockedLoopLimits {
   /** Kill once no health answer came for this long. */
   limitMs: number;

@@ -8,6 +8,9 @@
  */
 import { deadlineTimer } from '../../lib/wait.js';
 
+/** How long unregister and shutdown let in-flight requests finish before cutting them. */
+export const DEFAULT_DRAIN_TIMEOUT_MS = 30_000;
+
 export interface Ticket {
   /** Aborted (with the error for the client) when the request is cut. */
   readonly signal: AbortSignal;
