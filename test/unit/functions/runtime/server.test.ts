@@ -6,6 +6,7 @@ import { DEADLINE_HEADER, defineApp, type App, type GraphDispatcher } from '../.
 import { buildFunctionServer } from '../../../../functions/runtime/server.js';
 import { logger } from '../../../../lib/log.js';
 import { sleep } from '../../../../lib/wait.js';
+import { hopBodyLimitBytes } from '../../../../lib/body-limit.js';
 
 // Apps without unit tasks: serve() never dispatches, so a dispatcher that refuses every graph is enough.
 const noDispatch: GraphDispatcher = {
@@ -132,10 +133,16 @@ test('a response that does not match the response schema is a 500 naming the fie
   t.is(body.error.details[0]!.path, 'n');
 });
 
-test('a body over the limit is a 413', async (t) => {
+test("a body over the function's limit (the platform's, with room for framing: lib/body-limit.ts) is a 413", async (t) => {
   const small = await start(upper, 1024);
-  const res = await invoke(small, { request_data: { text: 'x'.repeat(4096) } });
+  const res = await invoke(small, { request_data: { text: 'x'.repeat(hopBodyLimitBytes(1024)) } });
   t.is(res.status, 413);
+});
+
+test("a body just over the platform's limit still passes the function (the gateway's limit is the smallest)", async (t) => {
+  const small = await start(upper, 1024);
+  const res = await invoke(small, { request_data: { text: 'x'.repeat(1100) } });
+  t.is(res.status, 200);
 });
 
 test('GET /health answers with the app name', async (t) => {
