@@ -69,4 +69,13 @@ export interface TaskDescriptor<T extends UnitTask = UnitTask> {
   request(task: T, input: unknown, output: unknown): ExecutorRequest;
   /** Reads the executor's reply (status already checked to be 2xx) into the invocation's output. */
   response(task: T, output: unknown, res: Response): Promise<InvocationResult>;
+  /**
+   * Profiling (control/taskmanager/profiler.ts). Absent = the task cannot be profiled (its capacity then comes
+   * from live service times alone). `sample` gives one representative invocation (input and output as `request`
+   * takes them); `devicesPerExecutorOptions` the devices-per-executor choices to profile (default: the launch's).
+   */
+  profiling?: {
+    sample(task: T): { input: unknown; output: unknown };
+    devicesPerExecutorOptions?(task: T): number[];
+  };
 }

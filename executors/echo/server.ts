@@ -1,6 +1,8 @@
 /**
  * The echo executor: answers POST /echo with the text it got, after a configurable service time,
  * either as one JSON object or as NDJSON chunks. Used by control-plane tests and the overhead benchmark.
+ * With `maxConcurrency`, at most that many requests are served at once and the rest wait in FIFO order, so
+ * the executor's capacity is exactly maxConcurrency ÷ service time (the autoscaling tests and benchmark use it).
  */
 import express from 'express';
 import { z } from 'zod';
@@ -10,6 +12,7 @@ import { traceRequests } from '../../lib/telemetry.js';
 import { sleep } from '../../lib/wait.js';
 import { hopBodyLimitBytes } from '../../lib/body-limit.js';
 import { healthRoute } from '../common/health.js';
+import { ConcurrencySlots } from './slots.js';
 
 export const echoRequestSchema = z.object({
   text: z.string(),
@@ -21,6 +24,8 @@ export interface EchoServerOptions {
   executorId?: string;
   /** Default service time when a request does not carry one. */
   serviceTimeMs?: number;
+  /** Requests served at once; the rest queue (FIFO). Unset = no limit. */
+  maxConcurrency?: number;
 }
 
 export function buildEchoServer(options: EchoServerOptions = {}): express.Express {
@@ -28,11 +33,12 @@ export function buildEchoServer(options: EchoServerOptions = {}): express.Expres
   const app = express();
   let inFlight = 0;
   let served = 0;
+  const slots = options.maxConcurrency === undefined ? undefined : new ConcurrencySlots(options.maxConcurrency);
   app.use(traceRequests('echo'));
   app.use(express.json({ limit: hopBodyLimitBytes() })); // what the gateway accepts, this accepts (lib/body-limit.ts)
   app.get('/health', healthRoute([])); // the router is all there is
   app.get('/info', (_req, res) => {
-    res.json({ kind: 'echo', executorId: options.executorId ?? null, inFlight, served });
+    res.json({ kind: 'echo', executorId: options.executorId ?? null, inFlight, served, maxConcurrency: slots?.limit ?? null, queued: slots?.queued ?? 0 });
   });
   app.post('/echo', async (req, res) => {
     const body = parseOr422(echoRequestSchema, req.body, 'echo request');
@@ -40,7 +46,12 @@ export function buildEchoServer(options: EchoServerOptions = {}): express.Expres
     inFlight++;
     const aborted = new AbortController();
     res.on('close', () => aborted.abort(new Error('client went away')));
+    let holding = false;
     try {
+      if (slots) {
+        await slots.acquire(aborted.signal);
+        holding = true;
+      }
       if (serviceTime > 0) await sleep(serviceTime, aborted.signal);
       if (body.chunks === undefined) {
         res.json({ echo: body.text });
@@ -53,6 +64,7 @@ export function buildEchoServer(options: EchoServerOptions = {}): express.Expres
       if (!aborted.signal.aborted) throw e;
       log.debug('request abandoned by the caller');
     } finally {
+      if (holding) slots!.release();
       inFlight--;
       served++;
     }

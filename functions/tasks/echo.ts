@@ -4,6 +4,12 @@ import { Stream, UnitTask, registerTaskClass, streamOf } from '../sdk/index.js';
 export const echoConfigSchema = z.object({
   /** Simulated work per request on the echo executor, in ms (0 = answer at once). */
   serviceTimeMs: z.number().int().nonnegative().default(0),
+  /**
+   * Requests one echo executor serves at once; the rest queue inside it (FIFO). With a service time this gives
+   * each executor an exact capacity of maxConcurrency ÷ serviceTimeMs (autoscaling tests and benchmarks).
+   * Unset = no limit.
+   */
+  maxConcurrency: z.number().int().positive().max(100_000).optional(),
 });
 
 export const echoInputSchema = z.object({ text: z.string(), chunks: z.number().int().positive().max(10_000).optional() });
@@ -17,7 +23,7 @@ export abstract class EchoBaseTask<O> extends UnitTask<typeof echoConfigSchema, 
   static override readonly configSchema = echoConfigSchema;
   readonly inputSchema = echoInputSchema;
   get name(): string {
-    return `echo-${this.config.serviceTimeMs}ms`;
+    return `echo-${this.config.serviceTimeMs}ms${this.config.maxConcurrency === undefined ? '' : `-x${this.config.maxConcurrency}`}`;
   }
 }
 

@@ -19,6 +19,9 @@ export interface EchoExecutorInfo {
   executorId: string | null;
   inFlight: number;
   served: number;
+  maxConcurrency: number | null;
+  /** Requests waiting for a slot (past maxConcurrency). */
+  queued: number;
 }
 
 export interface EchoExecutor {
@@ -38,6 +41,8 @@ export interface EchoExecutorOptions {
   executorId?: string;
   /** Default simulated work per request (requests from the echo descriptor carry their own). */
   serviceTimeMs?: number;
+  /** Requests served at once; the rest queue in the executor. */
+  maxConcurrency?: number;
   /** How long to wait for GET /health (a loaded 2-core machine can take long to start tsx). @default 45000 */
   startTimeoutMs?: number;
 }
@@ -49,7 +54,7 @@ export async function startEchoExecutor(options: EchoExecutorOptions = {}): Prom
   const p = await startServerProcess({
     what: `echo executor ${executorId}`,
     entry: 'executors/echo/main.ts',
-    args: ['--service-time-ms', String(options.serviceTimeMs ?? 0)],
+    args: ['--service-time-ms', String(options.serviceTimeMs ?? 0), ...(options.maxConcurrency ? ['--max-concurrency', String(options.maxConcurrency)] : [])],
     env: { [EXECUTOR_ENV.executorId]: executorId },
     ...(options.startTimeoutMs ? { startTimeoutMs: options.startTimeoutMs } : {}),
   });
