@@ -17,7 +17,18 @@ test('hidden-state forward ranks are read from a JSON string as the reference se
     model: 'm', messages: [{ role: 'user', content: 'x' }],
     vllm_xargs: { cornserve_hidden_states_forward_id: 'abc123', cornserve_hidden_states_forward_ranks: '[[2, 3]]' },
   });
-  t.deepEqual(hiddenStatesForward(req), { id: 'abc123', dstGroups: [[2, 3]] });
+  t.deepEqual(hiddenStatesForward(req), { id: 'abc123', dstGroups: [[2, 3]], generated: false });
+});
+
+test('the generated flag (true or "true") asks for the generated tokens\' states; anything else is a bad request', (t) => {
+  const xargs = (generated: unknown) => executorRequestSchema.parse({
+    model: 'm', messages: [{ role: 'user', content: 'x' }],
+    vllm_xargs: { cornserve_hidden_states_forward_id: 'abc', cornserve_hidden_states_forward_ranks: [[1]], cornserve_hidden_states_forward_generated: generated },
+  });
+  t.true(hiddenStatesForward(xargs(true))!.generated);
+  t.true(hiddenStatesForward(xargs('true'))!.generated);
+  t.false(hiddenStatesForward(xargs(false))!.generated);
+  t.throws(() => hiddenStatesForward(xargs('yes')), { message: /cornserve_hidden_states_forward_generated must be true or false/ });
 });
 
 test('malformed hidden-state forward ranks are a bad request naming the field', (t) => {
