@@ -66,6 +66,12 @@ export function dispatchGraph(graph: TaskGraph, options: DispatchGraphOptions, d
   });
 }
 
+/** The unredacted story of a failure (executor id and address: TaskFailedError.internal) stays on the span. */
+function recordWhere(span: Span, error: unknown): void {
+  const internal = (error as { internal?: unknown } | null)?.internal;
+  if (typeof internal === 'string') span.setAttribute('cornserve.error.where', internal);
+}
+
 /** The state of one dispatch: its abort controller, deadline timer, leases and first failure. */
 class GraphRun {
   private readonly abort = new AbortController();
@@ -119,6 +125,7 @@ class GraphRun {
     this.options.signal?.removeEventListener('abort', this.onCallerAbort);
     if (error) {
       this.span.recordException(error as Error);
+      recordWhere(this.span, error);
       this.span.setStatus({ code: SpanStatusCode.ERROR, message: (error as Error).message });
     }
     this.span.end();
@@ -216,6 +223,7 @@ class GraphRun {
     this.pending.delete(i);
     if (error) {
       span.recordException(error as Error);
+      recordWhere(span, error);
       span.setStatus({ code: SpanStatusCode.ERROR, message: (error as Error).message });
     }
     span.end();
