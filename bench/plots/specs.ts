@@ -125,13 +125,13 @@ export function soakSpec(minutes: readonly SoakPlotMinute[], title = 'Soak: p99 
     $schema: 'https://vega.github.io/schema/vega-lite/v6.json',
     title: { text: title, fontSize: 15, anchor: 'start' },
     background: 'white',
-    config: { font: 'sans-serif', legend: { labelLimit: 420 } },
+    config: { font: 'sans-serif', legend: { labelLimit: 640 } },
     resolve: { scale: { color: 'independent' } },
     vconcat: [
       {
         width: WIDTH, height: 160, data: { values: p99 }, mark: { type: 'line', point: true },
         encoding: {
-          x: { field: 'minute', type: 'quantitative', title: 'minute' },
+          x: { field: 'minute', type: 'quantitative', title: 'minute', axis: { tickMinStep: 1, format: 'd' } },
           y: { field: 'ms', type: 'quantitative', title: 'p99 E2EL (ms)' },
           color: { field: 'series', type: 'nominal', title: null },
         },
@@ -139,7 +139,7 @@ export function soakSpec(minutes: readonly SoakPlotMinute[], title = 'Soak: p99 
       {
         width: WIDTH, height: 260, data: { values: rss }, mark: { type: 'line', point: true },
         encoding: {
-          x: { field: 'minute', type: 'quantitative', title: 'minute' },
+          x: { field: 'minute', type: 'quantitative', title: 'minute', axis: { tickMinStep: 1, format: 'd' } },
           y: { field: 'mib', type: 'quantitative', title: `RSS (MiB), ${SOAK_PLOT_PROCESSES} largest processes` },
           color: { field: 'series', type: 'nominal', title: 'process' },
         },
