@@ -1,0 +1,49 @@
+import test from 'ava';
+import { estimateCapacity, profileCapacityAt, profileLatencyAt, type ExecutorLiveStats } from '../../../../control/autoscaler/capacity.js';
+import { paretoFrontier } from '../../../../control/autoscaler/frontier.js';
+import type { ProfilePoint, TaskProfile } from '../../../../control/autoscaler/types.js';
+
+const pt = (concurrency: number, throughputRps: number, p50Ms: number, p99Ms: number): ProfilePoint => ({ devicesPerExecutor: 1, concurrency, throughputRps, p50Ms, p99Ms });
+// echo, 20 ms per request, 2 at once: 50 req/s at 1, 100 at 2 and beyond (latency grows by queueing).
+const points = [pt(1, 50, 20, 22), pt(2, 100, 20, 24), pt(4, 100, 40, 45), pt(8, 100, 80, 90)];
+const profile: TaskProfile = { taskKey: 'k', deviceKind: 'cpu', points, frontier: paretoFrontier(points), measuredAt: 0 };
+const NOW = 1_000_000;
+const live = (latencyMs: number, concurrency: number, extra: Partial<ExecutorLiveStats> = {}): ExecutorLiveStats => ({ executorId: 'e1', taskId: 't', latencyMs, concurrency, samples: 100, updatedAt: NOW - 1000, ...extra });
+
+test('the profile is read at the target: the best point at concurrency ≤ target', (t) => {
+  t.is(profileCapacityAt(profile, { min: 0, max: 4, target: 1 })!.throughputRps, 50);
+  t.is(profileCapacityAt(profile, { min: 0, max: 4, target: 3 })!.throughputRps, 100);
+});
+
+test('the profile is read at the SLO: the best point whose p99 meets it, else the lowest p99', (t) => {
+  t.is(profileCapacityAt(profile, { min: 0, max: 4, sloMs: 23 })!.throughputRps, 50);
+  t.is(profileCapacityAt(profile, { min: 0, max: 4, sloMs: 100 })!.throughputRps, 100);
+  t.is(profileCapacityAt(profile, { min: 0, max: 4, sloMs: 5 })!.concurrency, 1);
+});
+
+test('the profile latency is interpolated between measured concurrencies', (t) => {
+  t.is(profileLatencyAt(points, 3), 30);
+  t.is(profileLatencyAt(points, 16), 80);
+});
+
+test('capacity comes from the profile when live latency agrees within the margin', (t) => {
+  t.deepEqual(estimateCapacity({ taskId: 't', profile, live: [live(44, 4)], policy: { min: 0, max: 4, target: 2 }, now: NOW }), { taskId: 't', perExecutorRps: 100, source: 'profile' });
+});
+
+test('live latency twice the profile’s halves the capacity and says it is live', (t) => {
+  t.deepEqual(estimateCapacity({ taskId: 't', profile, live: [live(80, 4)], policy: { min: 0, max: 4, target: 2 }, now: NOW }), { taskId: 't', perExecutorRps: 50, source: 'live' });
+});
+
+test('stale or thin live stats do not override the profile', (t) => {
+  const policy = { min: 0, max: 4, target: 2 };
+  t.is(estimateCapacity({ taskId: 't', profile, live: [live(80, 4, { updatedAt: NOW - 60_000 })], policy, now: NOW })!.source, 'profile');
+  t.is(estimateCapacity({ taskId: 't', profile, live: [live(80, 4, { samples: 3 })], policy, now: NOW })!.source, 'profile');
+});
+
+test('without a profile, live latency gives capacity by Little’s law at the target', (t) => {
+  t.deepEqual(estimateCapacity({ taskId: 't', profile: undefined, live: [live(40, 4)], policy: { min: 0, max: 4, target: 2 }, now: NOW }), { taskId: 't', perExecutorRps: 50, source: 'live' });
+});
+
+test('without a profile or live stats there is no figure (the autoscaler’s default applies)', (t) => {
+  t.is(estimateCapacity({ taskId: 't', profile: undefined, live: [], policy: { min: 0, max: 4, target: 2 }, now: NOW }), undefined);
+});
