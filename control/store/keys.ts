@@ -28,6 +28,10 @@ export interface StoreKeys {
   /** Set of the executor ids serving one task. */
   executorsOf(taskId: string): string;
   readonly executorsOfPrefix: string;
+  /** Hash: profileField(taskKey, deviceKind) -> TaskProfile JSON. */
+  readonly profiles: string;
+  /** Hash: executor id -> ExecutorLiveStats JSON. */
+  readonly executorStats: string;
   /** JSON TensorChunkMeta of one chunk. */
   chunk(id: string, chunk: number): string;
   /** The chunk key for a member of the chunk-expiry set. */
@@ -62,6 +66,8 @@ export function storeKeys(prefix = 'cornserve:'): StoreKeys {
     executors: `${p}executors`,
     executorsOf: (taskId) => `${p}execs:${taskId}`,
     executorsOfPrefix: `${p}execs:`,
+    profiles: `${p}profiles`,
+    executorStats: `${p}exec-stats`,
     chunk: (id, chunk) => `${p}chunk:${chunkMember(id, chunk)}`,
     chunkByMember: (member) => `${p}chunk:${member}`,
     chunkPrefix: `${p}chunk:`,
@@ -74,6 +80,9 @@ export function storeKeys(prefix = 'cornserve:'): StoreKeys {
     allKeysPattern: `${p.replace(/[*?[\]\\]/g, '\\$&')}*`,
   };
 }
+
+/** Field of one profile in the profiles hash (task keys may hold any character, so JSON keeps the pair apart). */
+export const profileField = (taskKey: string, deviceKind: string) => JSON.stringify([taskKey, deviceKind]);
 
 /** Member of the chunk-expiry set; the Lua scripts split it at the last ':' (ids are hex). */
 export const chunkMember = (id: string, chunk: number) => `${id}:${chunk}`;

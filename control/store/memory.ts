@@ -7,18 +7,20 @@
  * Change notifications are delivered on a microtask, in order, to the listeners still subscribed.
  */
 import { StoreClosedError, StoreConflictError, StoreNotFoundError } from './errors.js';
-import { chunkMember } from './keys.js';
+import { chunkMember, profileField } from './keys.js';
 import { deliver } from './listeners.js';
-import { appNames, assertIntegerDelta, jsonCopy, sortApps, sortChunks, sortExecutors, sortSidecars, sortTasks } from './records.js';
+import { appNames, assertIntegerDelta, jsonCopy, sortApps, sortChunks, sortExecutorStats, sortExecutors, sortProfiles, sortSidecars, sortTasks } from './records.js';
 import type {
   AppRecord,
   AppState,
+  ExecutorLiveStats,
   ExecutorRoute,
   ExecutorState,
   NodeInventory,
   Store,
   StoreChange,
   SidecarRecord,
+  TaskProfile,
   TensorChunkMeta,
   UnitTaskRecord,
   Unsubscribe,
@@ -37,6 +39,10 @@ export class MemoryStore implements Store {
   private readonly chunks = new Map<string, TensorChunkMeta>();
   /** node -> registration */
   private readonly sidecars = new Map<string, SidecarRecord>();
+  /** profileField(taskKey, deviceKind) -> profile */
+  private readonly profiles = new Map<string, TaskProfile>();
+  /** executor id -> live stats */
+  private readonly executorStats = new Map<string, ExecutorLiveStats>();
   private readonly listeners = new Set<Listener>();
   private closed = false;
 
@@ -206,6 +212,35 @@ export class MemoryStore implements Store {
     this.executors.delete(executorId);
     this.emit({ kind: 'route', id: executorId, taskId: route.taskId, op: 'delete' });
     return true;
+  }
+
+  // ---------- profiles and live service ----------
+
+  async putProfile(profile: TaskProfile): Promise<void> {
+    this.assertOpen();
+    this.profiles.set(profileField(profile.taskKey, profile.deviceKind), jsonCopy(profile));
+  }
+
+  async getProfile(taskKey: string, deviceKind: string): Promise<TaskProfile | undefined> {
+    this.assertOpen();
+    const p = this.profiles.get(profileField(taskKey, deviceKind));
+    return p && jsonCopy(p);
+  }
+
+  async listProfiles(): Promise<TaskProfile[]> {
+    this.assertOpen();
+    return sortProfiles([...this.profiles.values()].map(jsonCopy));
+  }
+
+  async putExecutorStats(stats: ExecutorLiveStats): Promise<void> {
+    this.assertOpen();
+    this.executorStats.set(stats.executorId, jsonCopy(stats));
+  }
+
+  async listExecutorStats(taskId?: string): Promise<ExecutorLiveStats[]> {
+    this.assertOpen();
+    const all = [...this.executorStats.values()];
+    return sortExecutorStats((taskId === undefined ? all : all.filter((s) => s.taskId === taskId)).map(jsonCopy));
   }
 
   // ---------- sidecar tensor metadata ----------

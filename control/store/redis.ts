@@ -16,19 +16,21 @@
 import { Redis } from 'ioredis';
 import { logger } from '../../lib/log.js';
 import { StoreClosedError, StoreConflictError, StoreNotFoundError, StoreUnavailableError } from './errors.js';
-import { chunkMember, storeKeys, type StoreKeys } from './keys.js';
+import { chunkMember, profileField, storeKeys, type StoreKeys } from './keys.js';
 import { deliver } from './listeners.js';
-import { appNames, assertIntegerDelta, sortApps, sortChunks, sortExecutors, sortSidecars, sortTasks } from './records.js';
+import { appNames, assertIntegerDelta, sortApps, sortChunks, sortExecutorStats, sortExecutors, sortProfiles, sortSidecars, sortTasks } from './records.js';
 import { defineScripts, type RunScript } from './scripts.js';
 import type {
   AppRecord,
   AppState,
+  ExecutorLiveStats,
   ExecutorRoute,
   ExecutorState,
   NodeInventory,
   Store,
   StoreChange,
   SidecarRecord,
+  TaskProfile,
   TensorChunkMeta,
   UnitTaskRecord,
   Unsubscribe,
@@ -276,6 +278,31 @@ export class RedisStore implements Store {
       ]),
     );
     return deleted === 1;
+  }
+
+  // ---------- profiles and live service ----------
+
+  async putProfile(profile: TaskProfile): Promise<void> {
+    await this.call('putProfile', () => this.redis.hset(this.keys.profiles, profileField(profile.taskKey, profile.deviceKind), JSON.stringify(profile)));
+  }
+
+  async getProfile(taskKey: string, deviceKind: string): Promise<TaskProfile | undefined> {
+    const json = await this.call('getProfile', () => this.redis.hget(this.keys.profiles, profileField(taskKey, deviceKind)));
+    return json === null ? undefined : (JSON.parse(json) as TaskProfile);
+  }
+
+  async listProfiles(): Promise<TaskProfile[]> {
+    const all = await this.call('listProfiles', () => this.redis.hvals(this.keys.profiles));
+    return sortProfiles(all.map((json) => JSON.parse(json) as TaskProfile));
+  }
+
+  async putExecutorStats(stats: ExecutorLiveStats): Promise<void> {
+    await this.call('putExecutorStats', () => this.redis.hset(this.keys.executorStats, stats.executorId, JSON.stringify(stats)));
+  }
+
+  async listExecutorStats(taskId?: string): Promise<ExecutorLiveStats[]> {
+    const all = (await this.call('listExecutorStats', () => this.redis.hvals(this.keys.executorStats))).map((json) => JSON.parse(json) as ExecutorLiveStats);
+    return sortExecutorStats(taskId === undefined ? all : all.filter((s) => s.taskId === taskId));
   }
 
   // ---------- sidecar tensor metadata ----------

@@ -9,6 +9,9 @@
  * in both backends: concurrent callers never lose an update.
  */
 
+import type { TaskProfile } from '../autoscaler/types.js';
+import type { ExecutorLiveStats } from '../autoscaler/capacity.js';
+
 // ---------- apps ----------
 
 export type AppState = 'not ready' | 'ready';
@@ -66,6 +69,11 @@ export interface ExecutorRoute {
   outstanding: number; // in-flight requests routed to it (least-outstanding routing)
   startedAt: number;
 }
+
+// ---------- profiles and live service (autoscaling capacity) ----------
+
+export type { TaskProfile } from '../autoscaler/types.js';
+export type { ExecutorLiveStats } from '../autoscaler/capacity.js';
 
 // ---------- sidecar tensor metadata ----------
 
@@ -158,6 +166,17 @@ export interface Store {
   /** Atomically adds `delta` to the executor's outstanding count and returns the new value. */
   adjustOutstanding(executorId: string, delta: number): Promise<number>;
   deleteExecutor(executorId: string): Promise<boolean>;
+
+  // profiles (by unit-task key and device kind: equivalent tasks of other apps share them) and live service stats
+  /** Stores a task's profile, replacing the one of the same taskKey and deviceKind. */
+  putProfile(profile: TaskProfile): Promise<void>;
+  getProfile(taskKey: string, deviceKind: string): Promise<TaskProfile | undefined>;
+  /** Every stored profile, by taskKey then deviceKind. */
+  listProfiles(): Promise<TaskProfile[]>;
+  /** Stores one executor's live service stats (the dispatcher's EWMAs), replacing the previous ones. */
+  putExecutorStats(stats: ExecutorLiveStats): Promise<void>;
+  /** Live stats of every executor (of `taskId`), by executor id; stale ones included (readers judge their age). */
+  listExecutorStats(taskId?: string): Promise<ExecutorLiveStats[]>;
 
   // sidecar tensor metadata
   putChunk(meta: TensorChunkMeta): Promise<void>;

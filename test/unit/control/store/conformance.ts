@@ -269,6 +269,39 @@ export function storeConformance(name: string, makeStore: () => Promise<StoreFix
     t.deepEqual(await store.getInventory(), nodes);
   });
 
+  // ---------- profiles and live service ----------
+
+  const profile = (taskKey: string, deviceKind: string, throughputRps = 100) => {
+    const point = { devicesPerExecutor: 1, concurrency: 2, throughputRps, p50Ms: 20, p99Ms: 24.5 };
+    return { taskKey, deviceKind, points: [point, { ...point, concurrency: 4, p50Ms: 40, p99Ms: 45 }], frontier: [point], measuredAt: 1_700_000_000_000 };
+  };
+
+  it('putProfile then getProfile (another handle) returns an equal profile under its task key and device kind', async (t, { store, peer }) => {
+    const key = 'EchoBaseTask|default|{"serviceTimeMs":20,"maxConcurrency":2}';
+    await store.putProfile(profile(key, 'cpu'));
+    t.deepEqual(await peer.getProfile(key, 'cpu'), profile(key, 'cpu'));
+    t.is(await peer.getProfile(key, 'nvidia-a100'), undefined);
+    t.is(await peer.getProfile('other', 'cpu'), undefined);
+  });
+
+  it('putProfile replaces the profile of the same key and device kind; listProfiles orders by key then kind', async (t, { store, peer }) => {
+    await store.putProfile(profile('b', 'cpu'));
+    await store.putProfile(profile('a', 'gpu'));
+    await store.putProfile(profile('a', 'cpu', 50));
+    await store.putProfile(profile('a', 'cpu', 70));
+    t.deepEqual(await peer.listProfiles(), [profile('a', 'cpu', 70), profile('a', 'gpu'), profile('b', 'cpu')]);
+  });
+
+  it('putExecutorStats keeps the latest stats per executor; listExecutorStats filters by task', async (t, { store, peer }) => {
+    const stats = (executorId: string, taskId: string, latencyMs: number) => ({ executorId, taskId, latencyMs, concurrency: 1.5, samples: 40, updatedAt: 1_700_000_000_000 });
+    await store.putExecutorStats(stats('e2', 'task-a', 30));
+    await store.putExecutorStats(stats('e1', 'task-a', 20));
+    await store.putExecutorStats(stats('e1', 'task-a', 25.5));
+    await store.putExecutorStats(stats('e3', 'task-b', 10));
+    t.deepEqual(await peer.listExecutorStats('task-a'), [stats('e1', 'task-a', 25.5), stats('e2', 'task-a', 30)]);
+    t.deepEqual((await peer.listExecutorStats()).map((s) => s.executorId), ['e1', 'e2', 'e3']);
+  });
+
   // ---------- routes ----------
 
   it('putExecutor then getExecutor returns an equal route', async (t, { store }) => {
