@@ -108,6 +108,8 @@ export function startRun(o: RunOptions): Run {
       await sleepUntil(start + at, stopSending.signal);
       await acquireSlot();
       if (stopSending.signal.aborted) break;
+      // A slot can free after the duration (e.g. --request-rate inf with --max-concurrency): the clock ends the run.
+      if (o.limit.durationMs !== undefined && performance.now() - start >= o.limit.durationMs) break;
       fire(req, at);
     }
     // Every request is bounded by its own timeout; after stop(), also by the drain bound (then cancelled).

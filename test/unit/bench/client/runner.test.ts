@@ -72,3 +72,11 @@ test('stop() sends nothing more, waits for the requests in flight within the bou
   t.is(out.records.filter((r) => r.ok).length, 1);
   t.deepEqual([...new Set(out.records.filter((r) => !r.ok).map((r) => r.errorCode))], ['CANCELLED']);
 });
+
+test('a duration ends a closed-loop run (infinite rate, capped concurrency) by the clock', async (t) => {
+  const quick: Target = { send: () => new Promise((r) => setTimeout(() => r(OK), 5)) };
+  const run = startRun({ ...base(quick, 0), limit: { durationMs: 300 }, maxConcurrency: 2 });
+  const out = await run.done;
+  t.true(out.records.length > 0);
+  t.true(out.records.every((r) => r.ok));
+});
