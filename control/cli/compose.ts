@@ -14,6 +14,8 @@ import { AppFunctions, type AppFunctionsOptions } from '../gateway/app-functions
 import { AppManager } from '../gateway/app-manager.js';
 import { buildGateway } from '../gateway/gateway.js';
 import { GatewayMetrics } from '../gateway/metrics.js';
+import { attachSessionSocket } from '../gateway/routes/session.js';
+import { Sessions } from '../gateway/sessions/sessions.js';
 import { REPO_ROOT } from '../gateway/paths.js';
 import { listen, type ListeningServer } from '../../lib/listen.js';
 import type { LogSink } from '../platform/child.js';
@@ -119,6 +121,8 @@ export interface GatewayPartsOptions {
   drainTimeoutMs?: number;
   /** Kill and restart an app function whose event loop is blocked this long (AppFunctions; 0 = never). @default 30 s */
   blockedLimitMs?: number;
+  /** Release an interactive session (WS /session) silent this long (Sessions). @default 30 s */
+  sessionTimeoutMs?: number;
   port: number;
   host?: string;
 }
@@ -149,6 +153,8 @@ export async function startGatewayParts(closers: Closer[], o: GatewayPartsOption
   if (o.recover) await apps.recover();
   const server = await listen(gateway, o.port, o.host ?? '127.0.0.1');
   closers.push(() => server.close());
+  const sessions = new Sessions({ resources: o.resources, log: logger('sessions'), ...(o.sessionTimeoutMs !== undefined ? { timeoutMs: o.sessionTimeoutMs } : {}) });
+  closers.push(attachSessionSocket(server.server, sessions, logger('sessions')));
   // Stopping begins here (closers run in reverse): refuse new requests, drain the ones in flight, then close the rest.
   closers.push(() => apps.shutdown());
   return { apps, functions, server };

@@ -68,6 +68,8 @@ export interface CornserveOptions {
   drainTimeoutMs?: number;
   /** Kill and restart an app function whose event loop is blocked this long (0 = never). @default 30 s */
   blockedLimitMs?: number;
+  /** Release an interactive session (WS /session) silent this long. @default 30 s */
+  sessionTimeoutMs?: number;
 }
 
 export interface Cornserve {
@@ -130,6 +132,7 @@ export async function startCornserve(opts: CornserveOptions = {}): Promise<Corns
       recover: Boolean(opts.redisUrl),
       ...(opts.drainTimeoutMs !== undefined ? { drainTimeoutMs: opts.drainTimeoutMs } : {}),
       ...(opts.blockedLimitMs !== undefined ? { blockedLimitMs: opts.blockedLimitMs } : {}),
+      ...(opts.sessionTimeoutMs !== undefined ? { sessionTimeoutMs: opts.sessionTimeoutMs } : {}),
       port: opts.port ?? 8000,
       ...(opts.host ? { host: opts.host } : {}),
     });
