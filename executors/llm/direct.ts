@@ -42,7 +42,7 @@ export async function generateBatch(
   // slot i holds live[i]; `index` maps back to the caller's order
   const live = seqs.map((seq, index) => ({ seq, index }));
   cache.reserve(live.length, Math.max(...prompts.map((p) => p.n)) + 1, []);
-  const first = await prefill(model, cache, prompts.map((p, slot) => ({ embeds: p.embeds, n: p.n, slot })));
+  const first = await prefill(model, cache, prompts.map((p, slot) => ({ embeds: p.embeds, ids: p.ids, n: p.n, slot })));
   const take = (slot: number, logits: Float32Array): boolean => {
     const { seq, index } = live[slot]!;
     const token = seq.sampler.sample(logits);

@@ -207,7 +207,7 @@ export class Engine {
     const t0 = performance.now();
     const out = await prefill(
       this.model, this.cache,
-      jobs.map((j) => ({ embeds: j.req.prompt.embeds, n: j.req.prompt.n, ...(slotOf.has(j) ? { slot: slotOf.get(j)! } : {}) })),
+      jobs.map((j) => ({ embeds: j.req.prompt.embeds, ids: j.req.prompt.ids, n: j.req.prompt.n, ...(slotOf.has(j) ? { slot: slotOf.get(j)! } : {}) })),
       jobs.some((j) => j.req.hiddenStates || j.req.tokenHiddenStates),
     );
     this.opts.onStep?.('prefill', jobs.length, performance.now() - t0);

@@ -71,7 +71,7 @@ const server = buildLlmServer({
 });
 const port = o.port ?? Number(process.env[EXECUTOR_ENV.port] ?? 8000);
 const http = server.app.listen(port, o.host, () => {
-  log.info({ port, model: model.manifest.name, modelIds: model.modelIds, sidecar: socket ?? null, encoders: encoders?.modalities ?? [] }, 'llm executor listening');
+  log.info({ port, model: model.name, modelIds: model.modelIds, sidecar: socket ?? null, encoders: encoders?.modalities ?? [] }, 'llm executor listening');
 });
 http.keepAliveTimeout = 65_000;
 exitOnSignal(http, () => server.close().then(() => Promise.all([model.close(), encoders?.close()])).finally(() => sidecar?.close()));

@@ -1,14 +1,25 @@
 /**
- * An LLM model folder opened for serving: manifest (family `llm`), the `embed` and `decoder` graphs, the
- * tokenizer, and the token embedding table (read once by running `embed` over the whole vocabulary, so a
- * step never pays a session call to look up embeddings). `run` is one decoder call over a batch.
+ * An LLM model folder opened for serving. Two kinds share the engine (continuous batching, KV cache, steps):
+ *  - `builtin`: the project's manifest folders (family `llm`): `embed` + `decoder` graphs taking inputs_embeds,
+ *    `present` = the new positions only, the byte-level tokenizer;
+ *  - `hf-decoder`: a Hugging Face / Optimum export (config.json, onnx/model.onnx or decoder_model_merged.onnx):
+ *    input_ids (or inputs_embeds with embed_tokens.onnx, the VLM split), grouped-query KV heads from
+ *    config.json, `present` = past and new positions concatenated (the new ones are sliced out here), the
+ *    folder's tokenizer.json + chat_template.
+ * When the decoder takes embeddings, the token embedding table is read once by running the embed graph over the
+ * whole vocabulary, so a step never pays a session call to look up embeddings. `run` is one decoder call.
  */
+import { access } from 'node:fs/promises';
+import { basename, join } from 'node:path';
 import ort from 'onnxruntime-node';
 import { z } from 'zod';
-import { loadModel, type LoadedModel } from '../models/loader.js';
+import { createSession, loadModel, type LoadedModel } from '../models/loader.js';
 import { isModelError } from '../models/errors.js';
+import { MANIFEST_FILE } from '../models/manifest.js';
+import { decoderGeometry, inspectHfFolder, partFile } from '../models/hf-folder.js';
 import { llmErrors } from './errors.js';
-import { Tokenizer } from './tokenizer.js';
+import { HfTokenizer } from './hf-tokenizer.js';
+import { Tokenizer, type TextTokenizer } from './tokenizer.js';
 
 const llmConfigSchema = z.object({
   hidden_size: z.number().int().positive(),
@@ -25,6 +36,7 @@ const llmConfigSchema = z.object({
 export interface LlmConfig {
   hidden: number;
   layers: number;
+  /** KV heads: the cache's and past_key_values' head count (num_key_value_heads under grouped-query attention). */
   heads: number;
   headDim: number;
   vocab: number;
@@ -38,8 +50,10 @@ export interface StepInput {
   batch: number;
   seq: number;
   past: number;
-  /** [batch, seq, hidden] */
+  /** [batch, seq, hidden] (empty when the model takes ids) */
   embeds: Float32Array;
+  /** [batch, seq] token ids, for a model that takes input_ids. */
+  ids?: BigInt64Array;
   /** [batch, seq] */
   positions: BigInt64Array;
   /** [batch, past + seq], 1 = attend */
@@ -64,12 +78,45 @@ export interface StepOutput {
 export interface LlmModelOptions {
   /** onnxruntime intra-op threads. @default onnxruntime's default (one per core) */
   threads?: number;
+  /** The id the OpenAI `model` field names, for a Hugging Face folder (default: the folder's name). */
+  modelId?: string;
   /**
    * Let onnxruntime's intra-op threads spin between runs. Off by default: the JS thread does HTTP and
    * sampling between decode steps, and spinning threads take the cores it needs (measured: ~2x slower steps
    * and ~3x the CPU on a busy 2-core machine).
    */
   spinning?: boolean;
+}
+
+export type LlmModelKind = 'builtin' | 'hf-decoder';
+
+interface ModelParts {
+  kind: LlmModelKind;
+  name: string;
+  modelIds: string[];
+  modalities: string[];
+  decoder: ort.InferenceSession;
+  /** Decoder takes input_ids (else inputs_embeds). */
+  takesIds: boolean;
+  /** `present` holds past + new positions (Optimum), else the new ones only. */
+  presentFull: boolean;
+  close: () => Promise<void>;
+}
+
+function sessionOptions(opts: LlmModelOptions): ort.InferenceSession.SessionOptions {
+  return {
+    ...(opts.threads ? { intraOpNumThreads: opts.threads, interOpNumThreads: 1 } : {}),
+    extra: { session: { intra_op: { allow_spinning: opts.spinning ? '1' : '0' }, inter_op: { allow_spinning: opts.spinning ? '1' : '0' } } },
+  };
+}
+
+/** The vocabulary's embeddings [vocab, hidden], by one run of the embed graph. */
+async function embeddingTable(dir: string, embed: ort.InferenceSession, vocab: number, hidden: number): Promise<Float32Array> {
+  const ids = BigInt64Array.from({ length: vocab }, (_, i) => BigInt(i));
+  const out = await embed.run({ input_ids: new ort.Tensor('int64', ids, [1, vocab]) });
+  const table = out.inputs_embeds?.data as Float32Array | undefined;
+  if (!table || table.length !== vocab * hidden) throw llmErrors.modelInvalid(`${dir}: embed graph did not return [1, vocab, hidden]`);
+  return Float32Array.from(table);
 }
 
 export class LlmModel {
@@ -79,28 +126,75 @@ export class LlmModel {
 
   private constructor(
     readonly dir: string,
-    private readonly loaded: LoadedModel,
+    private readonly parts: ModelParts,
     readonly config: LlmConfig,
-    readonly tokenizer: Tokenizer,
-    /** [vocab, hidden] row-major. */
+    readonly tokenizer: TextTokenizer,
+    /** [vocab, hidden] row-major (empty when the decoder takes ids). */
     readonly embeddingTable: Float32Array,
   ) {
-    this.decoder = loaded.graph('decoder');
+    this.decoder = parts.decoder;
     const kv = Array.from({ length: config.layers }, (_, l) => [`present.${l}.key`, `present.${l}.value`]).flat();
     this.fetchNames = ['logits', ...kv];
     this.fetchNamesHidden = ['logits', 'hidden_states', ...kv];
   }
 
+  /** A project manifest folder (manifest.json) or a Hugging Face export (config.json + ONNX parts). */
   static async load(dir: string, opts: LlmModelOptions = {}): Promise<LlmModel> {
+    const hasManifest = await access(join(dir, MANIFEST_FILE)).then(() => true, () => false);
+    return hasManifest ? LlmModel.loadBuiltin(dir, opts) : LlmModel.loadHf(dir, opts);
+  }
+
+  private static async loadHf(dir: string, opts: LlmModelOptions): Promise<LlmModel> {
+    let folder;
+    let geo;
+    try {
+      folder = await inspectHfFolder(dir);
+      if (folder.kind !== 'decoder' && folder.kind !== 'vlm') throw llmErrors.modelInvalid(`${dir} is a ${folder.kind}, not a decoder`);
+      geo = decoderGeometry(folder);
+    } catch (e) {
+      if (isModelError(e)) throw llmErrors.modelInvalid(e.message);
+      throw e;
+    }
+    const options = sessionOptions(opts);
+    const opened: ort.InferenceSession[] = [];
+    const open = async (path: string) => {
+      try {
+        const s = await createSession(path, options);
+        opened.push(s);
+        return s;
+      } catch (e) {
+        throw llmErrors.modelInvalid(isModelError(e) ? e.message : `onnxruntime cannot load ${path}: ${(e as Error).message}`);
+      }
+    };
+    const close = async () => void (await Promise.all(opened.map((s) => s.release())));
+    try {
+      const decoder = await open(partFile(folder, 'decoder'));
+      const takesIds = decoder.inputNames.includes('input_ids');
+      const needed = [takesIds ? 'input_ids' : 'inputs_embeds', 'attention_mask', 'position_ids',
+        ...Array.from({ length: geo.layers }, (_, l) => [`past_key_values.${l}.key`, `past_key_values.${l}.value`]).flat()];
+      const missing = needed.filter((n) => !decoder.inputNames.includes(n));
+      if (missing.length) throw llmErrors.modelInvalid(`${dir}: the decoder has no input ${missing.join(', ')} (has ${decoder.inputNames.join(', ')})`);
+      const tokenizer = await HfTokenizer.load(dir);
+      const table = takesIds ? new Float32Array(0) : await embeddingTable(dir, await open(partFile(folder, 'embed_tokens')), geo.vocab, geo.hidden);
+      const config: LlmConfig = {
+        hidden: geo.hidden, layers: geo.layers, heads: geo.kvHeads, headDim: geo.headDim, vocab: geo.vocab,
+        maxPositions: geo.maxPositions, padMultiple: 16,
+      };
+      const parts: ModelParts = {
+        kind: 'hf-decoder', name: basename(dir), modelIds: [opts.modelId ?? basename(dir)], modalities: [],
+        decoder, takesIds, presentFull: true, close,
+      };
+      return new LlmModel(dir, parts, config, tokenizer, table);
+    } catch (e) {
+      await close();
+      throw e;
+    }
+  }
+
+  private static async loadBuiltin(dir: string, opts: LlmModelOptions): Promise<LlmModel> {
     let loaded: LoadedModel;
     try {
-      loaded = await loadModel(dir, {
-        graphs: ['embed', 'decoder'],
-        sessionOptions: {
-          ...(opts.threads ? { intraOpNumThreads: opts.threads, interOpNumThreads: 1 } : {}),
-          extra: { session: { intra_op: { allow_spinning: opts.spinning ? '1' : '0' }, inter_op: { allow_spinning: opts.spinning ? '1' : '0' } } },
-        },
-      });
+      loaded = await loadModel(dir, { graphs: ['embed', 'decoder'], sessionOptions: sessionOptions(opts) });
     } catch (e) {
       if (isModelError(e)) throw llmErrors.modelInvalid(e.message);
       throw e;
@@ -119,29 +213,41 @@ export class LlmModel {
       if (c.num_heads * c.head_dim !== c.hidden_size) throw llmErrors.modelInvalid(`${dir}: num_heads × head_dim ≠ hidden_size`);
       const tokenizer = await Tokenizer.load(dir, c.tokenizer);
       if (tokenizer.vocabSize !== config.vocab) throw llmErrors.modelInvalid(`${dir}: tokenizer vocab ${tokenizer.vocabSize} ≠ model vocab ${config.vocab}`);
-      const ids = BigInt64Array.from({ length: config.vocab }, (_, i) => BigInt(i));
-      const out = await loaded.graph('embed').run({ input_ids: new ort.Tensor('int64', ids, [1, config.vocab]) });
-      const table = out.inputs_embeds?.data as Float32Array | undefined;
-      if (!table || table.length !== config.vocab * config.hidden) throw llmErrors.modelInvalid(`${dir}: embed graph did not return [1, vocab, hidden]`);
-      return new LlmModel(dir, loaded, config, tokenizer, Float32Array.from(table));
+      const table = await embeddingTable(dir, loaded.graph('embed'), config.vocab, config.hidden);
+      const parts: ModelParts = {
+        kind: 'builtin', name: loaded.manifest.name, modelIds: Object.keys(loaded.manifest.model_ids),
+        modalities: loaded.manifest.modalities.filter((m) => m !== 'text'), decoder: loaded.graph('decoder'),
+        takesIds: false, presentFull: false, close: () => loaded.close(),
+      };
+      return new LlmModel(dir, parts, config, tokenizer, table);
     } catch (e) {
       await loaded.close();
       throw e;
     }
   }
 
-  get manifest() {
-    return this.loaded.manifest;
+  get kind(): LlmModelKind {
+    return this.parts.kind;
+  }
+
+  /** The folder's name (manifest name or directory name). */
+  get name(): string {
+    return this.parts.name;
+  }
+
+  /** The decoder takes token ids (prompts carry no embeddings). */
+  get takesIds(): boolean {
+    return this.parts.takesIds;
   }
 
   /** The model ids this folder serves (the OpenAI `model` field must name one). */
   get modelIds(): string[] {
-    return Object.keys(this.loaded.manifest.model_ids);
+    return this.parts.modelIds;
   }
 
   /** Modalities whose embeddings the model accepts at placeholder positions. */
   get modalities(): string[] {
-    return this.loaded.manifest.modalities.filter((m) => m !== 'text');
+    return this.parts.modalities;
   }
 
   /** Copies the embedding of token `id` into `out` at `offset`. */
@@ -153,11 +259,15 @@ export class LlmModel {
   async run(input: StepInput): Promise<StepOutput> {
     const { batch, seq, past } = input;
     const { hidden, heads, headDim, layers } = this.config;
+    if (input.wantHidden && !this.decoder.outputNames.includes('hidden_states')) {
+      throw llmErrors.badRequest(`model ${this.name} has no hidden_states output`, 'vllm_xargs');
+    }
     const feeds: Record<string, ort.Tensor> = {
-      inputs_embeds: new ort.Tensor('float32', input.embeds, [batch, seq, hidden]),
       position_ids: new ort.Tensor('int64', input.positions, [batch, seq]),
       attention_mask: new ort.Tensor('int64', input.mask, [batch, past + seq]),
     };
+    if (this.takesIds) feeds.input_ids = new ort.Tensor('int64', input.ids!, [batch, seq]);
+    else feeds.inputs_embeds = new ort.Tensor('float32', input.embeds, [batch, seq, hidden]);
     for (let l = 0; l < layers; l++) {
       feeds[`past_key_values.${l}.key`] = new ort.Tensor('float32', input.pastKeys[l]!, [batch, heads, past, headDim]);
       feeds[`past_key_values.${l}.value`] = new ort.Tensor('float32', input.pastValues[l]!, [batch, heads, past, headDim]);
@@ -169,15 +279,23 @@ export class LlmModel {
       throw llmErrors.runFailed(`decoder step (batch ${batch}, seq ${seq}, past ${past}): ${(e as Error).message}`);
     }
     const f = (name: string) => out[name]!.data as Float32Array;
+    const kv = (name: string) => (this.parts.presentFull ? newPositions(f(name), batch * heads, past, seq, headDim) : f(name));
     return {
       logits: f('logits'),
       ...(input.wantHidden ? { hidden: f('hidden_states') } : {}),
-      keys: Array.from({ length: layers }, (_, l) => f(`present.${l}.key`)),
-      values: Array.from({ length: layers }, (_, l) => f(`present.${l}.value`)),
+      keys: Array.from({ length: layers }, (_, l) => kv(`present.${l}.key`)),
+      values: Array.from({ length: layers }, (_, l) => kv(`present.${l}.value`)),
     };
   }
 
   async close(): Promise<void> {
-    await this.loaded.close();
+    await this.parts.close();
   }
+}
+
+/** The last `seq` of `past + seq` positions of each of `rows` (batch × heads) rows: [rows, seq, headDim]. */
+function newPositions(full: Float32Array, rows: number, past: number, seq: number, headDim: number): Float32Array {
+  const out = new Float32Array(rows * seq * headDim);
+  for (let r = 0; r < rows; r++) out.set(full.subarray((r * (past + seq) + past) * headDim, (r * (past + seq) + past + seq) * headDim), r * seq * headDim);
+  return out;
 }

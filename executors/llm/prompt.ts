@@ -7,8 +7,9 @@
  */
 import type { ChatMessage } from '../../functions/tasks/openai.js';
 import { llmErrors } from './errors.js';
+import { HfTokenizer } from './hf-tokenizer.js';
 import type { LlmModel } from './model.js';
-import type { Tokenizer } from './tokenizer.js';
+import type { TextTokenizer, Tokenizer } from './tokenizer.js';
 
 export type MediaModality = 'image' | 'video' | 'audio';
 
@@ -17,7 +18,16 @@ export type Segment = { ids: number[] } | { media: MediaModality; url: string; p
 
 const PART_MODALITY: Record<string, MediaModality> = { image_url: 'image', video_url: 'video', audio_url: 'audio' };
 
-export function renderChat(tok: Tokenizer, messages: readonly ChatMessage[]): Segment[] {
+/**
+ * A chat as segments. Hugging Face tokenizers render the folder's chat_template (text only for now); the
+ * built-in byte-level tokenizer uses its fixed markers.
+ */
+export function renderChat(tok: TextTokenizer, messages: readonly ChatMessage[]): Segment[] {
+  if (tok instanceof HfTokenizer) return [{ ids: tok.encode(tok.renderText(messages)) }];
+  return renderBuiltinChat(tok as Tokenizer, messages);
+}
+
+function renderBuiltinChat(tok: Tokenizer, messages: readonly ChatMessage[]): Segment[] {
   const chat = tok.spec.chat;
   const out: Segment[] = [];
   let ids: number[] = [tok.bos];
@@ -42,6 +52,12 @@ export function renderChat(tok: Tokenizer, messages: readonly ChatMessage[]): Se
   ids.push(tok.special(chat.generation_prompt));
   out.push({ ids });
   return out;
+}
+
+function placeholderId(tok: TextTokenizer, media: MediaModality): number | undefined {
+  if (tok instanceof HfTokenizer) return undefined;
+  const name = (tok as Tokenizer).spec.placeholders[media];
+  return name === undefined ? undefined : (tok as Tokenizer).special(name);
 }
 
 /** A received multimodal embedding: rows × hidden, row-major. */
@@ -72,13 +88,14 @@ export function buildPrompt(model: LlmModel, segments: readonly Segment[], media
     }
     const e = media[s.part];
     if (!e) throw llmErrors.badRequest(`multimodal part ${s.part} has no embedding`, 'messages');
-    const name = tok.spec.placeholders[s.media];
-    if (!name) throw llmErrors.multimodalUnsupported(`the model has no ${s.media} placeholder token`, 'messages');
+    const placeholder = placeholderId(tok, s.media);
+    if (placeholder === undefined) throw llmErrors.multimodalUnsupported(`the model has no ${s.media} placeholder token`, 'messages');
     spans.push({ modality: s.media, part: s.part, start: ids.length, rows: e.rows });
-    ids.push(...Array<number>(e.rows).fill(tok.special(name)));
+    ids.push(...Array<number>(e.rows).fill(placeholder));
   }
-  const embeds = new Float32Array(ids.length * h);
-  ids.forEach((id, i) => model.embedToken(id, embeds, i * h));
+  // A decoder that takes input_ids (Hugging Face decoder-only exports) embeds the tokens itself.
+  const embeds = new Float32Array(model.takesIds ? 0 : ids.length * h);
+  if (!model.takesIds) ids.forEach((id, i) => model.embedToken(id, embeds, i * h));
   for (const sp of spans) embeds.set(media[sp.part]!.data.subarray(0, sp.rows * h), sp.start * h);
   return { ids, n: ids.length, embeds, media: spans };
 }

@@ -5,7 +5,7 @@
  */
 import { Sampler, type SamplingParams } from './sampling.js';
 import { TextOutput } from './text-output.js';
-import type { Tokenizer } from './tokenizer.js';
+import type { TextTokenizer } from './tokenizer.js';
 
 export type FinishReason = 'stop' | 'length';
 
@@ -33,11 +33,11 @@ export class Sequence {
   constructor(
     readonly promptTokens: number,
     readonly opts: GenerateOptions,
-    private readonly tokenizer: Tokenizer,
+    private readonly tokenizer: TextTokenizer,
     private readonly maxPositions: number,
   ) {
     this.sampler = new Sampler(opts);
-    this.output = new TextOutput(opts.stop ?? []);
+    this.output = new TextOutput(opts.stop ?? [], tokenizer.stream());
   }
 
   get text(): string {

@@ -96,7 +96,7 @@ export function buildLlmServer(opts: LlmServerOptions): LlmServer {
   ]));
   app.get('/info', (_req, res) => {
     res.json({
-      kind: 'llm', executorId: opts.executorId ?? null, model: model.manifest.name, modelIds: model.modelIds,
+      kind: 'llm', executorId: opts.executorId ?? null, model: model.name, modelIds: model.modelIds,
       modalities: model.modalities, receiveEmbeddings: receive, encoders: opts.encoders?.modalities ?? [], served, receiving, ...engine.stats(),
     });
   });

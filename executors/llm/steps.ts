@@ -12,6 +12,8 @@ import type { LlmModel } from './model.js';
 export interface PrefillItem {
   /** Prompt input embeddings [n, hidden] (token embeddings with multimodal rows at placeholders). */
   embeds: Float32Array;
+  /** Prompt token ids (what a decoder taking input_ids is fed). */
+  ids?: readonly number[];
   n: number;
   /** The cache slot that receives the prompt's K/V (none: prefill only, e.g. hidden states). */
   slot?: number;
@@ -34,11 +36,15 @@ export async function prefill(model: LlmModel, cache: KvCache | undefined, items
   const batch = items.length;
   const seq = prefillLength(model, items);
   const past = padMultiple; // an all-masked past: same shape for every prefill
-  const embeds = new Float32Array(batch * seq * hidden);
+  const embeds = new Float32Array(model.takesIds ? 0 : batch * seq * hidden);
+  const ids = model.takesIds ? new BigInt64Array(batch * seq) : undefined;
   const positions = new BigInt64Array(batch * seq);
   const mask = new BigInt64Array(batch * (past + seq));
   items.forEach((it, b) => {
-    embeds.set(it.embeds.subarray(0, it.n * hidden), b * seq * hidden);
+    if (ids) {
+      if (!it.ids) throw new Error('prefill: this model takes input_ids and the item has none');
+      for (let s = 0; s < it.n; s++) ids[b * seq + s] = BigInt(it.ids[s]!);
+    } else embeds.set(it.embeds.subarray(0, it.n * hidden), b * seq * hidden);
     for (let s = 0; s < it.n; s++) {
       positions[b * seq + s] = BigInt(s);
       mask[b * (past + seq) + past + s] = 1n;
@@ -46,7 +52,7 @@ export async function prefill(model: LlmModel, cache: KvCache | undefined, items
   });
   const zeros = new Float32Array(batch * heads * past * headDim);
   const out = await model.run({
-    batch, seq, past, embeds, positions, mask,
+    batch, seq, past, embeds, positions, mask, ...(ids ? { ids } : {}),
     pastKeys: Array(layers).fill(zeros), pastValues: Array(layers).fill(zeros), wantHidden,
   });
   items.forEach((it, b) => {
@@ -73,11 +79,12 @@ export async function decode(model: LlmModel, cache: KvCache, tokens: readonly n
   const { hidden, vocab } = model.config;
   const batch = tokens.length;
   const past = cache.capacity;
-  const embeds = new Float32Array(batch * hidden);
+  const embeds = new Float32Array(model.takesIds ? 0 : batch * hidden);
+  const ids = model.takesIds ? BigInt64Array.from(tokens, (t) => BigInt(t)) : undefined;
   const positions = new BigInt64Array(batch);
   const mask = new BigInt64Array(batch * (past + 1));
   for (let b = 0; b < batch; b++) {
-    model.embedToken(tokens[b]!, embeds, b * hidden);
+    if (!ids) model.embedToken(tokens[b]!, embeds, b * hidden);
     const len = lens[b]!;
     positions[b] = BigInt(len);
     const row = b * (past + 1);
@@ -85,7 +92,7 @@ export async function decode(model: LlmModel, cache: KvCache, tokens: readonly n
     mask[row + past] = 1n;
   }
   const { keys: pastKeys, values: pastValues } = cache.past(batch);
-  const out = await model.run({ batch, seq: 1, past, embeds, positions, mask, pastKeys, pastValues, wantHidden });
+  const out = await model.run({ batch, seq: 1, past, embeds, positions, mask, pastKeys, pastValues, wantHidden, ...(ids ? { ids } : {}) });
   for (let b = 0; b < batch; b++) cache.write(b, lens[b]!, out.keys, out.values, b, 1, 1);
   return {
     logits: Array.from({ length: batch }, (_, b) => out.logits.subarray(b * vocab, (b + 1) * vocab)),

@@ -3,7 +3,7 @@
  * back), stop sequences cut out (the text ends just before the first occurrence; the stop is not included),
  * and any text that could still become the start of a stop sequence held back until it cannot.
  */
-import { Utf8Stream } from './tokenizer.js';
+import { Utf8Stream, type TokenTextStream } from './tokenizer.js';
 
 export interface Delta {
   /** Text that became final with this token ('' when held back). */
@@ -13,12 +13,12 @@ export interface Delta {
 }
 
 export class TextOutput {
-  private readonly utf8 = new Utf8Stream();
   private pending = '';
   private emitted = '';
   private done = false;
 
-  constructor(private readonly stops: readonly string[] = []) {}
+  /** `utf8`: the tokenizer's text stream (the byte-level one by default). */
+  constructor(private readonly stops: readonly string[] = [], private readonly utf8: TokenTextStream = new Utf8Stream()) {}
 
   /** Everything emitted so far. */
   get text(): string {

@@ -26,7 +26,27 @@ const tokenizerFileSchema = z.object({
 });
 export type TokenizerFile = z.infer<typeof tokenizerFileSchema>;
 
-export class Tokenizer {
+/** Turns a token stream into text as it grows: `push(id)` returns the text that became final. */
+export interface TokenTextStream {
+  push(id: number): string;
+  /** Whatever is still held back, at the end of generation. */
+  flush(): string;
+}
+
+/**
+ * What the engine needs of a tokenizer, whichever kind: the built-in byte-level `Tokenizer` below (the
+ * project's tiny models) or `HfTokenizer` (a Hugging Face tokenizer.json + chat_template, hf-tokenizer.ts).
+ */
+export interface TextTokenizer {
+  readonly vocabSize: number;
+  readonly eos: ReadonlySet<number>;
+  encode(text: string): number[];
+  decode(ids: Iterable<number>): string;
+  stream(): TokenTextStream;
+  isSpecial(id: number): boolean;
+}
+
+export class Tokenizer implements TextTokenizer {
   readonly vocabSize: number;
   readonly bos: number;
   readonly pad: number;
@@ -85,6 +105,10 @@ export class Tokenizer {
     return new TextDecoder().decode(this.bytes(ids));
   }
 
+  stream(): TokenTextStream {
+    return new Utf8Stream();
+  }
+
   /** A readable form of one id (specials by name), for logs and tests. */
   tokenName(id: number): string {
     return this.names.get(id) ?? (id < 256 ? JSON.stringify(String.fromCharCode(id)) : `<${id}>`);
@@ -92,7 +116,7 @@ export class Tokenizer {
 }
 
 /** Incremental UTF-8 decoding of a token stream: `push(id)` returns the text that became complete. */
-export class Utf8Stream {
+export class Utf8Stream implements TokenTextStream {
   private readonly decoder = new TextDecoder('utf-8', { fatal: false });
   private readonly one = new Uint8Array(1);
 

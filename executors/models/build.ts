@@ -18,6 +18,7 @@ import { buildAudio } from './builders/audio.js';
 import { buildImageGen } from './builders/image-gen.js';
 import { buildAudioGen } from './builders/audio-gen.js';
 import { LLM_SPECS, buildLlm } from './builders/llm.js';
+import { TINY_QWEN2, buildHfDecoder } from './builders/hf-decoder.js';
 import { defaultModelsDir } from './catalog.js';
 
 const HERE = dirname(fileURLToPath(import.meta.url));
@@ -30,6 +31,7 @@ export const BUILDERS: Record<string, () => BuiltModel> = {
   'tiny-audio-gen': buildAudioGen,
   'tiny-lm-a': () => buildLlm(LLM_SPECS['tiny-lm-a']!),
   'tiny-lm-b': () => buildLlm(LLM_SPECS['tiny-lm-b']!),
+  'tiny-qwen2': () => buildHfDecoder(TINY_QWEN2),
 };
 
 /** sha256 over the builder sources (onnx/, builders/, manifest.ts, build.ts), in a fixed order. */
@@ -57,16 +59,17 @@ async function stampOf(dir: string): Promise<string | undefined> {
 export interface BuildResult { name: string; dir: string; built: boolean; bytes: number; ms: number }
 
 async function writeModel(out: string, model: BuiltModel, hash: string): Promise<number> {
-  const manifest = Manifest.parse({ ...model.manifest, build: { seed: model.seed, source_hash: hash } });
+  const manifest = model.manifest && Manifest.parse({ ...model.manifest, build: { seed: model.seed, source_hash: hash } });
   const final = join(out, model.folder);
   const tmp = join(out, `.${model.folder}.tmp-${process.pid}-${Date.now()}`);
   await mkdir(tmp, { recursive: true });
   let bytes = 0;
   for (const [file, data] of model.files) {
+    await mkdir(dirname(join(tmp, file)), { recursive: true });
     await writeFile(join(tmp, file), data);
     bytes += data.byteLength;
   }
-  await writeFile(join(tmp, MANIFEST_FILE), `${JSON.stringify(manifest, null, 2)}\n`);
+  if (manifest) await writeFile(join(tmp, MANIFEST_FILE), `${JSON.stringify(manifest, null, 2)}\n`);
   await writeFile(join(tmp, STAMP_FILE), `${hash}\n`);
   await rm(final, { recursive: true, force: true });
   try {

@@ -42,6 +42,14 @@ export interface LoadOptions {
 
 export type Session = ort.InferenceSession;
 
+/**
+ * The one place executors open an ONNX Runtime session (manifest graphs and Hugging Face parts alike), so the
+ * execution provider for a device assignment is chosen here and nowhere else.
+ */
+export async function createSession(path: string, options: ort.InferenceSession.SessionOptions = {}): Promise<Session> {
+  return ort.InferenceSession.create(path, options);
+}
+
 export class LoadedModel {
   constructor(
     readonly dir: string,
@@ -89,7 +97,7 @@ async function openGraph(dir: string, name: string, spec: GraphSpec, options: or
   }
   let session: Session;
   try {
-    session = await ort.InferenceSession.create(path, options);
+    session = await createSession(path, options);
   } catch (e) {
     throw modelErrors.manifestMismatch(`graph '${name}': onnxruntime cannot load ${spec.file}: ${(e as Error).message}`, { graph: name });
   }

@@ -14,7 +14,8 @@ import { buildLlmServer, type LlmServer, type LlmServerOptions } from '../../exe
 import { modelsDir } from './models.js';
 import { startServerProcess } from './server-process.js';
 
-export type LlmName = 'tiny-lm-a' | 'tiny-lm-b';
+/** The built-in tiny LLMs and the Hugging Face-layout Qwen2-style decoder (executors/models/builders/hf-decoder.ts). */
+export type LlmName = 'tiny-lm-a' | 'tiny-lm-b' | 'tiny-qwen2';
 
 export async function llmDir(name: LlmName): Promise<string> {
   return join(await modelsDir(), name);

@@ -8,12 +8,15 @@ const DTYPE: Record<DataTypeName, TensorSpec['dtype']> = {
   FLOAT: 'float32', INT64: 'int64', INT32: 'int32', UINT8: 'uint8', BOOL: 'bool',
 };
 
-/** A built model folder before it is written: files by name plus the manifest. */
+/**
+ * A built model folder before it is written: files by relative path (may contain `/`) plus the manifest; no
+ * manifest for folders in the Hugging Face layout (config.json + onnx/*.onnx), which carry their own metadata.
+ */
 export interface BuiltModel {
   folder: string;
   seed: number;
   files: Map<string, Uint8Array>;
-  manifest: ManifestInput;
+  manifest?: ManifestInput;
 }
 
 /** Serialises `g` as `file` into `files` and returns its manifest GraphSpec. */

@@ -1,11 +1,12 @@
 import test from 'ava';
 import { buildPrompt, renderChat } from '../../../../executors/llm/prompt.js';
 import { generate } from '../../../../executors/llm/direct.js';
+import type { Tokenizer } from '../../../../executors/llm/tokenizer.js';
 import { llm, userPrompt } from '../../../helpers/llm.js';
 
 test('the chat template wraps each message in its role marker and ends with the generation prompt', async (t) => {
   const m = await llm('tiny-lm-b');
-  const tok = m.tokenizer;
+  const tok = m.tokenizer as Tokenizer; // the built-in byte-level tokenizer
   const p = buildPrompt(m, renderChat(tok, [{ role: 'system', content: 'S' }, { role: 'user', content: 'U' }]));
   const sp = (n: string) => tok.special(n);
   t.deepEqual(p.ids, [tok.bos, sp('<|system|>'), 83, sp('<|end|>'), sp('<|user|>'), 85, sp('<|end|>'), sp('<|assistant|>')]);
@@ -16,7 +17,7 @@ test('an image part takes as many placeholder tokens as its embedding has rows',
   const rows = 7;
   const p = userPrompt(m, [{ type: 'text', text: 'see' }, { type: 'image_url', image_url: { url: 'data:image/uuid;data_id=ab;url=x,' } }],
     [{ rows, data: new Float32Array(rows * m.config.hidden) }]);
-  const img = m.tokenizer.special('<|image|>');
+  const img = (m.tokenizer as Tokenizer).special('<|image|>');
   t.is(p.ids.filter((id) => id === img).length, rows);
   t.deepEqual(p.media, [{ modality: 'image', part: 0, start: 5, rows }]);
 });

@@ -2,7 +2,8 @@ import test from 'ava';
 import { mkdtemp, readFile, readdir, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { buildModels } from '../../../../executors/models/build.js';
+import { STAMP_FILE, buildModels } from '../../../../executors/models/build.js';
+import { isHfFolder } from '../../../../executors/models/hf-folder.js';
 import { loadManifest } from '../../../../executors/models/loader.js';
 
 const dirs: string[] = [];
@@ -33,12 +34,19 @@ test('--force rebuilds byte-identical files', async (t) => {
   t.true((await readFile(join(dir, 'encoder.onnx'))).equals(before));
 });
 
-test('every built model has a valid manifest and stamp', async (t) => {
+const HF_LAYOUT = ['tiny-qwen2'];
+
+test('every built model has a valid manifest (or, in the Hugging Face layout, config.json and ONNX parts) and a stamp', async (t) => {
   const out = await tmp();
   await buildModels({ out });
   const names = (await readdir(out)).filter((n) => !n.startsWith('.')).sort();
-  t.deepEqual(names, ['tiny-audio', 'tiny-audio-gen', 'tiny-image-gen', 'tiny-lm-a', 'tiny-lm-b', 'tiny-vision']);
+  t.deepEqual(names, ['tiny-audio', 'tiny-audio-gen', 'tiny-image-gen', 'tiny-lm-a', 'tiny-lm-b', ...HF_LAYOUT, 'tiny-vision'].sort());
   for (const n of names) {
+    t.is((await readFile(join(out, n, STAMP_FILE), 'utf8')).trim().length, 16);
+    if (HF_LAYOUT.includes(n)) {
+      t.true(await isHfFolder(join(out, n)), n);
+      continue;
+    }
     const m = await loadManifest(join(out, n));
     t.is(m.name, n);
     t.is(m.build?.source_hash.length, 16);

@@ -1,0 +1,163 @@
+/**
+ * A Hugging Face tokenizer folder: `tokenizer.json` through @huggingface/tokenizers, `chat_template` from
+ * `tokenizer_config.json` through @huggingface/jinja, EOS ids from `generation_config.json` (int or list).
+ * Chats render as transformers' `apply_chat_template(messages, add_generation_prompt=True, tokenize=True)`:
+ * the template gets `messages`, `add_generation_prompt`, `bos_token`, `eos_token` (and the other special
+ * tokens by name), and the text is encoded without adding special tokens (the template wrote them).
+ */
+import { readFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { Template } from '@huggingface/jinja';
+import { Tokenizer as HfTokenizerImpl } from '@huggingface/tokenizers';
+import type { ChatMessage } from '../../functions/tasks/openai.js';
+import { eosIds, readOptionalJson } from '../models/hf-folder.js';
+import { llmErrors } from './errors.js';
+import type { TextTokenizer, TokenTextStream } from './tokenizer.js';
+
+/**
+ * The part of @huggingface/tokenizers this file uses, typed here: under NodeNext its own types resolve to
+ * `any` (toolchain.md §9.1), which would let any misuse through.
+ */
+interface HfTokenizerApi {
+  encode(text: string, options?: { add_special_tokens?: boolean }): { ids: number[] };
+  decode(ids: number[], options?: { skip_special_tokens?: boolean }): string;
+  token_to_id(token: string): number | undefined;
+  get_added_tokens_decoder(): Map<number, { content: string; special?: boolean }>;
+}
+
+/** A special token in tokenizer_config.json: a string, `{content}` (older exports) or null. */
+function tokenText(v: unknown): string | undefined {
+  if (typeof v === 'string') return v;
+  if (v && typeof v === 'object' && typeof (v as { content?: unknown }).content === 'string') return (v as { content: string }).content;
+  return undefined;
+}
+
+/** Incremental decoding: decodes everything so far and emits the new suffix; a trailing U+FFFD (an incomplete
+ * UTF-8 sequence split across tokens) is held back until the next token completes it. */
+class HfTextStream implements TokenTextStream {
+  private readonly ids: number[] = [];
+  private printed = '';
+  constructor(private readonly tok: HfTokenizer) {}
+
+  push(id: number): string {
+    this.ids.push(id);
+    const text = this.tok.decode(this.ids);
+    if (text.endsWith('\uFFFD')) return '';
+    return this.advance(text);
+  }
+
+  flush(): string {
+    return this.advance(this.tok.decode(this.ids));
+  }
+
+  private advance(text: string): string {
+    // Byte-level decoding is prefix-stable; if a decoder ever rewrote earlier text, emit only what is new.
+    const delta = text.startsWith(this.printed) ? text.slice(this.printed.length) : '';
+    if (delta) this.printed = text;
+    return delta;
+  }
+}
+
+export class HfTokenizer implements TextTokenizer {
+  readonly eos: ReadonlySet<number>;
+  private readonly specialIds: ReadonlySet<number>;
+
+  private constructor(
+    private readonly impl: HfTokenizerApi,
+    private readonly template: Template | undefined,
+    private readonly specials: Record<string, string | undefined>,
+    eos: number[],
+    readonly vocabSize: number,
+  ) {
+    this.eos = new Set(eos);
+    this.specialIds = new Set([...impl.get_added_tokens_decoder()].filter(([, t]) => t.special).map(([id]) => id));
+  }
+
+  /**
+   * Reads tokenizer.json, tokenizer_config.json (chat_template, special tokens), generation_config.json and
+   * config.json (EOS ids) from `dir`.
+   */
+  static async load(dir: string): Promise<HfTokenizer> {
+    let tokenizerJson: unknown;
+    try {
+      tokenizerJson = JSON.parse(await readFile(join(dir, 'tokenizer.json'), 'utf8'));
+    } catch (e) {
+      throw llmErrors.modelInvalid(`cannot read ${join(dir, 'tokenizer.json')}: ${(e as Error).message}`);
+    }
+    const cfg = (await readOptionalJson(join(dir, 'tokenizer_config.json'))) ?? {};
+    const generation = await readOptionalJson(join(dir, 'generation_config.json'));
+    const config = (await readOptionalJson(join(dir, 'config.json'))) ?? {};
+    let impl: HfTokenizerApi;
+    try {
+      impl = new HfTokenizerImpl(tokenizerJson as object, cfg) as HfTokenizerApi;
+    } catch (e) {
+      throw llmErrors.modelInvalid(`${join(dir, 'tokenizer.json')}: ${(e as Error).message}`);
+    }
+    const raw = cfg.chat_template;
+    // A list of named templates (newer exports): the one named "default".
+    const source = typeof raw === 'string' ? raw
+      : Array.isArray(raw) ? (raw as { name?: string; template?: string }[]).find((t) => t.name === 'default')?.template
+        : undefined;
+    let template: Template | undefined;
+    if (source) {
+      try {
+        template = new Template(source);
+      } catch (e) {
+        throw llmErrors.modelInvalid(`${join(dir, 'tokenizer_config.json')}: chat_template does not parse: ${(e as Error).message}`);
+      }
+    }
+    const specials: Record<string, string | undefined> = {};
+    for (const k of ['bos_token', 'eos_token', 'pad_token', 'unk_token']) specials[k] = tokenText(cfg[k]);
+    let eos = eosIds(config, generation);
+    if (!eos.length && specials.eos_token) {
+      const id = impl.token_to_id(specials.eos_token);
+      if (id !== undefined) eos = [id];
+    }
+    if (!eos.length) throw llmErrors.modelInvalid(`${dir}: no EOS id (generation_config.json / config.json eos_token_id, tokenizer_config.json eos_token)`);
+    const vocab = typeof config.vocab_size === 'number' ? config.vocab_size : Math.max(...impl.get_added_tokens_decoder().keys()) + 1;
+    return new HfTokenizer(impl, template, specials, eos, vocab);
+  }
+
+  get hasChatTemplate(): boolean {
+    return this.template !== undefined;
+  }
+
+  /** Text as ids; special tokens written in the text ARE specials (as transformers encodes a rendered chat). */
+  encode(text: string): number[] {
+    return this.impl.encode(text, { add_special_tokens: false }).ids;
+  }
+
+  decode(ids: Iterable<number>): string {
+    const list = [...ids];
+    return list.length ? this.impl.decode(list, { skip_special_tokens: true }) : ''; // decode([]) throws (§9.1)
+  }
+
+  stream(): TokenTextStream {
+    return new HfTextStream(this);
+  }
+
+  isSpecial(id: number): boolean {
+    return this.specialIds.has(id);
+  }
+
+  /** The id of a token by its text (e.g. a placeholder such as `<|image_pad|>`). */
+  tokenId(token: string): number | undefined {
+    return this.impl.token_to_id(token);
+  }
+
+  /** The chat as text, exactly as the template renders it with `add_generation_prompt`. */
+  renderText(messages: readonly ChatMessage[], addGenerationPrompt = true): string {
+    if (!this.template) throw llmErrors.badRequest('this model\'s tokenizer_config.json has no chat_template', 'messages');
+    const msgs = messages.map((m, i) => {
+      if (typeof m.content === 'string') return { role: m.role, content: m.content };
+      const media = m.content.find((p) => p.type !== 'text');
+      if (media) throw llmErrors.multimodalUnsupported(`messages.${i}.content: this model takes text only (${media.type} given)`, `messages.${i}.content`);
+      return { role: m.role, content: m.content.map((p) => (p.type === 'text' ? p.text : '')).join('') };
+    });
+    try {
+      return this.template.render({ messages: msgs, add_generation_prompt: addGenerationPrompt, ...this.specials });
+    } catch (e) {
+      throw llmErrors.badRequest(`chat_template: ${(e as Error).message}`, 'messages');
+    }
+  }
+}
