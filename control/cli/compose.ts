@@ -67,6 +67,8 @@ export async function compose<T>(name: string, o: ComposeOptions, build: (closer
 export interface LocalPartsOptions {
   /** Virtual devices. @default 4 */
   devices?: number;
+  /** What the devices are (CORNSERVE_DEVICE_KIND for executors). @default 'cpu' */
+  deviceKind?: 'cpu' | 'cuda';
   /** Handed to the children (executors, sidecars) that keep state in Redis. */
   storeUrl?: string;
   /** The Redis key prefix the sidecars use. @default 'cornserve:' */
@@ -85,6 +87,7 @@ export async function startLocalPlatform(closers: Closer[], o: LocalPartsOptions
   const platform = new LocalPlatform({
     repoRoot: REPO_ROOT,
     devices: o.devices ?? 4,
+    ...(o.deviceKind ? { deviceKind: o.deviceKind } : {}),
     ...(o.socketDir ? { socketDir: o.socketDir } : {}),
     ...(o.storeUrl ? { storeUrl: o.storeUrl } : {}),
     ...(o.logSink ? { logSink: o.logSink } : {}),

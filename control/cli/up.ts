@@ -22,6 +22,8 @@ import { Registry } from 'prom-client';
 import { startDispatcher, type RunningDispatcher } from '../dispatcher/server.js';
 import { APP_SOURCES_DIR_PREFIX, type AppFunctions } from '../gateway/app-functions.js';
 import type { AppManager, RegistrationEvent } from '../gateway/app-manager.js';
+import { EXECUTOR_ENV } from '../descriptors/types.js';
+import { devicesOption } from '../platform/gpus.js';
 import type { LocalPlatform } from '../platform/local.js';
 import type { LogSink } from '../platform/child.js';
 import { ResourceManager } from '../resources/manager.js';
@@ -44,8 +46,10 @@ export interface CornserveOptions {
   port?: number;
   /** @default '127.0.0.1' */
   host?: string;
-  /** Virtual devices on the local node. @default 4 */
+  /** Devices on the local node. @default 4 */
   devices?: number;
+  /** What they are: 'cuda' when `--devices auto` found GPUs (control/platform/gpus.ts). @default 'cpu' */
+  deviceKind?: 'cpu' | 'cuda';
   /** Keep all state in Redis (restart recovers apps and tasks). */
   redisUrl?: string;
   /** Redis key prefix. @default 'cornserve:' */
@@ -102,6 +106,7 @@ export async function startCornserve(opts: CornserveOptions = {}): Promise<Corns
     const { platform, sidecarUrls } = await startLocalPlatform(closers, {
       socketDir,
       ...(opts.devices !== undefined ? { devices: opts.devices } : {}),
+      ...(opts.deviceKind ? { deviceKind: opts.deviceKind } : {}),
       ...(opts.redisUrl ? { storeUrl: opts.redisUrl, ...(opts.redisPrefix ? { storePrefix: opts.redisPrefix } : {}) } : {}),
       ...(opts.logSink ? { logSink: opts.logSink } : {}),
       env: { ...opts.childEnv, ...bodyLimitEnv(opts.bodyLimitBytes) }, // executors take what the gateway takes (lib/body-limit.ts)
@@ -181,7 +186,10 @@ async function registerAppsDir(
 export interface UpCommandOptions {
   port: string;
   host: string;
+  /** A count of virtual CPU devices, or 'auto' (nvidia-smi's GPUs, else CPU devices). */
   devices: string;
+  /** Executors run on the CPU (loudly) when GPUs were found but onnxruntime has no CUDA provider. */
+  allowCpuFallback?: boolean;
   redis?: string;
   apps?: string;
   adminToken?: string;
@@ -197,12 +205,16 @@ export async function upCommand(
   opts: UpCommandOptions,
   io: Io,
 ): Promise<void> {
+  const devices = await devicesOption(opts.devices);
+  logger('up').info({ kind: devices.kind, count: devices.count }, devices.reason);
   const cs = await startCornserve({
     drainTimeoutMs: opts.drainTimeout,
     blockedLimitMs: opts.blockedLimit,
     port: Number(opts.port),
     host: opts.host,
-    devices: Number(opts.devices),
+    devices: devices.count,
+    deviceKind: devices.kind,
+    ...(opts.allowCpuFallback ? { childEnv: { [EXECUTOR_ENV.allowCpuFallback]: '1' } } : {}),
     ...(opts.redis ? { redisUrl: opts.redis } : {}),
     ...(opts.adminToken ? { adminToken: opts.adminToken } : {}),
     bodyLimitBytes: Number(opts.bodyLimit),

@@ -29,6 +29,9 @@ export interface LaunchSpec {
  *   CORNSERVE_EXECUTOR_ID, CORNSERVE_TASK_ID, PORT (HTTP port to listen on, loopback locally),
  *   CORNSERVE_SIDECAR_RANKS (comma-separated global ranks = device ranks), CORNSERVE_NODE,
  *   CORNSERVE_SIDECAR_URL (the node's sidecar, when one runs), CORNSERVE_STORE_URL (redis URL, when used),
+ *   CORNSERVE_DEVICE_KIND ('cpu' | 'cuda') and CORNSERVE_DEVICE_ORDINALS (comma-separated device ordinals as the
+ *   process sees them, one per tensor-parallel rank: the node-local ranks locally; 0..N-1 on Kubernetes, where a
+ *   container given `nvidia.com/gpu: N` sees its GPUs as 0..N-1, CUDA_VISIBLE_DEVICES semantics),
  *   OTEL_* passthrough.
  */
 export const EXECUTOR_ENV = {
@@ -39,6 +42,10 @@ export const EXECUTOR_ENV = {
   node: 'CORNSERVE_NODE',
   sidecar: 'CORNSERVE_SIDECAR_URL',
   store: 'CORNSERVE_STORE_URL',
+  deviceKind: 'CORNSERVE_DEVICE_KIND',
+  deviceOrdinals: 'CORNSERVE_DEVICE_ORDINALS',
+  /** '1' = run on the CPU (loudly) when GPUs were assigned but onnxruntime has no CUDA provider (`up --allow-cpu-fallback`). */
+  allowCpuFallback: 'CORNSERVE_ALLOW_CPU_FALLBACK',
 } as const;
 
 export interface ExecutorRequest {

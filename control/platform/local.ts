@@ -3,7 +3,9 @@
  * `node --import tsx <entry> ...args`, each on a free loopback port. Output is re-logged line by line with
  * the executor id / app name as prefix; exits are reported through onEvent; nothing outlives us
  * (exit-guard.ts in this process, orphan-guard.ts preloaded into every child).
- * Devices are virtual: `devices` per node, for every node name in `nodes`.
+ * Devices: `devices` per node, for every node name in `nodes`; virtual CPU devices unless `deviceKind` is 'cuda'
+ * (`cornserve up --devices auto` found GPUs), when an executor's node-local ranks are its GPU ordinals
+ * (CORNSERVE_DEVICE_KIND / CORNSERVE_DEVICE_ORDINALS).
  * With `socketDir`, app functions listen on a unix socket in that folder instead of a TCP port, and their
  * URL is `http+unix://...` (lib/unix-url.ts): the gateway -> function hop skips the TCP stack.
  */
@@ -23,6 +25,7 @@ import type {
   AppFunctionInstance,
   AppFunctionSpec,
   ExecutorInstance,
+  DeviceKind,
   ExecutorSpec,
   NodeDevices,
   Platform,
@@ -34,6 +37,8 @@ export interface LocalPlatformOptions {
   repoRoot: string;
   /** Virtual devices per node. @default 4 */
   devices?: number;
+  /** What the devices are (passed to executors as CORNSERVE_DEVICE_KIND). @default 'cpu' */
+  deviceKind?: DeviceKind;
   /** Node names. @default ['local'] */
   nodes?: string[];
   /** Address children listen on (passed as HOST) and URLs use. @default '127.0.0.1' */
@@ -97,7 +102,7 @@ export class LocalPlatform implements Platform {
   }
 
   async listNodes(): Promise<NodeDevices[]> {
-    return this.nodes.map((node) => ({ node, devices: this.devices }));
+    return this.nodes.map((node) => ({ node, devices: this.devices, deviceKind: this.opts.deviceKind ?? 'cpu' }));
   }
 
   /** Sets (or clears) the sidecar URL later executors on `node` receive. */
@@ -115,6 +120,8 @@ export class LocalPlatform implements Platform {
       [EXECUTOR_ENV.taskId]: spec.taskId,
       [EXECUTOR_ENV.ranks]: spec.devices.map((d) => d.globalRank).join(','),
       [EXECUTOR_ENV.node]: spec.node,
+      [EXECUTOR_ENV.deviceKind]: this.opts.deviceKind ?? 'cpu',
+      [EXECUTOR_ENV.deviceOrdinals]: spec.devices.map((d) => d.localRank).join(','),
       ...(sidecar ? { [EXECUTOR_ENV.sidecar]: sidecar } : {}),
       ...(this.opts.storeUrl ? { [EXECUTOR_ENV.store]: this.opts.storeUrl } : {}),
     };

@@ -9,7 +9,11 @@ export interface NodeDevices {
   node: string;
   /** Number of accelerators (virtual devices locally). */
   devices: number;
+  /** What the devices are: 'cuda' = NVIDIA GPUs (ordinals = local ranks), 'cpu' = virtual devices. @default 'cpu' */
+  deviceKind?: DeviceKind;
 }
+
+export type DeviceKind = 'cpu' | 'cuda';
 
 export interface ExecutorSpec {
   executorId: string; // unique; stable for the executor's life

@@ -17,8 +17,9 @@ export interface Allocation {
 
 export function buildInventory(nodes: NodeDevices[], sidecarUrls: Record<string, string> = {}): Inventory {
   let globalRank = 0;
-  return nodes.map(({ node, devices }) => ({
+  return nodes.map(({ node, devices, deviceKind }) => ({
     node,
+    ...(deviceKind ? { deviceKind } : {}),
     ...(sidecarUrls[node] ? { sidecarUrl: sidecarUrls[node] } : {}),
     devices: Array.from({ length: devices }, (_, localRank) => ({ node, globalRank: globalRank++, localRank, owner: null })),
   }));

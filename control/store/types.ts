@@ -52,6 +52,7 @@ export interface DeviceRef {
 export interface NodeInventory {
   node: string;
   sidecarUrl?: string; // where the node's sidecar listens (control HTTP)
+  deviceKind?: 'cpu' | 'cuda'; // what its devices are (absent = cpu); local ranks are the GPU ordinals
   devices: Array<DeviceRef & { owner: string | null }>; // owner = taskId or null when free
 }
 

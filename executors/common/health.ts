@@ -16,16 +16,17 @@ export interface HealthPart {
   message: string;
 }
 
-export function healthReport(parts: readonly HealthPart[]): { status: number; body: Record<string, unknown> } {
+/** `details` = facts about the executor added to every answer, e.g. `execution` (its provider and device). */
+export function healthReport(parts: readonly HealthPart[], details: Record<string, unknown> = {}): { status: number; body: Record<string, unknown> } {
   const state = Object.fromEntries(parts.map((p) => [p.name, p.up() ? 'up' : 'down']));
   const down = parts.find((p) => state[p.name] === 'down');
-  if (!down) return { status: 200, body: { status: 'ok', parts: state } };
-  return { status: 503, body: { status: 'unavailable', parts: state, error: { code: down.code, message: down.message } } };
+  if (!down) return { status: 200, body: { status: 'ok', parts: state, ...details } };
+  return { status: 503, body: { status: 'unavailable', parts: state, error: { code: down.code, message: down.message }, ...details } };
 }
 
-export function healthRoute(parts: readonly HealthPart[]): RequestHandler {
+export function healthRoute(parts: readonly HealthPart[], details?: Record<string, unknown>): RequestHandler {
   return (_req, res) => {
-    const { status, body } = healthReport(parts);
+    const { status, body } = healthReport(parts, details);
     res.status(status).json(body);
   };
 }

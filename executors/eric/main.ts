@@ -10,6 +10,7 @@ import { Command, InvalidArgumentError } from 'commander';
 import { EXECUTOR_ENV } from '../../control/descriptors/types.js';
 import { logger } from '../../lib/log.js';
 import { privateAllowlistFromEnv } from '../../lib/fetch-guard.js';
+import { ALLOW_CPU_FALLBACK_FLAG, startExecutionOrExit } from '../models/execution.js';
 import { startTelemetry } from '../../lib/telemetry.js';
 import { exitOnSignal } from '../../lib/shutdown.js';
 import { MODALITIES, compileEricOptions, type EricModality } from './options.js';
@@ -46,9 +47,11 @@ const program = new Command('eric')
   .option('--max-input-bytes <n>', 'largest input per item, in bytes', int)
   .option('--fetch-timeout-ms <ms>', 'time limit of one http(s) fetch', int)
   .option('--max-inflight-batches <n>', 'batches handed to the workers at once', int)
+  .option(...ALLOW_CPU_FALLBACK_FLAG)
   .parse();
 
 const f = program.opts<{
+  allowCpuFallback?: boolean;
   modelId: string; adapterModelIds: string[]; modality: EricModality; tpSize?: number; maxBatchSize?: number; modelsDir?: string;
   allowFileUrls: boolean; urlAllowlist: string[]; allowPrivateUrls?: string[]; sidecarRanks?: number[]; sidecar?: string; host?: string; port?: number;
   preprocessThreads: number; maxInputBytes?: number; fetchTimeoutMs?: number; maxInflightBatches?: number;
@@ -60,6 +63,7 @@ const sidecar = f.sidecar ?? env[EXECUTOR_ENV.sidecar];
 const executorId = env[EXECUTOR_ENV.executorId];
 const opt = <K extends string, V>(k: K, v: V | undefined) => (v === undefined ? {} : { [k]: v } as Record<K, V>);
 
+startExecutionOrExit(f.allowCpuFallback);
 try {
   const options = compileEricOptions({
     modelId: f.modelId, adapterModelIds: f.adapterModelIds, modality: f.modality, allowFileUrls: f.allowFileUrls, urlAllowlist: f.urlAllowlist,

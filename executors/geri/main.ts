@@ -12,6 +12,7 @@ import { Command, InvalidArgumentError, Option } from 'commander';
 import { EXECUTOR_ENV } from '../../control/descriptors/types.js';
 import { logger } from '../../lib/log.js';
 import { exitOnSignal } from '../../lib/shutdown.js';
+import { ALLOW_CPU_FALLBACK_FLAG, startExecutionOrExit } from '../models/execution.js';
 import { startTelemetry } from '../../lib/telemetry.js';
 import { EngineProcess } from '../common/engine-process.js';
 import { connectSidecar } from '../common/sidecar-address.js';
@@ -39,14 +40,17 @@ const program = new Command('geri')
   .option('--sidecar-socket <address>', 'the node sidecar: socket path, unix:<path> or http URL (default: $CORNSERVE_SIDECAR_URL)')
   .option('--sidecar-ranks <ranks>', 'this executor\'s sidecar ranks, comma-separated (default: $CORNSERVE_SIDECAR_RANKS)')
   .option('--timeout-ms <ms>', 'deadline of requests without an x-cornserve-deadline header', int(1), 300_000)
+  .option(...ALLOW_CPU_FALLBACK_FLAG)
   .parse();
 
 const o = program.opts<{
+  allowCpuFallback?: boolean;
   modelId: string; modality: Modality; maxBatchSize: number; modelsDir?: string; modelDir?: string; port?: number; host: string;
   sidecarSocket?: string; sidecarRanks?: string; timeoutMs: number;
 }>();
 const executorId = process.env[EXECUTOR_ENV.executorId];
 const log = logger('geri', { executor: executorId });
+startExecutionOrExit(o.allowCpuFallback);
 await startTelemetry('geri');
 
 const dir = o.modelDir ?? (await findModel(o.modelId, o.modality, o.modelsDir)).dir;

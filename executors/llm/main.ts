@@ -11,6 +11,7 @@ import { EXECUTOR_ENV } from '../../control/descriptors/types.js';
 import { privateAllowlistFromEnv, validatePrivateAllowlist } from '../../lib/fetch-guard.js';
 import { logger } from '../../lib/log.js';
 import { exitOnSignal } from '../../lib/shutdown.js';
+import { ALLOW_CPU_FALLBACK_FLAG, startExecutionOrExit } from '../models/execution.js';
 import { startTelemetry } from '../../lib/telemetry.js';
 import { connectSidecar } from '../common/sidecar-address.js';
 import { findModel } from '../models/catalog.js';
@@ -42,14 +43,17 @@ const program = new Command('llm-executor')
   .option('--url-allowlist <hosts>', 'with --encoders: hosts http(s) media URLs may point to, comma-separated (default: any)')
   .option('--allow-private-urls <list>', 'with --encoders: CIDRs, addresses or hosts media URLs may reach although loopback, private, link-local or metadata (comma-separated; default: $CORNSERVE_ALLOW_PRIVATE_URLS, else none)')
   .option('--timeout-ms <ms>', 'deadline of requests without an x-cornserve-deadline header', int, 300_000)
+  .option(...ALLOW_CPU_FALLBACK_FLAG)
   .parse();
 
 const o = program.opts<{
+  allowCpuFallback?: boolean;
   modelId: string; modelDir?: string; modelsDir?: string; port?: number; host: string; maxBatch: number; maxWaiting: number;
   maxPrefillTokens: number; threads: number; sidecarSocket?: string; sidecarRanks?: string; receiveEmbeddings: boolean; encoders: boolean; urlAllowlist?: string; allowPrivateUrls?: string; timeoutMs: number;
 }>();
 const executorId = process.env[EXECUTOR_ENV.executorId];
 const log = logger('llm', { executor: executorId });
+startExecutionOrExit(o.allowCpuFallback);
 await startTelemetry('llm');
 
 const dir = o.modelDir ?? (await findModel(o.modelId, 'text', o.modelsDir, 'llm')).dir;

@@ -15,6 +15,8 @@ import type { SidecarClient } from '../../sidecar/client/client.js';
 import { tensor } from '../../sidecar/tensor.js';
 import { deadlineOf } from '../common/deadline.js';
 import { ExecutorErrorCode } from '../common/errors.js';
+import { processExecution } from '../models/execution.js';
+import { describeExecution } from '../models/session-options.js';
 import { healthRoute } from '../common/health.js';
 import { Engine, type EngineOptions, type EngineRequest } from './engine.js';
 import { llmErrors, toOpenAIError } from './errors.js';
@@ -93,7 +95,7 @@ export function buildLlmServer(opts: LlmServerOptions): LlmServer {
 
   app.get('/health', healthRoute([
     { name: 'engine', up: () => engine.alive, code: ExecutorErrorCode.ENGINE_DEAD, message: 'the engine stopped or its decoder steps keep failing' },
-  ]));
+  ], { execution: describeExecution(processExecution()) }));
   app.get('/info', (_req, res) => {
     res.json({
       kind: 'llm', executorId: opts.executorId ?? null, model: model.name, modelIds: model.modelIds,

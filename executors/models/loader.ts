@@ -7,6 +7,8 @@ import { access, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import ort from 'onnxruntime-node';
 import { modelErrors } from './errors.js';
+import { processExecution } from './execution.js';
+import { sessionDevice, sessionOptionsFor } from './session-options.js';
 import { MANIFEST_FILE, Manifest, type GraphSpec, type ModelIdSpec, defaultGraphNames, describeIssues } from './manifest.js';
 
 export async function loadManifest(dir: string): Promise<Manifest> {
@@ -38,6 +40,8 @@ export interface LoadOptions {
   /** Model ids whose adapter graphs to open (default: all). */
   modelIds?: string[];
   sessionOptions?: ort.InferenceSession.SessionOptions;
+  /** Tensor-parallel rank whose device the sessions use (execution.ts; default 0). */
+  rank?: number;
 }
 
 export type Session = ort.InferenceSession;
@@ -118,7 +122,8 @@ async function openGraph(dir: string, name: string, spec: GraphSpec, options: or
 /** Loads the manifest and opens the sessions; on any failure, sessions opened so far are released. */
 export async function loadModel(dir: string, opts: LoadOptions = {}): Promise<LoadedModel> {
   const manifest = await loadManifest(dir);
-  const options = opts.sessionOptions ?? {};
+  // The one place the execution provider is chosen: this process's device (session-options.ts).
+  const options = sessionOptionsFor(sessionDevice(processExecution(), opts.rank ?? 0), opts.sessionOptions);
   const opened: Session[] = [];
   const open = async (name: string, spec: GraphSpec) => {
     const s = await openGraph(dir, name, spec, options);

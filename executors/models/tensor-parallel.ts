@@ -32,7 +32,7 @@ export function graphsForRank(manifest: Manifest, rank: number): string[] {
 
 /** Opens the graphs of one rank (no adapters: projectors run after the body, unsharded). */
 export async function loadRank(dir: string, rank: number, opts: Omit<LoadOptions, 'graphs' | 'modelIds'> = {}): Promise<LoadedModel> {
-  return loadModel(dir, { ...opts, graphs: graphsForRank(await loadManifest(dir), rank), modelIds: [] });
+  return loadModel(dir, { ...opts, rank, graphs: graphsForRank(await loadManifest(dir), rank), modelIds: [] });
 }
 
 /** Runs rank `rank`'s graph of `stage`; returns its first output's name and value. */

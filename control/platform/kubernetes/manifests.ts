@@ -113,6 +113,10 @@ export function executorDeployment(spec: ExecutorSpec, o: ManifestOptions = MANI
       { name: 'HOST', value: '0.0.0.0' },
       { name: EXECUTOR_ENV.ranks, value: spec.devices.map((d) => d.globalRank).join(',') },
       { name: EXECUTOR_ENV.node, value: spec.node },
+      // The container sees its `deviceResource: N` GPUs as ordinals 0..N-1 (the device plugin sets
+      // NVIDIA_VISIBLE_DEVICES; CUDA_VISIBLE_DEVICES semantics), whatever the node-local ranks are.
+      { name: EXECUTOR_ENV.deviceKind, value: o.deviceKind },
+      { name: EXECUTOR_ENV.deviceOrdinals, value: spec.devices.map((_, i) => i).join(',') },
       { name: EXECUTOR_ENV.sidecar, value: `unix:${o.sidecarSocket}` },
       ...(o.storeUrl ? [{ name: EXECUTOR_ENV.store, value: o.storeUrl }] : []),
     ],

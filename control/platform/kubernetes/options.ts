@@ -27,6 +27,8 @@ export interface ManifestOptions {
   imagePullPolicy: 'Always' | 'IfNotPresent' | 'Never';
   /** Extended resource that counts devices on a node and in executor limits. @default 'nvidia.com/gpu' */
   deviceResource: string;
+  /** What `deviceResource` counts, for the executors (CORNSERVE_DEVICE_KIND). @default 'cuda' */
+  deviceKind: 'cpu' | 'cuda';
   /** Port executors listen on (env PORT). @default 8000 */
   executorPort: number;
   /** HTTP port (/health, /info) of each node's sidecar, a hostNetwork DaemonSet; peers use the next port. @default 10000 */
@@ -80,6 +82,7 @@ export const MANIFEST_DEFAULTS: ManifestOptions = {
   imageTag: 'latest',
   imagePullPolicy: 'IfNotPresent',
   deviceResource: 'nvidia.com/gpu',
+  deviceKind: 'cuda',
   executorPort: 8000,
   sidecarPort: 10000,
   sidecarSocket: '/dev/shm/cornserve-sidecar.sock',

@@ -72,7 +72,7 @@ export class KubernetesPlatform implements Platform {
 
   async listNodes(): Promise<KubeNodeDevices[]> {
     const { items } = await this.client.list(RESOURCE.node);
-    return gpuNodes(items, this.options.deviceResource, this.options.sidecarPort);
+    return gpuNodes(items, this.options.deviceResource, this.options.sidecarPort).map((n) => ({ ...n, deviceKind: this.options.deviceKind }));
   }
 
   // ---------- executors ----------

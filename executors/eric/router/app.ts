@@ -9,6 +9,8 @@ import type { Logger } from '../../../lib/log.js';
 import { currentTraceparent, traceRequests } from '../../../lib/telemetry.js';
 import { deadlineOf } from '../../common/deadline.js';
 import { ExecutorErrorCode } from '../../common/errors.js';
+import { processExecution } from '../../models/execution.js';
+import { describeExecution } from '../../models/session-options.js';
 import { healthRoute } from '../../common/health.js';
 import type { EricMetrics } from '../metrics.js';
 import { type EmbeddingDeps, embed } from './embeddings.js';
@@ -32,7 +34,7 @@ export function buildEricApp(deps: AppDeps): express.Express {
   app.get('/health', healthRoute([
     { name: 'engine', up: deps.engineAlive, code: ExecutorErrorCode.ENGINE_DEAD, message: 'the engine process is not running' },
     { name: 'preprocess', up: () => deps.preprocess.healthy, code: ExecutorErrorCode.PREPROCESS_CRASHED, message: 'a crashed preprocessing thread could not be replaced' },
-  ]));
+  ], { execution: describeExecution(processExecution()) }));
   app.get('/info', (_req, res) => { res.json(deps.info()); });
   app.get('/modalities', (_req, res) => { res.json(deps.modalities); });
   app.get('/metrics', async (_req, res) => {

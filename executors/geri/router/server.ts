@@ -18,6 +18,8 @@ import type { SidecarClient } from '../../../sidecar/client/client.js';
 import { deadlineOf } from '../../common/deadline.js';
 import type { EngineResponse, EnqueueOptions } from '../../common/engine-client.js';
 import { ExecutorErrorCode, executorError, fromWire } from '../../common/errors.js';
+import { processExecution } from '../../models/execution.js';
+import { describeExecution } from '../../models/session-options.js';
 import { healthRoute } from '../../common/health.js';
 import { type Item, type ItemResult, tensor } from '../../common/protocol.js';
 import { discardTensor } from '../../common/receive-tensor.js';
@@ -233,7 +235,7 @@ export function buildGeriServer(o: GeriServerOptions): GeriServer {
   const app = express();
   app.use(traceRequests('geri'));
   app.use(express.json({ limit: hopBodyLimitBytes() })); // what the gateway accepts, this accepts (lib/body-limit.ts)
-  app.get('/health', healthRoute([{ name: 'engine', up: () => o.engine.alive, code: ExecutorErrorCode.ENGINE_DEAD, message: 'the engine process is gone' }]));
+  app.get('/health', healthRoute([{ name: 'engine', up: () => o.engine.alive, code: ExecutorErrorCode.ENGINE_DEAD, message: 'the engine process is gone' }], { execution: describeExecution(processExecution()) }));
   app.get('/info', (_req, res) => {
     res.json({
       kind: 'geri', executorId: o.executorId ?? null, enginePid: o.engine.pid ?? null, modelId: o.modelId, model: o.manifest.name, modality: o.modality, hiddenSize: hidden,
