@@ -37,8 +37,8 @@ test('listNodes reads the Ready GPU nodes from the API server', async (t) => {
   r.api.put(gpuNode('gpu-c', '8', 'False'));
   const nodes = await r.platform.listNodes();
   t.deepEqual(nodes, [
-    { node: 'gpu-a', devices: 4, address: '10.1.0.1', sidecarUrl: 'http://10.1.0.1:10000' },
-    { node: 'gpu-b', devices: 2, address: '10.1.0.2', sidecarUrl: 'http://10.1.0.2:10000' },
+    { node: 'gpu-a', devices: 4, address: '10.1.0.1', sidecarUrl: 'http://10.1.0.1:10000', deviceKind: 'cuda' },
+    { node: 'gpu-b', devices: 2, address: '10.1.0.2', sidecarUrl: 'http://10.1.0.2:10000', deviceKind: 'cuda' },
   ]);
   t.deepEqual(lines(r.api.take()), ['GET /api/v1', 'GET /api/v1/nodes']);
 });

@@ -31,11 +31,27 @@ const nextEvent = (p: LocalPlatform, pred: (e: PlatformEvent) => boolean) =>
 
 test('listNodes reports every configured node with its virtual devices', async (t) => {
   const p = new LocalPlatform({ repoRoot, devices: 3, nodes: ['a', 'b'] });
-  t.deepEqual(await p.listNodes(), [{ node: 'a', devices: 3 }, { node: 'b', devices: 3 }]);
+  t.deepEqual(await p.listNodes(), [{ node: 'a', devices: 3, deviceKind: 'cpu' }, { node: 'b', devices: 3, deviceKind: 'cpu' }]);
 });
 
 test('listNodes defaults to one node named local with 4 devices', async (t) => {
-  t.deepEqual(await new LocalPlatform({ repoRoot }).listNodes(), [{ node: 'local', devices: 4 }]);
+  t.deepEqual(await new LocalPlatform({ repoRoot }).listNodes(), [{ node: 'local', devices: 4, deviceKind: 'cpu' }]);
+});
+
+test('listNodes reports the device kind it was given (GPUs found by --devices auto)', async (t) => {
+  t.deepEqual(await new LocalPlatform({ repoRoot, devices: 2, deviceKind: 'cuda' }).listNodes(), [{ node: 'local', devices: 2, deviceKind: 'cuda' }]);
+});
+
+test('an executor on GPUs receives the device kind and its node-local ranks as GPU ordinals', async (t) => {
+  const p = quietPlatform([], { deviceKind: 'cuda', devices: 4 });
+  t.teardown(() => p.shutdown());
+  const inst = await p.startExecutor({
+    executorId: 'ex-gpu', taskId: 'task-gpu', node: 'local',
+    devices: [{ node: 'local', globalRank: 6, localRank: 2 }, { node: 'local', globalRank: 7, localRank: 3 }], launch: launch(),
+  });
+  await healthy(inst.url);
+  const { env } = await envOf(inst.url);
+  t.like(env, { CORNSERVE_DEVICE_KIND: 'cuda', CORNSERVE_DEVICE_ORDINALS: '2,3', CORNSERVE_SIDECAR_RANKS: '6,7' });
 });
 
 test('an executor receives its port, ranks, node, ids, sidecar and store URLs, and the launch args', async (t) => {
@@ -51,6 +67,7 @@ test('an executor receives its port, ranks, node, ids, sidecar and store URLs, a
   t.like(env, {
     CORNSERVE_EXECUTOR_ID: 'ex-a', CORNSERVE_TASK_ID: 'task-a', CORNSERVE_SIDECAR_RANKS: '0,1', CORNSERVE_NODE: 'local',
     CORNSERVE_SIDECAR_URL: 'http://127.0.0.1:2', CORNSERVE_STORE_URL: 'redis://127.0.0.1:1', TEST_FROM_LAUNCH: 'l', TEST_FROM_SPEC: 's',
+    CORNSERVE_DEVICE_KIND: 'cpu', CORNSERVE_DEVICE_ORDINALS: '0,1',
   });
   t.deepEqual(args, ['--flag', 'x']);
 });

@@ -47,6 +47,13 @@ test('an executor asks for one nvidia.com/gpu per device', (t) => {
   t.deepEqual(container().resources, { limits: { 'nvidia.com/gpu': '2' } });
 });
 
+test("an executor's GPU ordinals are 0..N-1, the container's visible devices, whatever its node-local ranks", (t) => {
+  const onLaterGpus = { ...executor, devices: [{ node: 'gpu-b', globalRank: 6, localRank: 2 }, { node: 'gpu-b', globalRank: 7, localRank: 3 }] };
+  const c = container(onLaterGpus);
+  t.deepEqual(c.resources, { limits: { 'nvidia.com/gpu': '2' } });
+  t.like(envOf(c), { [EXECUTOR_ENV.deviceKind]: 'cuda', [EXECUTOR_ENV.deviceOrdinals]: '0,1', [EXECUTOR_ENV.ranks]: '6,7' });
+});
+
 test('an executor is pinned to the node its devices are on', (t) => {
   const affinity = executorDeployment(executor, opts).spec!.template.spec!.affinity!;
   t.deepEqual(affinity.nodeAffinity!.requiredDuringSchedulingIgnoredDuringExecution!.nodeSelectorTerms, [
