@@ -29,6 +29,8 @@ export interface EricFixtureOptions {
   /** @default the project's built models */
   modelsDir?: string;
   args?: string[];
+  /** Extra environment, e.g. the platform's device variables. */
+  env?: Record<string, string>;
   /** @default 60000 */
   startTimeoutMs?: number;
 }
@@ -55,7 +57,7 @@ export async function startEric(o: EricFixtureOptions): Promise<EricFixture> {
     what: 'eric',
     entry: entry!,
     args: [...model, '--models-dir', o.modelsDir ?? await modelsDir(), '--preprocess-threads', '1', ...(o.args ?? [])],
-    env: { [EXECUTOR_ENV.ranks]: (o.ranks ?? [0]).join(','), ...(o.sidecarSocket ? { [EXECUTOR_ENV.sidecar]: o.sidecarSocket } : {}) },
+    env: { [EXECUTOR_ENV.ranks]: (o.ranks ?? [0]).join(','), ...(o.sidecarSocket ? { [EXECUTOR_ENV.sidecar]: o.sidecarSocket } : {}), ...o.env },
     ...(o.startTimeoutMs ? { startTimeoutMs: o.startTimeoutMs } : {}),
   });
   const { url } = p;
