@@ -303,7 +303,8 @@ export class SidecarServer {
         this.ledger.pushed(rec);
       });
     }
-    if (origin === 'local' && this.mirror.enabled && this.ledger.holds(rec)) {
+    // Only another node's sidecar looks an entry up (finder.ts): a chunk for this node's consumers alone gets none.
+    if (origin === 'local' && remote.size > 0 && this.mirror.enabled && this.ledger.holds(rec)) {
       rec.entry = {
         id: rec.id, chunk: rec.chunk, node: this.opts.node, producerRank: rec.producerRank, kind: rec.kind === 'tensor' ? 'tensor' : 'object',
         location: { kind: 'shm', segment: this.memory.segment.name, offset: alloc.offset, length: rec.size }, size: rec.size, expiresAt: rec.expiresAt,

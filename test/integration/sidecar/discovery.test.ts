@@ -40,10 +40,17 @@ test('a sidecar started with no fixed peers receives a tensor from a peer it lea
   const { sc, store } = await cluster(t, [[0, 1], [2]]);
   t.deepEqual((await store.listSidecars()).map((s) => [s.node, s.ranks, s.peerPort]), [['n0', [0, 1], sc.nodes[0]!.peerPort], ['n1', [2], sc.nodes[1]!.peerPort]]);
   const id = newId();
+  const inNode = newId();
   const data = makeTensor('bf16', [13, 512]);
   const prod = await sc.client(0);
+  await sc.client(1);
+  await prod.send(data, inNode, [[1]]); // held for rank 1 on n0: nobody on another node asks, so no entry
   await prod.send(data, id, [[2]]); // n1 has not dialed n0: the chunk waits on n0, recorded in the store under n0
-  t.like(await waitUntil('the chunk entry', () => store.getChunk(id, 0), { timeoutMs: 30_000 }), { id, chunk: 0, node: 'n0', producerRank: 0, dtype: 'bf16', shape: [13, 512] });
+  const entry = await waitUntil('the chunk entry', () => store.getChunk(id, 0), { timeoutMs: 30_000 });
+  t.like(entry, { id, chunk: 0, node: 'n0', producerRank: 0, kind: 'tensor', dtype: 'bf16', shape: [13, 512], size: 13 * 512 * 2 });
+  t.like(entry.location, { kind: 'shm', length: 13 * 512 * 2 });
+  t.true(entry.expiresAt > Date.now());
+  t.is(await store.getChunk(inNode, 0), undefined); // written before `id`'s would have been
   const cons = await sc.client(2);
   assertSameTensor(t, await cons.recv(id), data, 'received on n1');
   await cons.markDone(id);
@@ -70,11 +77,10 @@ test('a peer sidecar that restarts on a new port is found again', async (t) => {
 });
 
 test('a crashed sidecar’s registration and chunk entries are removed after its lease', async (t) => {
-  const { sc, store } = await cluster(t, [[0], [1, 2]], { leaseMs: 1000 });
+  const { sc, store } = await cluster(t, [[0], [1]], { leaseMs: 1000 });
   const id = newId();
   const prod = await sc.client(1);
-  await sc.client(2); // the consumer is connected but never reads: the chunk stays held on n1
-  await prod.send(makeTensor('f32', [8, 8]), id, [[2]]);
+  await prod.send(makeTensor('f32', [8, 8]), id, [[0]]); // nobody on n0 reads: n0 never dials n1, the chunk stays held on n1
   t.like(await waitUntil('the chunk entry', () => store.getChunk(id, 0), { timeoutMs: 30_000 }), { node: 'n1' });
   t.truthy(await store.getSidecar('n1'));
   await sc.nodes[1]!.kill();
