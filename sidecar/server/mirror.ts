@@ -1,7 +1,7 @@
 /**
- * Records in the Store where each chunk produced on this node is held (node, location, dtype, shape, size,
- * producer, expiry) until this sidecar frees it, so that a consumer's sidecar on another node can find it and
- * dial this one (finder.ts).
+ * Records in the Store where each chunk produced on this node for another node's consumers is held (node, location,
+ * dtype, shape, size, producer, expiry) until this sidecar frees it, so that a consumer's sidecar on another node
+ * can find it and dial this one (finder.ts).
  *
  * Writes are asynchronous and never on a transfer's critical path (a Redis write costs ~120 µs, the
  * whole same-node round trip has a 300 µs budget), and with `delayMs` only chunks still held that long get an
