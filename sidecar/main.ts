@@ -41,7 +41,7 @@ const program = new Command('sidecar')
   .option('--slab <spec>', 'a shared-memory slab SLOT_BYTESxSLOTS (repeatable; default 4096x4096 and 262144x1984 = 512 MiB)', slab, [] as SlabSpec[])
   .option('--ttl-ms <ms>', 'expiry of unconsumed chunks', int, 300_000)
   .option('--sweep-ms <ms>', 'how often expired chunks are freed', int)
-  .option('--store-url <url>', 'the Store (redis://host:port): register this sidecar, find peers and chunks through it, record where produced chunks are held; default: fixed --peer only')
+  .option('--store-url <url>', 'the Store (redis://host:port): register this sidecar, find peers and chunks through it, record where chunks for other nodes are held; default: fixed --peer only')
   .option('--store-prefix <prefix>', 'Redis key prefix', 'cornserve:')
   .option('--lease-ms <ms>', 'with --store-url: registration lease (renewed every third); a crashed sidecar is reaped after it', int, 10_000);
 

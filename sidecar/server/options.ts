@@ -27,7 +27,7 @@ export interface SidecarServerOptions {
   sweepMs?: number;
   /**
    * The Store (MemoryStore / RedisStore) this sidecar registers in, finds its peers through, and records where the
-   * chunks it produces are held. Without one, only the fixed `peers` are known. @default none
+   * chunks it produces for other nodes are held. Without one, only the fixed `peers` are known. @default none
    */
   store?: SidecarStore;
   /** How long the registration lives without renewal (renewed every third of it); a crashed sidecar is reaped after it. @default 10_000 */
