@@ -15,6 +15,7 @@ import type { TaskGraph, UnitTask } from '../../functions/sdk/index.js';
 import { StoreNotFoundError, taskIdOf, type ExecutorRoute, type Store, type UnitTaskRecord } from '../store/index.js';
 import { MemoryStore } from '../store/memory.js';
 import { logger } from '../../lib/log.js';
+import { pickLeastOutstanding } from './pick.js';
 import { DispatcherError, NoExecutorError, StoreUnavailableError, TaskNotDeployedError, TaskNotReadyError } from './errors.js';
 
 const log = logger('dispatcher');
@@ -143,11 +144,9 @@ export class Router {
 
   private pick(taskId: string, ready: ExecutorRoute[]): ExecutorRoute | undefined {
     if (ready.length === 0) return undefined;
-    const least = Math.min(...ready.map((r) => r.outstanding));
-    const ties = ready.filter((r) => r.outstanding === least);
     const turn = this.turn.get(taskId) ?? 0;
     this.turn.set(taskId, turn + 1);
-    return ties[turn % ties.length];
+    return pickLeastOutstanding(ready, turn);
   }
 
   private lease(invocation: number, taskId: string, route: ExecutorRoute): Lease {

@@ -20,7 +20,8 @@ import type { KvCache } from './kv-cache.js';
 import type { LlmModel } from './model.js';
 import type { Prompt } from './prompt.js';
 import { Sequence, type FinishReason, type GenerateOptions } from './sequence.js';
-import { compact, decode, prefill, prefillLength } from './steps.js';
+import { admitCount } from './admission.js';
+import { compact, decode, prefill } from './steps.js';
 
 export interface EngineOptions {
   /** Sequences decoded together at most (= KV cache slots). @default 32 */
@@ -185,17 +186,8 @@ export class Engine {
   }
 
   private admit(): Job[] {
-    const out: Job[] = [];
-    let slots = this.running.length;
-    while (this.waiting.length) {
-      const j = this.waiting[0]!;
-      const needsSlot = !j.req.hiddenStates;
-      if (needsSlot && slots >= this.maxBatch) break;
-      if (out.length && prefillLength(this.model, [...out.map((o) => o.req.prompt), j.req.prompt]) * (out.length + 1) > this.maxPrefillTokens) break;
-      out.push(this.waiting.shift()!);
-      if (needsSlot) slots++;
-    }
-    return out;
+    const limits = { maxBatch: this.maxBatch, maxPrefillTokens: this.maxPrefillTokens, padMultiple: this.model.config.padMultiple };
+    return this.waiting.splice(0, admitCount(this.waiting, this.running.length, limits, (j) => ({ n: j.req.prompt.n, needsSlot: !j.req.hiddenStates })));
   }
 
   private async prefillStep(jobs: Job[]): Promise<void> {
