@@ -6,6 +6,7 @@
 import './node-version.js'; // first: refuse a too-old Node before anything else loads
 import { Command, Option } from 'commander';
 import { benchCommand } from './bench.js';
+import { simulateCommand } from '../../sim/command.js';
 import { DEFAULT_CLIENT_TIMEOUT_MS, GatewayClient } from './client.js';
 import { invokeCommand, listCommand, registerCommand, scaleCommand, tasksCommand, unregisterCommand, type Io } from './commands.js';
 import { CliError } from './errors.js';
@@ -117,6 +118,7 @@ program
   });
 
 program.addCommand(benchCommand(io, () => program.opts<{ gateway: string }>().gateway));
+program.addCommand(simulateCommand(io));
 
 /** A control-plane role as its own process: every role takes --port, --host and --redis (the shared Store). */
 const roleCommand = (name: string, description: string, port: string) =>

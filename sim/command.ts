@@ -1,0 +1,67 @@
+/**
+ * `cornserve simulate`: a scenario (file or built-in name) run in virtual time by our own policy code; prints
+ * the bench client's summary table and writes the same result directory as `cornserve bench`.
+ * The work is loaded only when the command runs.
+ */
+import { Command } from 'commander';
+import type { Io } from '../control/cli/commands.js';
+import { CliError } from '../control/cli/errors.js';
+
+const EXAMPLES = `
+Examples:
+  cornserve simulate --scenario local-1x4                       # make run's shape, 60 simulated seconds
+  cornserve simulate --scenario cluster-64x8 --duration 3600 --no-itl --result-dir sim-results/64x8
+  cornserve simulate my-scenario.yaml --seed 7 --request-rate 50
+
+A scenario names the cluster (nodes × devices, device preset from sim/presets/gpus.yaml, links), the app (a
+real app file, recorded to task graphs through the SDK), the deployment (executors per task), the workload
+(the bench client's options) and the SLOs. See docs/simulate.md.
+`;
+
+const positive = (name: string, v: string | undefined, integer = false) => {
+  if (v === undefined) return undefined;
+  const n = Number(v);
+  if (!Number.isFinite(n) || n < 0 || (integer && !Number.isInteger(n))) throw new CliError(`${name} must be a ${integer ? 'non-negative integer' : 'non-negative number'}, got '${v}'`);
+  return n;
+};
+
+export function simulateCommand(io: Io): Command {
+  return new Command('simulate')
+    .description('run a scenario on a simulated cluster in virtual time (our own allocation, routing and batching code) and report bench metrics')
+    .argument('[scenario]', 'a scenario YAML file')
+    .option('--scenario <name>', 'a built-in scenario: local-1x4 | cluster-64x8')
+    .option('--duration <s>', 'simulated seconds of arrivals (overrides the scenario)')
+    .option('--request-rate <r>', 'requests per second (overrides the scenario)')
+    .option('--seed <n>', 'random seed (overrides the scenario)')
+    .option('--result-dir <dir>', 'where results.json, summary.md and plots go', undefined)
+    .option('--no-itl', 'do not keep per-token gaps (saves memory on long runs; ITL metrics are then empty)')
+    .option('--no-plots', 'skip the SVG/PNG plots')
+    .addHelpText('after', EXAMPLES)
+    .action(async (file: string | undefined, opts: { scenario?: string; duration?: string; requestRate?: string; seed?: string; resultDir?: string; itl: boolean; plots: boolean }) => {
+      const which = file ?? opts.scenario;
+      if (!which || (file && opts.scenario)) throw new CliError('give a scenario file or --scenario NAME (one of them)');
+      const [{ loadScenario }, { simulate }, { summaryText }, { writeResultDir }, { defaultResultDir }] = await Promise.all([
+        import('./scenario/schema.js'), import('./run.js'), import('../bench/report/summary.js'), import('../bench/report/write.js'), import('../bench/client/config.js'),
+      ]);
+      const overrides = {
+        ...(opts.duration !== undefined ? { durationS: positive('--duration', opts.duration) } : {}),
+        ...(opts.requestRate !== undefined ? { rate: positive('--request-rate', opts.requestRate) } : {}),
+        ...(opts.seed !== undefined ? { seed: positive('--seed', opts.seed, true) } : {}),
+      };
+      let out;
+      try {
+        const sc = await loadScenario(which, overrides);
+        io.err(`simulate: ${sc.name}: ${sc.cluster.nodes} × ${sc.cluster.devicesPerNode} ${sc.cluster.device}, app ${sc.app.file}, ${sc.workload.rate} req/s${sc.workload.limit.durationMs ? ` for ${sc.workload.limit.durationMs / 1000} simulated s` : ''}`);
+        out = await simulate(sc, { itl: opts.itl });
+      } catch (e) {
+        if (e instanceof Error && ['ScenarioError', 'ModelOutputError'].includes(e.name)) throw new CliError(e.message);
+        throw e;
+      }
+      io.err(`deployment: ${out.deployment.map((d) => `${d.executors} × ${d.label}`).join(', ')}`);
+      io.err(`simulated ${out.requests} requests (${out.events} events) in ${(out.wallMs / 1000).toFixed(1)} s wall: ${Math.round(out.requests / Math.max(out.wallMs / 1000, 1e-3))} requests per wall-clock second`);
+      io.out(summaryText(out.results));
+      const dir = opts.resultDir ?? defaultResultDir().replace(/^bench-results/, 'sim-results');
+      const files = await writeResultDir(dir, { run: out.results }, { plots: opts.plots });
+      io.out(`\nresults: ${dir}/ (${files.join(', ')})`);
+    });
+}

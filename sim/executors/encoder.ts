@@ -1,0 +1,41 @@
+/** Eric in virtual time: the live Eric scheduler forms each batch; the encoder model gives its duration. */
+import { EricScheduler as Scheduler } from '../policies.js';
+import type { EventQueue } from '../engine/queue.js';
+import { encoderMs, type EncoderModel } from '../latency/models.js';
+import { SimExecutor, type SimJob } from './types.js';
+
+export class SimEncoder extends SimExecutor {
+  readonly scheduler: Scheduler;
+  readonly #jobs = new Map<string, SimJob>();
+
+  constructor(id: string, node: number, private readonly events: EventQueue, private readonly modality: string, maxBatchSize: number | undefined, private readonly model: EncoderModel) {
+    super(id, node, 1); // one batch at a time (Eric's engine runs its batches one after another)
+    this.scheduler = new Scheduler(maxBatchSize);
+  }
+
+  submit(job: SimJob): void {
+    const requestId = String(job.id);
+    this.#jobs.set(requestId, job);
+    this.scheduler.enqueue({ requestId, deadline: Infinity, items: [{ id: '0', meta: { modality: this.modality, modelId: 'm' }, tensors: {} }] });
+    this.#next();
+  }
+
+  #next(): void {
+    if (this.running >= this.capacity) return;
+    const batch = this.scheduler.schedule();
+    if (!batch) return;
+    let units = 0;
+    for (const e of batch.entries) units += this.#jobs.get(e.requestId)!.units;
+    this.started();
+    this.events.after(encoderMs(this.model, units, `${this.id} (encoder)`), () => {
+      this.ended();
+      for (const e of batch.entries) {
+        if (!this.scheduler.complete(e.requestId, { id: e.item.id, ok: true })) continue;
+        const job = this.#jobs.get(e.requestId)!;
+        this.#jobs.delete(e.requestId);
+        job.done(this.events.now);
+      }
+      this.#next();
+    });
+  }
+}

@@ -1,0 +1,41 @@
+/** Geri in virtual time: the live Geri request queue forms each batch; steps × per-step model gives its duration. */
+import { GeriRequestQueue as RequestQueue } from '../policies.js';
+import type { GenParams } from '../../executors/geri/protocol.js';
+import type { EventQueue } from '../engine/queue.js';
+import { generatorMs, type GeneratorModel } from '../latency/models.js';
+import { SimExecutor, type SimJob } from './types.js';
+
+export class SimGenerator extends SimExecutor {
+  readonly queue = new RequestQueue();
+  readonly #jobs = new Map<string, SimJob>();
+  readonly #params: GenParams;
+
+  constructor(id: string, node: number, private readonly events: EventQueue, modality: string, private readonly model: GeneratorModel) {
+    super(id, node, 1);
+    this.#params = (modality === 'image' ? { kind: 'image', height: 64, width: 64, numInferenceSteps: model.steps } : { kind: 'audio', chunkSize: 4, leftContextSize: 2 }) as GenParams;
+  }
+
+  submit(job: SimJob): void {
+    const requestId = String(job.id);
+    this.#jobs.set(requestId, job);
+    this.queue.enqueue({ requestId, embeddingDataId: requestId, deadline: Infinity, params: this.#params });
+    this.#next();
+  }
+
+  #next(): void {
+    if (this.running >= this.capacity) return;
+    const head = this.queue.peekNext();
+    if (!head) return;
+    const batch = this.queue.popBatch(head, this.model.maxBatchSize);
+    this.started();
+    this.events.after(generatorMs(this.model, batch.length, `${this.id} (generator)`), () => {
+      this.ended();
+      for (const r of batch) {
+        const job = this.#jobs.get(r.requestId)!;
+        this.#jobs.delete(r.requestId);
+        job.done(this.events.now);
+      }
+      this.#next();
+    });
+  }
+}

@@ -1,0 +1,84 @@
+/**
+ * The LLM engine in virtual time, step for step as executors/llm/engine.ts: each loop admits waiting requests
+ * into one prefill (the live admission rule, plus the KV-cache budget of the device), which gives each its
+ * first token, then runs one decode step for every running sequence; finished sequences leave.
+ */
+import { admitCount } from '../policies.js';
+import type { EventQueue } from '../engine/queue.js';
+import { decodeMs, prefillMs, type LlmModel } from '../latency/models.js';
+import { SimExecutor, type SimJob } from './types.js';
+
+interface Seq { job: SimJob; context: number; left: number; kv: number }
+
+export class SimLlm extends SimExecutor {
+  readonly #waiting: SimJob[] = [];
+  readonly #running: Seq[] = [];
+  #kvUsed = 0;
+  /** The most KV-cache tokens ever held at once (≤ kvTokens unless one request alone is larger). */
+  maxKvUsed = 0;
+
+  constructor(id: string, node: number, private readonly events: EventQueue, private readonly model: LlmModel) {
+    super(id, node, 1);
+  }
+
+  submit(job: SimJob): void {
+    this.#waiting.push(job);
+    if (this.running === 0) this.#loop();
+  }
+
+  #loop(): void {
+    if (!this.#waiting.length && !this.#running.length) return;
+    const m = this.model;
+    const n = admitCount(this.#waiting, this.#running.length, { maxBatch: m.maxBatch, maxPrefillTokens: m.maxPrefillTokens, padMultiple: m.padMultiple, freeKvTokens: m.kvTokens - this.#kvUsed }, (j) => ({ n: j.promptTokens, needsSlot: true, kvTokens: j.promptTokens + j.outputTokens }));
+    const admitted = this.#waiting.splice(0, n);
+    this.started();
+    if (admitted.length) {
+      let sum = 0;
+      let squares = 0;
+      for (const j of admitted) {
+        sum += j.promptTokens;
+        squares += j.promptTokens * j.promptTokens;
+      }
+      this.events.after(prefillMs(m, sum, squares, `${this.id} (llm.prefill)`), () => {
+        const t = this.events.now;
+        for (const job of admitted) {
+          const kv = job.promptTokens + job.outputTokens;
+          this.#kvUsed += kv;
+          job.onToken?.(t);
+          if (job.outputTokens <= 1) {
+            this.#kvUsed -= kv;
+            job.done(t);
+          } else this.#running.push({ job, context: job.promptTokens + 1, left: job.outputTokens - 1, kv });
+        }
+        if (this.#kvUsed > this.maxKvUsed) this.maxKvUsed = this.#kvUsed;
+        this.#decode();
+      });
+    } else this.#decode();
+  }
+
+  #decode(): void {
+    if (!this.#running.length) return this.#stepDone();
+    let context = 0;
+    for (const s of this.#running) context += s.context;
+    this.events.after(decodeMs(this.model, context, this.#running.length, `${this.id} (llm.decode)`), () => {
+      const t = this.events.now;
+      let w = 0;
+      for (const s of this.#running) {
+        s.job.onToken?.(t);
+        s.context++;
+        if (--s.left > 0) this.#running[w++] = s;
+        else {
+          this.#kvUsed -= s.kv;
+          s.job.done(t);
+        }
+      }
+      this.#running.length = w;
+      this.#stepDone();
+    });
+  }
+
+  #stepDone(): void {
+    this.ended();
+    this.#loop();
+  }
+}

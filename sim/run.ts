@@ -1,0 +1,258 @@
+/**
+ * One simulated run: record the app's graphs, place the executors with the live allocation policy, send the
+ * bench client's arrivals and request mix, route every invocation with the live dispatcher's pick, and let
+ * the simulated executors (which batch with the live schedulers) serve them in virtual time. The outcome is
+ * the bench client's records → results (same keys as `cornserve bench`), plus counters of the invariants.
+ */
+import { allocate, buildInventory, pickLeastOutstanding, type Inventory } from './policies.js';
+import type { RequestRecord } from '../bench/metrics/record.js';
+import { runResults, type RunResults, type RunSettings } from '../bench/report/results.js';
+import { arrivalTimesMs, patternText } from '../bench/workload/arrivals.js';
+import { nextSpec, type RequestKind, type RequestSpec } from '../bench/workload/mix.js';
+import { RandomSource } from '../bench/workload/random.js';
+import { chatRequestFor } from '../bench/workload/requests.js';
+import { LINK_PRESETS, transferMs } from './cluster/links.js';
+import { EventQueue } from './engine/queue.js';
+import { loadApp, recordGraphs, ScenarioError, simGraph, type SimGraph, type SimTask } from './apps/record.js';
+import { SimEcho } from './executors/echo.js';
+import { SimEncoder } from './executors/encoder.js';
+import { SimGenerator } from './executors/generator.js';
+import { SimLlm } from './executors/llm.js';
+import type { SimExecutor, SimJob } from './executors/types.js';
+import type { StageModels } from './latency/models.js';
+import type { Scenario } from './scenario/schema.js';
+
+export interface Invariants {
+  /** Executors that ever ran more batches at once than their capacity. */
+  overCapacity: number;
+  /** Invocations that started before one of their producers finished. */
+  startedBeforeProducers: number;
+  /** Requests that ended more than once, and requests that never ended. */
+  endedTwice: number;
+  neverEnded: number;
+}
+
+export interface SimOutcome {
+  results: RunResults;
+  invariants: Invariants;
+  /** Task labels and their executor counts. */
+  deployment: Array<{ label: string; taskId: string; stage: string; executors: number }>;
+  events: number;
+  requests: number;
+  /** Wall-clock ms the event loop took. */
+  wallMs: number;
+}
+
+export interface SimOptions {
+  /** Keep each request's inter-token gaps (ITL metrics); off saves memory on long runs. @default true */
+  itl?: boolean;
+}
+
+function need<K extends keyof StageModels>(models: StageModels, stage: K, label: string): NonNullable<StageModels[K]> {
+  const m = models[stage];
+  if (!m) throw new ScenarioError(`models.${stage}: the device preset has no ${stage} model, which task ${label} needs`);
+  return m as NonNullable<StageModels[K]>;
+}
+
+function makeExecutor(task: SimTask, id: string, node: number, events: EventQueue, models: StageModels): SimExecutor {
+  const c = task.config;
+  switch (task.stage) {
+    case 'echo': return new SimEcho(id, node, events, c, need(models, 'echo', task.label));
+    case 'encoder': {
+      const m = need(models, 'encoder', task.label);
+      return new SimEncoder(id, node, events, String(c.modality), (c.maxBatchSize as number | undefined) ?? m.maxBatchSize, m);
+    }
+    case 'llm': return new SimLlm(id, node, events, need(models, 'llm', task.label));
+    case 'generator': return new SimGenerator(id, node, events, String(c.modality ?? 'image'), need(models, 'generator', task.label));
+  }
+}
+
+/** Encoder units of a request: image patches, video frames × patches, audio units. */
+function unitsOf(spec: RequestSpec, models: StageModels): number {
+  const m = models.encoder;
+  if (!m) return 0;
+  const patches = (w: number, h: number) => Math.ceil(w / m.patchSize) * Math.ceil(h / m.patchSize);
+  if (spec.image) return patches(spec.image.width, spec.image.height);
+  if (spec.video) return spec.video.frames * patches(spec.video.width, spec.video.height);
+  if (spec.audioSeconds !== undefined) return Math.ceil(spec.audioSeconds * m.audioUnitsPerSecond);
+  return 0;
+}
+
+async function recordApp(sc: Scenario, tasks: Map<string, SimTask>): Promise<Map<RequestKind, SimGraph[]>> {
+  const app = await loadApp(sc.app.file, 'app.file');
+  const byKind = new Map<RequestKind, SimGraph[]>();
+  for (const { kind } of sc.workload.mix.mix) {
+    let body: unknown;
+    if (sc.app.api === 'invoke') {
+      if (!sc.app.request) throw new ScenarioError('app.request: an invoke app needs its request_data here');
+      body = sc.app.request;
+    } else {
+      const small = { width: 32, height: 32 }; // the graph's shape does not depend on the media's size
+      const spec: RequestSpec = { index: 0, kind, inputTokens: 8, outputTokens: 2, mediaSeed: 0, ...(kind === 'image' ? { image: small } : {}), ...(kind === 'audio' ? { audioSeconds: 0.1 } : {}), ...(kind === 'video' ? { video: { frames: 2, ...small } } : {}) };
+      body = { ...chatRequestFor(spec, app.name).body, ...(sc.app.request ?? {}) };
+    }
+    byKind.set(kind, (await recordGraphs(app, body, `app (${kind} request)`)).map((g) => simGraph(g, tasks)));
+  }
+  return byKind;
+}
+
+function deploy(sc: Scenario, tasks: Map<string, SimTask>, events: EventQueue) {
+  const labels = new Map([...tasks.values()].map((t) => [t.label, t]));
+  for (const label of Object.keys(sc.deployment.replicas)) {
+    if (!labels.has(label)) throw new ScenarioError(`deployment.replicas.${label}: the app has no such task (its tasks: ${[...labels.keys()].join(', ')})`);
+  }
+  const nodes = Array.from({ length: sc.cluster.nodes }, (_, i) => ({ node: `node-${i}`, devices: sc.cluster.devicesPerNode }));
+  let inv: Inventory = buildInventory(nodes);
+  const executors = new Map<string, SimExecutor[]>();
+  const wanted = [...tasks.values()].map((t) => ({ t, n: sc.deployment.replicas[t.label] ?? sc.deployment.default }));
+  const total = wanted.reduce((a, w) => a + w.n * w.t.devicesPerExecutor, 0);
+  for (const { t, n } of wanted) {
+    const list: SimExecutor[] = [];
+    for (let i = 0; i < n; i++) {
+      try {
+        const a = allocate(inv, t.devicesPerExecutor, t.taskId);
+        inv = a.inventory;
+        list.push(makeExecutor(t, `${t.label}#${i}`, Number(a.devices[0]!.node.slice('node-'.length)), events, sc.models));
+      } catch (e) {
+        if (e instanceof ScenarioError) throw e;
+        throw new ScenarioError(`cluster: ${sc.cluster.nodes} × ${sc.cluster.devicesPerNode} devices cannot hold the deployment (${total} devices for ${wanted.map((w) => `${w.n} × ${w.t.label}`).join(', ')}): ${(e as Error).message}`);
+      }
+    }
+    executors.set(t.taskId, list);
+  }
+  return executors;
+}
+
+export async function simulate(sc: Scenario, o: SimOptions = {}): Promise<SimOutcome> {
+  const itl = o.itl ?? true;
+  const events = new EventQueue();
+  const tasks = new Map<string, SimTask>();
+  const byKind = await recordApp(sc, tasks);
+  const executors = deploy(sc, tasks, events);
+  const intra = LINK_PRESETS[sc.cluster.intraNode]!;
+  const inter = LINK_PRESETS[sc.cluster.interNode]!;
+  const models = sc.models;
+  const turns = new Map<string, number>();
+  const records: RequestRecord[] = [];
+  const invariants: Invariants = { overCapacity: 0, startedBeforeProducers: 0, endedTwice: 0, neverEnded: 0 };
+  let jobIds = 0;
+  let ended = 0;
+
+  const w = sc.workload;
+  const rng = new RandomSource(w.seed);
+  const mixRng = rng.fork('mix');
+  const arrivals = arrivalTimesMs({ rate: w.rate, burstiness: w.burstiness, pattern: w.pattern }, rng.fork('arrivals'));
+  const limitCount = w.limit.count ?? Infinity;
+  const limitMs = w.limit.durationMs ?? Infinity;
+
+  const startRequest = (index: number, sentMs: number) => {
+    const spec = nextSpec(index, w.mix, mixRng);
+    const graphs = byKind.get(spec.kind)!;
+    const units = unitsOf(spec, models);
+    const llmPresent = graphs.some((g) => g.invocations.some((i) => i.task.stage === 'llm'));
+    const rec: RequestRecord = { index, kind: spec.kind, scheduledMs: sentMs, sentMs, ok: true, status: 200, itlMs: [], inputTokens: spec.inputTokens, outputTokens: llmPresent ? spec.outputTokens : 1 };
+    let pending = 0;
+    let endCount = 0;
+    let firstToken = -1;
+    let lastToken = -1;
+    const finish = (t: number) => {
+      if (--pending > 0) return;
+      if (++endCount > 1) invariants.endedTwice++;
+      ended++;
+      rec.e2elMs = t - sentMs;
+      rec.ttftMs = firstToken >= 0 ? firstToken - sentMs : rec.e2elMs;
+      records.push(rec);
+    };
+    const dispatch = () => {
+      for (const g of graphs) {
+        // Routed at once, as the dispatcher leases every invocation of a graph before any runs.
+        const routed = g.invocations.map((inv) => {
+          const list = executors.get(inv.task.taskId)!;
+          const turn = turns.get(inv.task.taskId) ?? 0;
+          turns.set(inv.task.taskId, turn + 1);
+          const ex = pickLeastOutstanding(list, turn)!;
+          ex.outstanding++;
+          return ex;
+        });
+        const consumers = g.invocations.map(() => [] as number[]);
+        g.invocations.forEach((inv, i) => inv.producers.forEach((p) => consumers[p]!.push(i)));
+        const doneAt = g.invocations.map(() => -1);
+        const waiting = g.invocations.map((inv) => inv.producers.length);
+        const arrivedAt = g.invocations.map(() => events.now);
+        pending += g.invocations.length;
+        const start = (i: number) => {
+          const inv = g.invocations[i]!;
+          for (const p of inv.producers) if (doneAt[p]! < 0 || doneAt[p]! > events.now) invariants.startedBeforeProducers++;
+          const encoderUnits = inv.producers.reduce((a, p) => a + (g.invocations[p]!.task.stage === 'encoder' ? units : 0), 0);
+          const streamsOut = inv.task.stage === 'llm' && consumers[i]!.length === 0;
+          const job: SimJob = {
+            id: jobIds++,
+            units,
+            promptTokens: spec.inputTokens + encoderUnits,
+            outputTokens: spec.outputTokens,
+            ...(streamsOut ? { onToken: (t: number) => {
+              if (firstToken < 0) firstToken = t;
+              else if (itl) rec.itlMs.push(t - lastToken);
+              lastToken = t;
+            } } : {}),
+            done: (t) => {
+              const ex = routed[i]!;
+              ex.outstanding--;
+              doneAt[i] = t;
+              for (const c of consumers[i]!) {
+                const bytes = inv.task.stage === 'encoder' ? units * models.encoder!.bytesPerUnit : inv.task.stage === 'llm' ? spec.outputTokens * (models.llm?.bytesPerToken ?? 0) : 0;
+                const link = routed[c]!.node === ex.node ? intra : inter;
+                const arrive = t + transferMs(link, bytes);
+                arrivedAt[c] = Math.max(arrivedAt[c]!, arrive);
+                if (--waiting[c]! === 0) events.at(arrivedAt[c]!, () => start(c));
+              }
+              finish(t);
+            },
+          };
+          routed[i]!.submit(job);
+        };
+        g.invocations.forEach((_, i) => { if (waiting[i] === 0) start(i); });
+      }
+    };
+    events.after(sc.overheadMs, dispatch);
+  };
+
+  // Arrivals are scheduled one ahead (the heap holds the next arrival, not the whole run's).
+  let index = 0;
+  const scheduleNext = () => {
+    if (index >= limitCount) return;
+    const t = arrivals.next().value as number;
+    if (t >= limitMs) return;
+    const i = index++;
+    events.at(t, () => {
+      startRequest(i, t);
+      scheduleNext();
+    });
+  };
+  scheduleNext();
+  const t0 = performance.now();
+  events.run();
+  const wallMs = performance.now() - t0;
+  invariants.neverEnded = index - ended;
+  for (const list of executors.values()) for (const ex of list) if (ex.maxRunning > ex.capacity) invariants.overCapacity++;
+  records.sort((a, b) => a.index - b.index);
+
+  const settings: RunSettings = {
+    backend: 'cornserve-simulated',
+    api: sc.app.api,
+    model_id: sc.name,
+    base_url: `simulated:${sc.name}`,
+    request_rate: w.rate === Infinity ? 'inf' : w.rate,
+    burstiness: w.burstiness,
+    max_concurrency: null,
+    pattern: patternText(w.pattern),
+    seed: w.seed,
+    num_prompts: w.limit.count ?? null,
+    duration_limit_s: w.limit.durationMs !== undefined ? w.limit.durationMs / 1000 : null,
+    workload: { ...w.mix },
+    slo: w.slo ?? null,
+  };
+  const results = runResults(settings, records, { startedAt: 0, interrupted: false });
+  const deployment = [...tasks.values()].map((t) => ({ label: t.label, taskId: t.taskId, stage: t.stage, executors: executors.get(t.taskId)!.length }));
+  return { results, invariants, deployment, events: events.processed, requests: index, wallMs };
+}

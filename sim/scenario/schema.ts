@@ -1,0 +1,141 @@
+/**
+ * A scenario (YAML) → checked plain data. Every problem is a ScenarioError naming the field.
+ * The workload block takes the bench client's options (same names as `cornserve bench`'s flags, camelCase) and
+ * is parsed by the bench client's own parser (bench/client/config.ts).
+ */
+import { readFile } from 'node:fs/promises';
+import { fileURLToPath } from 'node:url';
+import { parse as parseYaml } from 'yaml';
+import { z } from 'zod';
+import { benchConfig, type BenchConfig } from '../../bench/client/config.js';
+import { LINK_PRESETS } from '../cluster/links.js';
+import { ScenarioError } from '../apps/record.js';
+import { probeModels, stageModelsSchema, type StageModels } from '../latency/models.js';
+
+export { ScenarioError };
+
+const PRESETS_FILE = fileURLToPath(new URL('../presets/gpus.yaml', import.meta.url));
+export const SCENARIOS_DIR = fileURLToPath(new URL('../scenarios/', import.meta.url));
+export const BUILTIN_SCENARIOS = ['local-1x4', 'cluster-64x8'] as const;
+
+/** README "overhead" benchmark: the gateway → app function → dispatcher hops add 1.29 ms per request (quiet machine). */
+export const MEASURED_OVERHEAD_MS = 1.29;
+
+const linkName = z.string().refine((s) => s in LINK_PRESETS, { message: `a link preset (${Object.keys(LINK_PRESETS).join(', ')})` });
+
+const scenarioSchema = z.object({
+  name: z.string().min(1),
+  cluster: z.object({
+    nodes: z.number().int().positive(),
+    devicesPerNode: z.number().int().positive(),
+    device: z.string().min(1),
+    intraNode: linkName.default('nvlink3'),
+    interNode: linkName.default('100gbe'),
+  }).strict(),
+  app: z.object({
+    /** An app file (relative to the repository root), recorded through the SDK. */
+    file: z.string().min(1),
+    api: z.enum(['chat', 'invoke']).default('chat'),
+    /** invoke: the request_data; chat: fields merged over the bench client's chat request. */
+    request: z.record(z.string(), z.unknown()).optional(),
+  }).strict(),
+  deployment: z.object({
+    mode: z.literal('manual').default('manual'),
+    /** Executors per task label (printed by a run); tasks not named get `default`. */
+    replicas: z.record(z.string(), z.number().int().positive()).default({}),
+    default: z.number().int().positive().default(1),
+  }).strict().default({ mode: 'manual', replicas: {}, default: 1 }),
+  workload: z.record(z.string(), z.union([z.string(), z.number()])).default({}),
+  slo: z.string().optional(),
+  /** Per-stage model overrides on top of the device preset. */
+  models: z.partialRecord(z.enum(['encoder', 'llm', 'generator', 'echo']), z.record(z.string(), z.unknown())).optional(),
+  overheadMs: z.number().nonnegative().default(MEASURED_OVERHEAD_MS),
+}).strict();
+
+export interface Scenario {
+  name: string;
+  cluster: { nodes: number; devicesPerNode: number; device: string; intraNode: string; interNode: string };
+  app: { file: string; api: 'chat' | 'invoke'; request?: Record<string, unknown> };
+  deployment: { replicas: Record<string, number>; default: number };
+  workload: BenchConfig;
+  models: StageModels;
+  overheadMs: number;
+}
+
+export interface Overrides { durationS?: number; seed?: number; rate?: number }
+
+const presetsSchema = z.object({ devices: z.record(z.string(), z.object({ source: z.string(), models: stageModelsSchema })) });
+
+export async function loadPresets(): Promise<Record<string, { source: string; models: StageModels }>> {
+  return presetsSchema.parse(parseYaml(await readFile(PRESETS_FILE, 'utf8'))).devices;
+}
+
+const issuesText = (e: z.ZodError) => e.issues.map((i) => `${i.path.join('.') || '(top)'}: ${i.message}`).join('; ');
+
+/** Parses and checks a scenario object (the YAML's content). */
+export async function parseScenario(raw: unknown, overrides: Overrides = {}): Promise<Scenario> {
+  const r = scenarioSchema.safeParse(raw);
+  if (!r.success) throw new ScenarioError(`scenario: ${issuesText(r.error)}`);
+  const s = r.data;
+  const presets = await loadPresets();
+  const preset = presets[s.cluster.device];
+  if (!preset) throw new ScenarioError(`cluster.device: unknown preset '${s.cluster.device}' (known: ${Object.keys(presets).join(', ')})`);
+  const models: StageModels = { ...preset.models };
+  for (const [k, v] of Object.entries(s.models ?? {})) {
+    const merged = stageModelsSchema.safeParse({ [k]: { ...(models[k as keyof StageModels] ?? {}), ...(v as object) } });
+    if (!merged.success) throw new ScenarioError(`models.${k}: ${issuesText(merged.error)}`);
+    Object.assign(models, merged.data);
+  }
+  probeModels(models, `models (device ${s.cluster.device})`);
+  const w = s.workload;
+  const str = (k: string, d: string) => (w[k] === undefined ? d : String(w[k]));
+  let workload: BenchConfig;
+  try {
+    workload = benchConfig({
+      api: s.app.api,
+      ...(s.app.api === 'chat' ? { model: s.name } : { app: s.name }),
+      requestRate: overrides.rate !== undefined ? String(overrides.rate) : str('requestRate', '1'),
+      burstiness: str('burstiness', '1'),
+      ...(w.numRequests !== undefined ? { numRequests: String(w.numRequests) } : {}),
+      ...(overrides.durationS !== undefined ? { duration: String(overrides.durationS) } : w.duration !== undefined ? { duration: String(w.duration) } : {}),
+      pattern: str('pattern', 'constant'),
+      seed: overrides.seed !== undefined ? String(overrides.seed) : str('seed', '0'),
+      mix: str('mix', 'text:1'),
+      inputLen: str('inputLen', '128'),
+      outputLen: str('outputLen', '32'),
+      rangeRatio: str('rangeRatio', '0'),
+      imageSize: str('imageSize', '224x224'),
+      audioSeconds: str('audioSeconds', '2'),
+      videoFrames: str('videoFrames', '4'),
+      ...(s.slo ? { slo: s.slo } : {}),
+      soakSampleS: '10',
+      requestTimeout: '600',
+      drainTimeout: '60',
+      plots: true,
+    });
+  } catch (e) {
+    throw new ScenarioError(`workload: ${(e as Error).message}`);
+  }
+  const unknownKeys = Object.keys(w).filter((k) => !['requestRate', 'burstiness', 'numRequests', 'duration', 'pattern', 'seed', 'mix', 'inputLen', 'outputLen', 'rangeRatio', 'imageSize', 'audioSeconds', 'videoFrames'].includes(k));
+  if (unknownKeys.length) throw new ScenarioError(`workload.${unknownKeys[0]}: unknown option`);
+  return { name: s.name, cluster: s.cluster, app: s.app, deployment: s.deployment, workload, models, overheadMs: s.overheadMs };
+}
+
+/** A scenario file, or a built-in one by name. */
+export async function loadScenario(fileOrName: string, overrides: Overrides = {}): Promise<Scenario> {
+  const builtin = (BUILTIN_SCENARIOS as readonly string[]).includes(fileOrName);
+  const file = builtin ? `${SCENARIOS_DIR}${fileOrName}.yaml` : fileOrName;
+  let text: string;
+  try {
+    text = await readFile(file, 'utf8');
+  } catch (e) {
+    throw new ScenarioError(`scenario: cannot read ${file}: ${(e as Error).message} (built-in scenarios: ${BUILTIN_SCENARIOS.join(', ')})`);
+  }
+  let raw: unknown;
+  try {
+    raw = parseYaml(text);
+  } catch (e) {
+    throw new ScenarioError(`scenario ${file}: not valid YAML: ${(e as Error).message}`);
+  }
+  return parseScenario(raw, overrides);
+}

@@ -1,0 +1,74 @@
+/**
+ * Whole simulated runs of small scenarios: the mllm app (recorded from functions/apps/mllm.ts) on a 1 × 4
+ * cluster, and the scenario checks that refuse bad input before a run.
+ */
+import test from 'ava';
+import { readFileSync } from 'node:fs';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { parseScenario } from '../../../sim/scenario/schema.js';
+import { simulate } from '../../../sim/run.js';
+import { simulateCommand } from '../../../sim/command.js';
+
+const base = {
+  name: 'small',
+  cluster: { nodes: 1, devicesPerNode: 4, device: 'local-cpu', intraNode: 'local', interNode: 'local' },
+  app: { file: 'functions/apps/mllm.ts', api: 'chat' },
+  deployment: { replicas: { 'encoder:image': 1, 'llm:cornserve/tiny-vlm-a': 2 } },
+  workload: { requestRate: 20, mix: 'text:0.5,image:0.5', inputLen: 64, outputLen: 16, rangeRatio: 0.5, imageSize: '64x64', numRequests: 300, seed: 3 },
+  slo: 'ttft_ms=200',
+};
+const withOverrides = (o: Record<string, unknown>) => ({ ...base, ...o });
+
+test('the same seed gives identical results', async (t) => {
+  const a = await simulate(await parseScenario(base));
+  const b = await simulate(await parseScenario(base));
+  t.is(JSON.stringify(a.results), JSON.stringify(b.results));
+  const c = await simulate(await parseScenario(base, { seed: 4 }));
+  t.not(JSON.stringify(a.results), JSON.stringify(c.results), 'another seed, another run');
+});
+
+test('every request ends exactly once, after its producers, on executors within their capacity', async (t) => {
+  const o = await simulate(await parseScenario(withOverrides({ workload: { ...base.workload, requestRate: 200 } })));
+  t.deepEqual(o.invariants, { overCapacity: 0, startedBeforeProducers: 0, endedTwice: 0, neverEnded: 0 });
+  t.is(o.results.completed, 300);
+  t.is(new Set((o.results.requests as Array<{ index: number }>).map((r) => r.index)).size, 300);
+  for (const r of o.results.requests) t.true(r.ttftMs! <= r.e2elMs!, 'the first token comes before the end');
+});
+
+test('the deployment uses the app file’s own tasks, recorded through the SDK', async (t) => {
+  const o = await simulate(await parseScenario(base));
+  t.deepEqual(o.deployment.map((d) => [d.label, d.executors]).sort(), [['encoder:image', 1], ['llm:cornserve/tiny-vlm-a', 2]]);
+  t.regex(o.deployment.find((d) => d.stage === 'llm')!.taskId, /^llmbasetask-[0-9a-f]{12}$/);
+});
+
+test('bad scenarios are refused before the run with the field named', async (t) => {
+  const refused = async (raw: unknown, field: RegExp) => {
+    const e = await t.throwsAsync(async () => simulate(await parseScenario(raw)));
+    t.regex(e!.message, field);
+  };
+  await refused(withOverrides({ cluster: { ...base.cluster, device: 'tpu-v9' } }), /cluster\.device: unknown preset 'tpu-v9'/);
+  await refused(withOverrides({ deployment: { replicas: { 'llm:nope': 1 } } }), /deployment\.replicas\.llm:nope: the app has no such task/);
+  await refused(withOverrides({ app: { file: 'functions/apps/missing.ts' } }), /app\.file: cannot read app file/);
+  await refused(withOverrides({ models: { llm: { decode: { a: -50, b: 0, c: 0 } } } }), /models.*llm\.decode: the latency model gives -?\d+(\.\d+)? ms/);
+  await refused(withOverrides({ models: { encoder: { a: Number.NaN } } }), /models\.encoder/);
+  await refused(withOverrides({ cluster: { ...base.cluster, devicesPerNode: 2 } }), /cluster: 1 × 2 devices cannot hold the deployment/);
+  await refused(withOverrides({ workload: { ...base.workload, mix: 'text:1,smell:1' } }), /workload: --mix: unknown kind 'smell'/);
+  await refused(withOverrides({ workload: { ...base.workload, rate: 3 } }), /workload\.rate: unknown option/);
+});
+
+test('`cornserve simulate` writes results.json with the bench keys, summary.md and the plots', async (t) => {
+  const dir = await mkdtemp(join(tmpdir(), 'cornserve-sim-'));
+  t.teardown(() => rm(dir, { recursive: true, force: true }));
+  const out: string[] = [];
+  const err: string[] = [];
+  await simulateCommand({ out: (l) => out.push(l), err: (l) => err.push(l) }).exitOverride().parseAsync(['--scenario', 'local-1x4', '--duration', '5', '--result-dir', dir], { from: 'user' });
+  const r = JSON.parse(readFileSync(join(dir, 'results.json'), 'utf8')) as Record<string, unknown>;
+  for (const key of ['completed', 'failed', 'request_throughput', 'output_throughput', 'mean_ttft_ms', 'median_e2el_ms', 'p99_e2el_ms', 'p99_itl_ms', 'mean_tpot_ms', 'slo_attainment', 'request_goodput', 'input_lens', 'ttfts', 'requests']) t.true(key in r, key);
+  t.true((r.completed as number) > 0);
+  t.true(out.join('\n').includes('Serving Benchmark Result'));
+  t.true(readFileSync(join(dir, 'summary.md'), 'utf8').includes('latency-cdf.svg'));
+  t.true(readFileSync(join(dir, 'latency-cdf.png')).length > 1000);
+  t.regex(err.join('\n'), /requests per wall-clock second/);
+});
