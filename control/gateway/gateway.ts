@@ -21,6 +21,7 @@ import { healthRoutes } from './routes/health.js';
 import { openaiRoutes } from './routes/openai.js';
 import { taskRoutes } from './routes/tasks.js';
 import { usageRoutes } from './routes/usage.js';
+import { profileRoutes } from './routes/profiles.js';
 import { bodyLimitBytes } from '../../lib/body-limit.js';
 
 export interface GatewayDeps {
@@ -74,6 +75,7 @@ export function buildGateway(deps: GatewayDeps): express.Express {
   app.use(appRoutes(appDeps));
   app.use(taskRoutes({ resources: deps.resources, dispatcherUrl: deps.dispatcherUrl, metrics, agent, admin, json }));
   app.use(usageRoutes({ resources: deps.resources, json }));
+  app.use(profileRoutes({ resources: deps.resources, admin, json }));
   app.use(healthRoutes(metrics, deps.extraRegistries));
   app.use(openaiRoutes({ apps: deps.apps, functions: deps.functions, metrics, agent, json, log, ...(deps.restartWaitMs ? { restartWaitMs: deps.restartWaitMs } : {}) }));
   app.use((req, _res, next) => next(notFound(`route ${req.method} ${req.path}`)));

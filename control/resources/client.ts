@@ -16,6 +16,8 @@ import type { Unsubscribe } from '../store/types.js';
 import { ResourceManagerUnreachableError } from './errors.js';
 import { newTaskRecord } from './task-records.js';
 import type { DeployProgress, ResourceManagerApi, TaskStatus } from './types.js';
+import type { ProfileRunResult } from '../taskmanager/profiler-run.js';
+import type { TaskProfile } from '../autoscaler/types.js';
 
 const log = logger('resource-client');
 
@@ -56,6 +58,14 @@ export class ResourceManagerClient implements ResourceManagerApi, AppFunctionPla
 
   async scale(taskId: string, deltaDevices: number): Promise<TaskStatus> {
     return (await this.#fetch('/tasks/scale', { method: 'POST', body: { taskId, delta: deltaDevices } }).then((r) => r.json())) as TaskStatus;
+  }
+
+  async profile(taskId: string): Promise<ProfileRunResult> {
+    return (await this.#fetch('/tasks/profile', { method: 'POST', body: { taskId }, stream: true }).then((r) => r.json())) as ProfileRunResult;
+  }
+
+  async listProfiles(): Promise<TaskProfile[]> {
+    return (await this.#fetch('/profiles').then((r) => r.json())) as TaskProfile[];
   }
 
   async listTasks(): Promise<TaskStatus[]> {

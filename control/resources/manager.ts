@@ -14,6 +14,9 @@ import type { LaunchSpec, TaskDescriptor } from '../descriptors/types.js';
 import type { Platform } from '../platform/types.js';
 import type { DeviceRef, ExecutorRoute, Store, UnitTaskRecord } from '../store/types.js';
 import { TaskManager, type TaskManagerOptions } from '../taskmanager/manager.js';
+import { runProfile, type ProfileRunResult } from '../taskmanager/profiler-run.js';
+import type { ProfilerOptions } from '../taskmanager/profiler.js';
+import type { TaskProfile } from '../autoscaler/types.js';
 import { logger } from '../../lib/log.js';
 import {
   allocate,
@@ -56,6 +59,10 @@ export interface ResourceManagerOptions {
   adoptHealthTimeoutMs?: number;
   /** Rebuilds a task from its record (recovery, adoption). @default the unit-task class registry */
   taskFromRecord?: (record: UnitTaskRecord) => UnitTask;
+  /** The device kind profiles are stored under. @default 'cpu' on the local platform (virtual devices), 'gpu' on Kubernetes */
+  deviceKind?: string;
+  /** Profiling runs (POST /task/profile); tests shorten the windows. */
+  profiler?: Omit<ProfilerOptions, 'signal' | 'onPoint'>;
 }
 
 interface Managed {
@@ -195,6 +202,30 @@ export class ResourceManager implements ResourceManagerApi {
       log.info({ task: taskId, delta: deltaDevices, executors: m.tm.executors().length }, 'scaled');
       return (await this.status(taskId))!;
     });
+  }
+
+  /** Profiles the task on one of its ready executors and stores the profile (control/taskmanager/profiler-run.ts). */
+  async profile(taskId: string): Promise<ProfileRunResult> {
+    this.assertOpen();
+    await this.init();
+    const record = await this.opts.store.getTask(taskId);
+    if (!record) throw new TaskNotFoundError(taskId);
+    const m = this.managed.get(taskId);
+    if (record.state !== 'ready' || !m) throw new TaskNotReadyError(taskId, m ? record.state : 'not running in this resource manager');
+    const task = this.taskFromRecord(record);
+    return runProfile({
+      store: this.opts.store, record, task, descriptor: this.descriptorOf(task), devicesPerExecutor: m.launch.devicesPerExecutor,
+      deviceKind: this.deviceKind(), options: this.opts.profiler ?? {}, log,
+    });
+  }
+
+  /** The stored profiles of this platform's device kind (any app's: they are keyed by unit-task key). */
+  async listProfiles(): Promise<TaskProfile[]> {
+    return (await this.opts.store.listProfiles()).filter((p) => p.deviceKind === this.deviceKind());
+  }
+
+  private deviceKind(): string {
+    return this.opts.deviceKind ?? (this.opts.platform.kind === 'local' ? 'cpu' : 'gpu');
   }
 
   async listTasks(): Promise<TaskStatus[]> {

@@ -46,6 +46,7 @@ const taskWire = z.object({
 const deployBody = z.object({ tasks: z.array(taskWire) });
 const releaseBody = z.object({ taskIds: z.array(z.string().min(1)) });
 const scaleBody = z.object({ taskId: z.string().min(1), delta: z.number().int() });
+const profileBody = z.object({ taskId: z.string().min(1) });
 const launchSchema = z.looseObject({ kind: z.string(), entry: z.string(), image: z.string(), args: z.array(z.string()), devicesPerExecutor: z.number() });
 const appFunctionBody = z.object({
   appId: z.string().min(1),
@@ -94,6 +95,13 @@ export function buildResourceServer(deps: ResourceServerDeps): express.Express {
     const { taskId, delta } = parseOr422(scaleBody, req.body, 'scale request');
     res.json(await resources.scale(taskId, delta));
   }));
+
+  app.post('/tasks/profile', route(async (req, res) => {
+    const { taskId } = parseOr422(profileBody, req.body, 'profile request');
+    res.json(await resources.profile(taskId));
+  }));
+
+  app.get('/profiles', route(async (_req, res) => void res.json(await resources.listProfiles())));
 
   app.get('/tasks', route(async (_req, res) => void res.json(await resources.listTasks())));
 

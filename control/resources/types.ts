@@ -5,6 +5,8 @@
  */
 import type { UnitTask } from '../../functions/sdk/index.js';
 import type { ExecutorRoute, UnitTaskRecord } from '../store/types.js';
+import type { ProfileRunResult } from '../taskmanager/profiler-run.js';
+import type { TaskProfile } from '../autoscaler/types.js';
 
 export interface DeployProgress {
   task: string; // the unit task's name, e.g. "encoder-image-tiny-vlm-a"
@@ -30,4 +32,8 @@ export interface ResourceManagerApi {
   /** Adds (delta > 0) or removes (delta < 0) devices; removal drains the executors it stops. */
   scale(taskId: string, deltaDevices: number): Promise<TaskStatus>;
   listTasks(): Promise<TaskStatus[]>;
+  /** Profiles the task on one of its executors (throughput and latency at rising concurrency) and stores the profile. */
+  profile(taskId: string): Promise<ProfileRunResult>;
+  /** The stored profiles of this platform's device kind. */
+  listProfiles(): Promise<TaskProfile[]>;
 }

@@ -36,3 +36,17 @@ export class ExecutorRemovedError extends CornserveError {
     super('EXECUTOR_REMOVED', `executor ${executorId} was removed while starting`, 409, { executorId });
   }
 }
+
+/** The task's descriptor gives no sample invocation, so the profiler cannot drive it. 422. */
+export class NotProfilableError extends CornserveError {
+  constructor(readonly taskId: string, readonly taskClass: string) {
+    super('NOT_PROFILABLE', `task ${taskId} (${taskClass}) cannot be profiled: its descriptor gives no sample invocation (profiling.sample)`, 422, { taskId, taskClass });
+  }
+}
+
+/** A profile of this task is already running. 409. */
+export class ProfileInProgressError extends CornserveError {
+  constructor(readonly taskId: string) {
+    super('PROFILE_IN_PROGRESS', `task ${taskId} is being profiled already; wait for that run`, 409, { taskId });
+  }
+}

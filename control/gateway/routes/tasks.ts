@@ -11,6 +11,7 @@ import { requestDeadline } from '../deadline.js';
 import { BadRequestError, DispatcherUnavailableError } from '../errors.js';
 import type { GatewayMetrics } from '../metrics.js';
 import { forward } from '../proxy.js';
+import { profilesByKey } from './profiles.js';
 
 export interface TaskRoutesDeps {
   resources: ResourceManagerApi;
@@ -48,7 +49,8 @@ export function taskRoutes(deps: TaskRoutesDeps): Router {
   const r = Router();
 
   r.get('/tasks/list', async (_req, res) => {
-    res.json((await deps.resources.listTasks()).map(taskJSON));
+    const [tasks, profileOf] = await Promise.all([deps.resources.listTasks(), profilesByKey(deps.resources)]);
+    res.json(tasks.map((t) => ({ ...taskJSON(t), profile: profileOf(t.key) })));
   });
 
   r.post('/task/scale', deps.admin, deps.json, async (req, res) => {
