@@ -62,6 +62,7 @@ program
   .option('--allow-cpu-fallback', 'executors run on the CPU, with a loud warning and /health execution.cpuFallback, when GPUs were found but onnxruntime-node has no CUDA provider (default: they fail at start-up)')
   .option('--redis <url>', 'keep all control-plane state in Redis (restarting `up` on the same Redis brings apps and tasks back)')
   .option('--apps <dir>', 'register every app file (*.ts) in this folder at start')
+  .option('--models <dirs>', 'model directories (colon-separated; added to $CORNSERVE_MODELS): a task\'s modelId may name a folder in them')
   .addOption(new Option('--admin-token <token>', 'admin token (default: $CORNSERVE_ADMIN_TOKEN, else a generated one, printed once)').env('CORNSERVE_ADMIN_TOKEN'))
   .addOption(bodyLimitOption())
   .addOption(drainTimeoutOption())
@@ -69,6 +70,22 @@ program
   .action(async (opts: UpCommandOptions) => {
     const { upCommand } = await import('./up.js');
     await upCommand(opts, io);
+  });
+
+const models = program
+  .command('models')
+  .description('list the model folders (Hugging Face exports and manifest folders) in DIRs (default: $CORNSERVE_MODELS and the built-in models)')
+  .argument('[dirs...]', 'directories to scan')
+  .action(async (dirs: string[]) => {
+    const { modelsListCommand } = await import('./models.js');
+    await modelsListCommand(dirs, io);
+  });
+models
+  .command('check <folder>')
+  .description('validate one model folder: its parts load, their inputs and outputs are the ones expected, their shapes agree with config.json')
+  .action(async (folder: string) => {
+    const { modelsCheckCommand } = await import('./models.js');
+    await modelsCheckCommand(folder, io);
   });
 
 program

@@ -17,7 +17,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import { readdir, readFile, rm } from 'node:fs/promises';
-import { join, relative, resolve } from 'node:path';
+import { delimiter, join, relative, resolve } from 'node:path';
 import { Registry } from 'prom-client';
 import { startDispatcher, type RunningDispatcher } from '../dispatcher/server.js';
 import { APP_SOURCES_DIR_PREFIX, type AppFunctions } from '../gateway/app-functions.js';
@@ -35,6 +35,7 @@ import { compose, startGatewayParts, startLocalPlatform } from './compose.js';
 import { SIDECARS_DIR_PREFIX } from './sidecars.js';
 import { printAppUsage, printBanner } from './up-output.js';
 import { bodyLimitEnv, hopBodyLimitBytes } from '../../lib/body-limit.js';
+import { MODELS_ENV, modelDirs } from '../../executors/models/model-dirs.js';
 
 /** The run's folder of unix sockets (gateway -> app function -> dispatcher); short: socket paths are limited to 107 bytes. */
 export const SOCKET_DIR_PREFIX = 'cs-up-';
@@ -192,6 +193,8 @@ export interface UpCommandOptions {
   allowCpuFallback?: boolean;
   redis?: string;
   apps?: string;
+  /** Model directories, colon-separated (CORNSERVE_MODELS for every executor). */
+  models?: string;
   adminToken?: string;
   bodyLimit: string;
   /** ms (parsed by the option) */
@@ -218,6 +221,7 @@ export async function upCommand(
     ...(opts.redis ? { redisUrl: opts.redis } : {}),
     ...(opts.adminToken ? { adminToken: opts.adminToken } : {}),
     bodyLimitBytes: Number(opts.bodyLimit),
+    ...(opts.models ? { childEnv: { [MODELS_ENV]: modelDirs(opts.models.split(delimiter)).join(delimiter) } } : {}),
   });
   printBanner(cs, io);
   const recovered = cs.apps.entries();

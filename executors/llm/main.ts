@@ -14,7 +14,7 @@ import { exitOnSignal } from '../../lib/shutdown.js';
 import { ALLOW_CPU_FALLBACK_FLAG, startExecutionOrExit } from '../models/execution.js';
 import { startTelemetry } from '../../lib/telemetry.js';
 import { connectSidecar } from '../common/sidecar-address.js';
-import { findModel } from '../models/catalog.js';
+import { resolveModelFolder } from '../models/catalog.js';
 import { InProcessEncoders } from './encoders.js';
 import { LlmModel } from './model.js';
 import { buildLlmServer } from './server.js';
@@ -27,9 +27,9 @@ const int = (v: string) => {
 
 const program = new Command('llm-executor')
   .description('LLM executor: OpenAI-compatible chat completions over an ONNX decoder with continuous batching')
-  .option('--model-id <id>', 'model id to serve (its folder is found in the models dir)', 'cornserve/tiny-vlm-a')
+  .option('--model-id <id>', 'model id to serve: a folder path, a folder name under $CORNSERVE_MODELS, or a built-in model id', 'cornserve/tiny-vlm-a')
   .option('--model-dir <dir>', 'serve this model folder instead of looking the model id up')
-  .option('--models-dir <dir>', 'where model folders live (default: $CORNSERVE_MODELS_DIR or <repo>/.models)')
+  .option('--models-dir <dir>', 'where the built-in model folders live (default: $CORNSERVE_MODELS_DIR or <repo>/.models)')
   .option('--port <port>', 'HTTP port (default: $PORT or 8000)', int)
   .option('--host <host>', 'address to bind', '127.0.0.1')
   .option('--max-batch <n>', 'sequences decoded together at most', int, 32)
@@ -56,8 +56,9 @@ const log = logger('llm', { executor: executorId });
 startExecutionOrExit(o.allowCpuFallback);
 await startTelemetry('llm');
 
-const dir = o.modelDir ?? (await findModel(o.modelId, 'text', o.modelsDir, 'llm')).dir;
-const model = await LlmModel.load(dir, o.threads ? { threads: o.threads } : {});
+// The model id names a folder path, a folder under $CORNSERVE_MODELS, or a built-in model (catalog.ts).
+const dir = o.modelDir ?? (await resolveModelFolder(o.modelId, { modality: 'text', family: 'llm', ...(o.modelsDir ? { builtinDir: o.modelsDir } : {}) }));
+const model = await LlmModel.load(dir, { modelId: o.modelId, ...(o.threads ? { threads: o.threads } : {}) });
 const encoders = o.encoders
   ? await InProcessEncoders.load(model.modelIds.includes(o.modelId) ? o.modelId : model.modelIds[0]!, model.modalities, {
     ...(o.modelsDir ? { modelsDir: o.modelsDir } : {}),
