@@ -27,7 +27,9 @@ function redisStore(t: { teardown(fn: () => unknown): void }, prefix: string) {
 
 /** A first resource manager that deploys, then dies without cleaning up (like a killed `cornserve up`). */
 async function deployAndDie(t: Parameters<typeof startResourceManager>[0], prefix: string) {
-  const first = startResourceManager(t, { store: redisStore(t, prefix) });
+  // A dead process probes nothing: without this, the first manager's health probes would find its killed
+  // executors and mark their routes failed in the shared Store while the second one recovers them.
+  const first = startResourceManager(t, { store: redisStore(t, prefix), rm: { taskManager: { drainPollMs: 20, healthCheck: { intervalMs: 0 } } } });
   const [shared] = await first.rm.deploy([echoTask(0)]);
   await first.rm.deploy([echoTask(0), echoTask(1)]);
   await first.rm.scale(shared!, 1);
