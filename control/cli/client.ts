@@ -124,9 +124,26 @@ export class GatewayClient {
     return this.#json('/tasks/list', { headers: this.#headers(false) });
   }
 
+  /** POST /task/profile: the reply comes once the sweep ends (seconds for echo; bounded at 10 minutes). */
+  async profile(taskId: string): Promise<ProfileInfo & { task_id: string; executor_id: string; skipped: Array<{ devices_per_executor: number; reason: string }> }> {
+    const res = await this.#fetch('/task/profile', { method: 'POST', headers: this.#headers(true), body: JSON.stringify({ task_id: taskId }) }, Math.max(this.timeoutMs, 10 * 60_000));
+    return (await res.json()) as never;
+  }
+
   scale(taskId: string, numDevices: number): Promise<TaskInfo> {
     return this.#json('/task/scale', { method: 'POST', headers: this.#headers(true), body: JSON.stringify({ task_id: taskId, num_devices: numDevices }) });
   }
+}
+
+export interface ProfilePointInfo { devices_per_executor: number; concurrency: number; throughput_rps: number; p50_ms: number; p99_ms: number }
+
+/** A task's profile as /tasks/list and POST /task/profile give it (control/gateway/routes/profiles.ts). */
+export interface ProfileInfo {
+  device_kind: string;
+  measured_at: string;
+  points: ProfilePointInfo[];
+  frontier: ProfilePointInfo[];
+  saturation: ProfilePointInfo | null;
 }
 
 export interface TaskInfo {
@@ -135,6 +152,8 @@ export interface TaskInfo {
   task_class: string;
   /** The task's JSON: `{id, descriptor, config}`. */
   task?: unknown;
+  /** Its stored profile (any app's equivalent task may have measured it), null when none. */
+  profile?: ProfileInfo | null;
   state: string;
   usage: number;
   devices: Array<{ node: string; globalRank: number }>;

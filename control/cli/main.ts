@@ -10,6 +10,7 @@ import { simulateCommand } from '../../sim/command.js';
 import { DEFAULT_CLIENT_TIMEOUT_MS, GatewayClient } from './client.js';
 import { invokeCommand, listCommand, registerCommand, scaleCommand, tasksCommand, unregisterCommand, type Io } from './commands.js';
 import { CliError } from './errors.js';
+import { profileCommand, tasksWithProfilesCommand } from './profile.js';
 import { BODY_LIMIT_ENV, DEFAULT_BODY_LIMIT_BYTES } from '../../lib/body-limit.js';
 import type { UpCommandOptions } from './up.js';
 import { DEFAULT_BLOCKED_LIMIT_MS } from '../gateway/blocked-loop.js';
@@ -116,9 +117,15 @@ program
   );
 
 program
+  .command('profile <task>')
+  .description("measure a task's throughput and p50/p99 latency at rising concurrency on one of its executors (routing prefers its other executors meanwhile) and store the profile for every app using an equivalent task")
+  .action((task: string) => profileCommand(client(), task, io));
+
+program
   .command('tasks')
   .description('list deployed unit tasks, their devices and executors')
-  .action(() => tasksCommand(client(), io));
+  .option('--profile', "also show each task's stored profile (throughput–latency points, frontier, saturation)")
+  .action((opts: { profile?: boolean }) => (opts.profile ? tasksWithProfilesCommand(client(), io) : tasksCommand(client(), io)));
 
 program
   .command('scale <task> <n>')

@@ -1,5 +1,7 @@
 import test from 'ava';
-import { startPlatform, type TestPlatform } from '../../helpers/platform.js';
+import { GatewayClient } from '../../../control/cli/client.js';
+import { tasksWithProfilesCommand } from '../../../control/cli/profile.js';
+import { TEST_ADMIN_TOKEN, startPlatform, type TestPlatform } from '../../helpers/platform.js';
 
 // One echo executor serving 2 requests at once, 20 ms each: exactly 100 req/s of capacity.
 const KNOWN_CAPACITY_APP = `
@@ -55,6 +57,16 @@ test.serial('profiling echo (20 ms, 2 at once) finds about 100 req/s, saturating
   t.deepEqual(stored?.points.map((x) => x.throughputRps), profile.points.map((x) => x.throughput_rps));
   const listed = (await (await fetch(new URL('/tasks/list', p.gatewayUrl))).json()) as Array<{ task_id: string; profile: ProfileJSON | null }>;
   t.deepEqual(listed.find((x) => x.task_id === taskId)?.profile?.points, profile.points);
+});
+
+test.serial('cornserve tasks --profile shows the stored profile with its frontier and saturation point', async (t) => {
+  const out: string[] = [];
+  await tasksWithProfilesCommand(new GatewayClient(p.gatewayUrl, TEST_ADMIN_TOKEN), { out: (l) => out.push(l), err: () => {} });
+  const text = out.join('\n');
+  t.regex(text, new RegExp(`${taskId} \\(echo-20ms-x2\\), measured \\S+ on cpu:`));
+  t.regex(text, /CONCURRENCY\s+THROUGHPUT\s+P50\s+P99/);
+  t.regex(text, /\*frontier/);
+  t.regex(text, /<saturation/);
 });
 
 test('profiling an unknown task is a 404', async (t) => {
