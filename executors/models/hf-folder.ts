@@ -123,7 +123,8 @@ export async function inspectHfFolder(dir: string): Promise<HfFolder> {
   }
   const modelType = typeof config.model_type === 'string' ? config.model_type : 'unknown';
   let kind: HfKind;
-  if (parts.vision && parts.embed_tokens && parts.decoder) kind = 'vlm';
+  // A vision-language config (qwen2_vl, llava, ...) must have all three parts; say which is missing.
+  if (/(^|_)vl$|llava/.test(modelType) || (parts.vision && parts.embed_tokens && parts.decoder)) kind = 'vlm';
   else if (parts.decoder && !parts.audio_encoder) kind = 'decoder';
   else if (parts.vision) kind = 'vision-tower';
   else if (parts.audio_encoder) kind = 'audio-encoder';
