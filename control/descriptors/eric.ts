@@ -1,6 +1,7 @@
 /**
  * EncoderTask → Eric (the reference's EricDescriptor).
- *  - executor `eric-{modality}-{first model basename}`, one device (TP via a descriptor option later),
+ *  - executor `eric-{modality}-{first model basename}[-tpN]`, `config.tensorParallel` colocated devices (default 1):
+ *    Eric runs one worker per device (its sidecar ranks, CORNSERVE_SIDECAR_RANKS) and shards the vision body,
  *    `executors/eric/main.ts --model-id <first sorted id> --modality M --max-batch-size B
  *    [--adapter-model-ids <the other ids>]` (port, ranks and sidecar come from the platform's environment);
  *  - request: POST /embeddings `{data: [{id, modality, model_id, url, receiver_sidecar_ranks}]}`, one item per
@@ -9,16 +10,17 @@
  *    other status is an error.
  */
 import { CornserveError } from '../../functions/sdk/errors.js';
-import type { EncoderInput, EncoderOutput, EncoderTask } from '../../functions/tasks/encoder.js';
+import { type EncoderInput, type EncoderOutput, type EncoderTask, tpSuffix } from '../../functions/tasks/encoder.js';
 import { modelBasename } from '../../functions/tasks/openai.js';
 import type { TaskDescriptor } from './types.js';
 
 export const ericDescriptor: TaskDescriptor<EncoderTask> = {
   name: 'default',
   taskClass: 'EncoderTask',
-  executorName: (task) => `eric-${task.config.modality}-${modelBasename(task.config.modelIds[0]!)}`,
+  executorName: (task) => `eric-${task.config.modality}-${modelBasename(task.config.modelIds[0]!)}${tpSuffix(task.config.tensorParallel)}`,
   launch: (task) => {
     const [first, ...adapters] = task.config.modelIds; // sorted and unique (the task's config schema)
+    const tp = task.config.tensorParallel ?? 1;
     return {
       kind: 'eric',
       entry: 'executors/eric/main.ts',
@@ -26,8 +28,9 @@ export const ericDescriptor: TaskDescriptor<EncoderTask> = {
       args: [
         '--model-id', first!, '--modality', task.config.modality, '--max-batch-size', String(task.config.maxBatchSize),
         ...(adapters.length ? ['--adapter-model-ids', adapters.join(',')] : []),
+        ...(tp > 1 ? ['--tp-size', String(tp)] : []),
       ],
-      devicesPerExecutor: 1,
+      devicesPerExecutor: tp,
     };
   },
   request: (task, input, output) => {

@@ -3,12 +3,19 @@ import { DataForward, UnitTask, ValidationError, registerTaskClass, tensorForwar
 import { MODALITIES, modelBasename } from './openai.js';
 
 const sortedUnique = (ids: string[]) => [...new Set(ids)].sort();
+/** `-tp2` for a tensor-parallel task, so its name and executors differ from the single-device one's. */
+export const tpSuffix = (degree: number | undefined) => (degree && degree > 1 ? `-tp${degree}` : '');
 
 export const encoderConfigSchema = z.object({
   modality: z.enum(MODALITIES),
   /** The (LLM) model ids whose embeddings this encoder produces; several ids share one deployment (adapters). */
   modelIds: z.array(z.string().min(1)).min(1, 'at least one model id').transform(sortedUnique),
   maxBatchSize: z.number().int().positive().default(1),
+  /**
+   * Tensor-parallel degree: each executor gets this many colocated devices and runs one worker (shard) per device
+   * (the model must have shards of this degree). Absent = 1.
+   */
+  tensorParallel: z.number().int().min(1).max(8).optional(),
 });
 
 export const encoderInputSchema = z.object({
@@ -27,7 +34,7 @@ export class EncoderTask extends UnitTask<typeof encoderConfigSchema, EncoderInp
   readonly outputSchema = encoderOutputSchema;
 
   get name(): string {
-    return `encoder-${this.config.modality}-${modelBasename(this.config.modelIds[0]!)}`;
+    return `encoder-${this.config.modality}-${modelBasename(this.config.modelIds[0]!)}${tpSuffix(this.config.tensorParallel)}`;
   }
 
   override validateInput(input: EncoderInput): void {

@@ -13,6 +13,8 @@ export const mllmOptionsSchema = z.object({
   coalesceEncoderInvocations: z.boolean().default(false),
   /** The encoder's model ids; give several LLMs the same set so they share one encoder deployment. */
   encoderModelIds: z.array(z.string().min(1)).optional(),
+  /** The encoders' tensor-parallel degree (EncoderTask `tensorParallel`): devices, and shards, per encoder executor. */
+  encoderTensorParallel: z.number().int().min(1).max(8).optional(),
 });
 export type MLLMOptions = z.input<typeof mllmOptionsSchema>;
 
@@ -32,7 +34,10 @@ abstract class MLLMBase<O> extends CompositeTask<ChatRequest, O> {
     this.options = r.data;
     if (this.options.encoderFission)
       for (const modality of this.options.modalities)
-        this.encoders[modality] = new EncoderTask({ modality, modelIds: this.options.encoderModelIds ?? [this.options.modelId] });
+        this.encoders[modality] = new EncoderTask({
+          modality, modelIds: this.options.encoderModelIds ?? [this.options.modelId],
+          ...(this.options.encoderTensorParallel ? { tensorParallel: this.options.encoderTensorParallel } : {}),
+        });
   }
 
   get name(): string {

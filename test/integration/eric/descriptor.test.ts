@@ -20,6 +20,15 @@ test('the launch spec starts Eric for the first sorted model id, with the others
   t.is(ericDescriptor.executorName(task()), 'eric-image-tiny-vlm-a');
 });
 
+test('tensorParallel asks for that many colocated devices and as many Eric workers, under its own name', (t) => {
+  const tp = new EncoderTask({ modality: 'image', modelIds: [TINY_A], tensorParallel: 2 });
+  const spec = ericDescriptor.launch(tp);
+  t.is(spec.devicesPerExecutor, 2);
+  t.deepEqual(spec.args.slice(-2), ['--tp-size', '2']);
+  t.is(ericDescriptor.executorName(tp), 'eric-image-tiny-vlm-a-tp2');
+  t.is(tp.name, 'encoder-image-tiny-vlm-a-tp2');
+});
+
 test('a request without wired destination ranks is refused', (t) => {
   const input = { model_id: TINY_A, data_urls: ['data:image/png;base64,AA=='] };
   t.throws(() => ericDescriptor.request(task(), input, task().makeRecordOutput(input)), { message: /no destination sidecar ranks/ });
