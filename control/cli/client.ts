@@ -157,7 +157,8 @@ export interface TaskInfo {
   state: string;
   usage: number;
   devices: Array<{ node: string; globalRank: number }>;
-  executors: Array<{ executor_id: string; url: string; state: string; outstanding: number }>;
+  /** `execution`: where the executor computes (its /health), null when it does not say. */
+  executors: Array<{ executor_id: string; url: string; state: string; outstanding: number; execution?: { provider: string; device: string; cpuFallback: boolean } | null }>;
 }
 
 /** `body` whose every read must deliver within `ms`, else it fails with `silent()` (and the connection is closed). */

@@ -69,7 +69,7 @@ export async function tasksCommand(client: GatewayClient, io: Io): Promise<void>
  */
 export function tasksTable(tasks: TaskInfo[]): string {
   return table(
-    ['TASK ID', 'NAME', 'CLASS', 'CONFIG', 'STATE', 'USAGE', 'DEVICES', 'EXECUTORS'],
+    ['TASK ID', 'NAME', 'CLASS', 'CONFIG', 'STATE', 'USAGE', 'DEVICES', 'EXECUTORS', 'EXECUTION'],
     tasks.map((t) => [
       t.task_id,
       t.name,
@@ -79,8 +79,15 @@ export function tasksTable(tasks: TaskInfo[]): string {
       String(t.usage),
       t.devices.map((d) => `${d.node}:${d.globalRank}`).join(',') || '-',
       `${t.executors.filter((e) => e.state === 'ready').length} ready / ${t.executors.length}`,
+      executionSummary(t.executors),
     ]),
   );
+}
+
+/** Each executor's provider and device (`cuda:0,1`, `cpu`, `cpu (GPUs cuda:0 asked for)`), distinct values joined by `; `. */
+function executionSummary(executors: TaskInfo['executors']): string {
+  const seen = [...new Set(executors.map((e) => (e.execution ? (e.execution.provider === 'cpu' ? e.execution.device : `${e.execution.provider} ${e.execution.device}`) : '-')))];
+  return seen.join('; ') || '-';
 }
 
 /** `modality=image modelIds=a,b`: a task's config fields, compact. */

@@ -8,6 +8,7 @@ import { z } from 'zod';
 import { parseOr422 } from '../../../lib/http.js';
 import type { ResourceManagerApi, TaskStatus } from '../../resources/types.js';
 import { requestDeadline } from '../deadline.js';
+import { readExecution } from '../executor-execution.js';
 import { BadRequestError, DispatcherUnavailableError } from '../errors.js';
 import type { GatewayMetrics } from '../metrics.js';
 import { forward } from '../proxy.js';
@@ -49,8 +50,11 @@ export function taskRoutes(deps: TaskRoutesDeps): Router {
   const r = Router();
 
   r.get('/tasks/list', async (_req, res) => {
-    const [tasks, profileOf] = await Promise.all([deps.resources.listTasks(), profilesByKey(deps.resources)]);
-    res.json(tasks.map((t) => ({ ...taskJSON(t), profile: profileOf(t.key) })));
+    const [list, profileOf] = await Promise.all([deps.resources.listTasks(), profilesByKey(deps.resources)]);
+    const tasks = list.map((t) => ({ ...taskJSON(t), profile: profileOf(t.key) }));
+    // Each executor's provider and device, from its /health (in parallel, bounded).
+    await Promise.all(tasks.flatMap((t) => t.executors.map(async (e) => Object.assign(e, { execution: await readExecution(e.url) }))));
+    res.json(tasks);
   });
 
   r.post('/task/scale', deps.admin, deps.json, async (req, res) => {

@@ -45,6 +45,12 @@ test.serial('the TP-2 encoder runs as one executor on two colocated devices with
   t.like(await (await fetch(`${tp[0]!.url}/info`)).json(), { tpSize: 2 });
 });
 
+test.serial('GET /tasks/list shows where each executor computes (its /health execution)', async (t) => {
+  const tasks = (await (await fetch(`${ap.p.gatewayUrl}/tasks/list`)).json()) as Array<{ name: string; executors: Array<{ execution: unknown }> }>;
+  const tp = tasks.find((x) => x.name === 'encoder-image-tiny-vlm-a-tp2');
+  t.deepEqual(tp?.executors.map((e) => e.execution), [{ provider: 'cpu', device: 'cpu', cpuFallback: false }]);
+});
+
 test.serial('answers through the gateway with the TP-2 encoder equal the single-device encoder\'s', async (t) => {
   for (const [w, h, seed] of [[56, 56, 1], [120, 80, 2], [224, 224, 3]] as const) {
     const image = dataUrl('image/png', await makeImage(w, h, { seed }));

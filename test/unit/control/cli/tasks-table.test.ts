@@ -24,3 +24,14 @@ test('two unit tasks of the same name are told apart by their class and config',
   t.regex(a!, /EncoderTask\s+modality=image modelIds=cornserve\/tiny-vlm-a maxBatchSize=1\s+ready/);
   t.regex(b!, /EncoderTask\s+modality=image modelIds=cornserve\/tiny-vlm-a,cornserve\/tiny-vlm-b maxBatchSize=1\s+ready/);
 });
+
+test("each task's row shows where its executors compute, a CPU fallback included", (t) => {
+  const task = new EncoderTask({ modality: 'image', modelIds: ['cornserve/tiny-vlm-a'], tensorParallel: 2 });
+  const executor = (id: string, execution: TaskInfo['executors'][number]['execution']) => ({ executor_id: id, url: 'http://x', state: 'ready', outstanding: 0, execution });
+  const [header, row] = tasksTable([{
+    ...info(task),
+    executors: [executor('a', { provider: 'cuda', device: 'cuda:0,1', cpuFallback: false }), executor('b', { provider: 'cpu', device: 'cpu (GPUs cuda:2,3 asked for)', cpuFallback: true })],
+  }]).split('\n');
+  t.regex(header!, /EXECUTORS\s+EXECUTION$/);
+  t.regex(row!, /cuda cuda:0,1; cpu \(GPUs cuda:2,3 asked for\)$/);
+});
