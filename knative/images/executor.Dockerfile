@@ -2,12 +2,16 @@
 # Executors: one image per executor kind, named after LaunchSpec.image (cornserve/echo, cornserve/eric,
 # cornserve/geri, cornserve/llm). The platform runs it with the launch spec's args and the EXECUTOR_ENV
 # variables (PORT, CORNSERVE_SIDECAR_RANKS, CORNSERVE_SIDECAR_URL, ...), nvidia.com/gpu limits and /dev/shm.
-# Build from the repository root, e.g.:
-#   docker build -f knative/images/executor.Dockerfile --build-arg EXECUTOR=echo -t docker.io/cornserve/echo:latest .
-#   docker build -f knative/images/executor.Dockerfile --build-arg EXECUTOR=eric --build-arg ORT_CUDA=v12 \
-#     --build-arg NODE_IMAGE=nvidia/cuda:12.4.1-cudnn-runtime-ubuntu22.04 -t docker.io/cornserve/eric:latest .
+# GPU by default: a CUDA 12 + cuDNN base image, and onnxruntime-node's CUDA execution provider installed at build
+# time through its documented install flag (ONNXRUNTIME_NODE_INSTALL=cuda12, i.e. --onnxruntime-node-install=cuda12).
+# The build fails if the provider did not install (listSupportedBackends() must report cuda as bundled), so a pod
+# never starts an executor that would refuse its GPUs (docs/gpus.md). Build from the repository root, e.g.:
+#   docker build -f knative/images/executor.Dockerfile --build-arg EXECUTOR=eric -t docker.io/cornserve/eric:latest .
+# CPU-only image (echo, or clusters without GPUs):
+#   docker build -f knative/images/executor.Dockerfile --build-arg EXECUTOR=echo --build-arg ORT_CUDA=skip \
+#     --build-arg NODE_IMAGE=node:20-bookworm-slim -t docker.io/cornserve/echo:latest .
 # With a CUDA base image, Node 20 is installed from the official tarball (the CUDA images carry no Node).
-ARG NODE_IMAGE=node:20-bookworm-slim
+ARG NODE_IMAGE=nvidia/cuda:12.4.1-cudnn-runtime-ubuntu22.04
 
 FROM ${NODE_IMAGE} AS base
 ARG NODE_VERSION=20.20.2
@@ -22,13 +26,15 @@ FROM base AS deps
 # npm ci also builds the sidecar's shared-memory addon (the package's install script, node-gyp): it needs a compiler.
 RUN apt-get update && apt-get install -y --no-install-recommends python3 make g++ && rm -rf /var/lib/apt/lists/*
 WORKDIR /app
-# skip: CPU execution provider only (bundled); v12: onnxruntime-node fetches its CUDA 12 provider.
-ARG ORT_CUDA=skip
+# cuda12: onnxruntime-node's install script fetches its CUDA 12 execution provider (and TensorRT's);
+# skip: the bundled CPU provider only.
+ARG ORT_CUDA=cuda12
 ENV ONNXRUNTIME_NODE_INSTALL=${ORT_CUDA}
 COPY package.json package-lock.json ./
 COPY sidecar/native sidecar/native
-RUN if [ "$ORT_CUDA" = skip ]; then npm ci --omit=dev --no-audit --no-fund; \
-    else ONNXRUNTIME_NODE_INSTALL_CUDA=$ORT_CUDA npm ci --omit=dev --no-audit --no-fund; fi
+RUN npm ci --omit=dev --no-audit --no-fund \
+ && if [ "$ORT_CUDA" != skip ]; then node -e "const b = require('onnxruntime-node').listSupportedBackends(); \
+      if (!b.some((x) => x.name === 'cuda' && x.bundled)) { console.error('CUDA execution provider not installed:', JSON.stringify(b)); process.exit(1); }"; fi
 
 FROM deps AS models
 # The project's own small models (deterministic weights), baked into the image; mount real exported models
