@@ -68,6 +68,12 @@ program
   .addOption(bodyLimitOption())
   .addOption(drainTimeoutOption())
   .addOption(blockedLimitOption())
+  .addOption(
+    new Option('--dispatch <mode>', 'how app functions run task graphs: in-process (no hop to the dispatcher; needs --redis), cloudevent (through the dispatcher service), auto = in-process with --redis')
+      .choices(['auto', 'in-process', 'cloudevent'])
+      .default('auto')
+      .env('CORNSERVE_DISPATCH'),
+  )
   .action(async (opts: UpCommandOptions) => {
     const { upCommand } = await import('./up.js');
     await upCommand(opts, io);

@@ -36,6 +36,7 @@ import { SIDECARS_DIR_PREFIX } from './sidecars.js';
 import { printAppUsage, printBanner } from './up-output.js';
 import { bodyLimitEnv, hopBodyLimitBytes } from '../../lib/body-limit.js';
 import { MODELS_ENV, modelDirs } from '../../executors/models/model-dirs.js';
+import { DISPATCH_ENV, type DispatchMode } from '../../functions/runtime/dispatch-mode.js';
 
 /** The run's folder of unix sockets (gateway -> app function -> dispatcher); short: socket paths are limited to 107 bytes. */
 export const SOCKET_DIR_PREFIX = 'cs-up-';
@@ -75,11 +76,33 @@ export interface CornserveOptions {
   blockedLimitMs?: number;
   /** Release an interactive session (WS /session) silent this long. @default 30 s */
   sessionTimeoutMs?: number;
+  /**
+   * How app functions run their task graphs (functions/runtime/dispatch-mode.ts): 'in-process' (no hop to the
+   * dispatcher; needs redisUrl, where every app function's leases are counted), 'cloudevent' (through the
+   * dispatcher service), 'auto' = in-process with Redis, else cloudevent. @default $CORNSERVE_DISPATCH, else 'auto'
+   */
+  dispatch?: UpDispatch;
+}
+
+export type UpDispatch = 'auto' | DispatchMode;
+
+/**
+ * The dispatch mode of `up`'s app functions. In-process needs the Redis store: its executor leases are atomic
+ * counts every app function (and the dispatcher service) shares; with the in-memory store only the `up` process
+ * sees the counts, so app functions go through the dispatcher there.
+ */
+export function upDispatchMode(requested: UpDispatch, redis: boolean): DispatchMode {
+  if (requested === 'auto') return redis ? 'in-process' : 'cloudevent';
+  if (requested === 'in-process' && !redis)
+    throw new Error('--dispatch in-process needs --redis: app functions lease executors in the shared store (the in-memory store lives in the up process only)');
+  return requested;
 }
 
 export interface Cornserve {
   gatewayUrl: string;
   dispatcherUrl: string;
+  /** How the app functions run task graphs (upDispatchMode). */
+  dispatchMode: DispatchMode;
   adminToken: string;
   /** True when the token was generated (print it once). */
   generatedToken: boolean;
@@ -100,6 +123,13 @@ export async function startCornserve(opts: CornserveOptions = {}): Promise<Corns
   const where = { ...(opts.redisUrl ? { redisUrl: opts.redisUrl } : {}), ...(opts.redisPrefix ? { redisPrefix: opts.redisPrefix } : {}) };
   const stale = await removeStaleTempDirs(RUN_DIR_PREFIXES);
   if (stale.length) logger('up').info({ stale }, `removed ${stale.length} temp folder(s) left by cornserve runs that died without cleaning up`);
+  const dispatchMode = upDispatchMode(opts.dispatch ?? ((process.env[DISPATCH_ENV.mode] || 'auto') as UpDispatch), Boolean(opts.redisUrl));
+  // What the app functions need to run graphs in process (the gateway passes childEnv on to them).
+  const functionEnv: Record<string, string> = {
+    ...opts.childEnv,
+    [DISPATCH_ENV.mode]: dispatchMode,
+    ...(dispatchMode === 'in-process' ? { [DISPATCH_ENV.storeUrl]: opts.redisUrl!, ...(opts.redisPrefix ? { [DISPATCH_ENV.storePrefix]: opts.redisPrefix } : {}) } : {}),
+  };
   const composed = await compose('up', { ...where, telemetryName: 'cornserve' }, async (closers, store) => {
     // The local hops (gateway -> app function -> dispatcher) use unix sockets in a folder of this run (lib/unix-url.ts).
     const socketDir = await makeOwnedTempDir(SOCKET_DIR_PREFIX);
@@ -134,7 +164,7 @@ export async function startCornserve(opts: CornserveOptions = {}): Promise<Corns
       registry: gatewayRegistry,
       extraRegistries: [dispatcherRegistry],
       ...(opts.bodyLimitBytes ? { bodyLimitBytes: opts.bodyLimitBytes } : {}),
-      ...(opts.childEnv ? { childEnv: opts.childEnv } : {}),
+      childEnv: functionEnv,
       recover: Boolean(opts.redisUrl),
       ...(opts.drainTimeoutMs !== undefined ? { drainTimeoutMs: opts.drainTimeoutMs } : {}),
       ...(opts.blockedLimitMs !== undefined ? { blockedLimitMs: opts.blockedLimitMs } : {}),
@@ -146,6 +176,7 @@ export async function startCornserve(opts: CornserveOptions = {}): Promise<Corns
     return {
       gatewayUrl: server.url,
       dispatcherUrl: dispatcher.url,
+      dispatchMode,
       adminToken,
       generatedToken: !opts.adminToken,
       store,
@@ -201,6 +232,7 @@ export interface UpCommandOptions {
   drainTimeout: number;
   /** ms (parsed by the option) */
   blockedLimit: number;
+  dispatch: UpDispatch;
 }
 
 /** The `up` command: start, print how to use it, wait for Ctrl-C / SIGTERM, stop, exit 0. */
@@ -222,6 +254,7 @@ export async function upCommand(
     ...(opts.adminToken ? { adminToken: opts.adminToken } : {}),
     bodyLimitBytes: Number(opts.bodyLimit),
     ...(opts.models ? { childEnv: { [MODELS_ENV]: modelDirs(opts.models.split(delimiter)).join(delimiter) } } : {}),
+    dispatch: opts.dispatch,
   });
   printBanner(cs, io);
   const recovered = cs.apps.entries();

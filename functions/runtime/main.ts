@@ -4,6 +4,9 @@
  *   serve mode (default): CORNSERVE_APP_SOURCE (path of the app's .ts source), CORNSERVE_APP_ID,
  *     CORNSERVE_DISPATCHER_URL (http:// or http+unix://), PORT (default 8000), CORNSERVE_HOST (default 127.0.0.1);
  *     with CORNSERVE_SOCKET_PATH it listens on that unix socket instead of PORT (the local platform's choice).
+ *   dispatch (CORNSERVE_DISPATCH): `cloudevent` (default; every graph is a CloudEvent POSTed to the dispatcher
+ *     service: Knative, and `up` without Redis) or `in-process` (graph execution runs here, over the shared Redis
+ *     Store at CORNSERVE_STORE_URL / CORNSERVE_STORE_PREFIX: `up --redis` picks it; see dispatch-mode.ts).
  *   check mode: `--check FILE` loads the source, prints one line `CORNSERVE_CHECK <json>` on stdout
  *     (see check.ts) and exits 0 when the app is valid, 1 otherwise. The gateway runs this in a
  *     throwaway process to validate a registration.
@@ -16,7 +19,7 @@ import { exitOnSignal } from '../../lib/shutdown.js';
 import { startTelemetry, stopTelemetry } from '../../lib/telemetry.js';
 import { listenUnix } from '../../lib/unix-url.js';
 import { checkAppFile, CHECK_MARKER } from './check.js';
-import { CloudEventDispatcher } from './cloudevent-dispatcher.js';
+import { DISPATCH_ENV, openDispatcher } from './dispatch-mode.js';
 import { loadAppSource } from './load.js';
 import { buildFunctionServer } from './server.js';
 import { BODY_LIMIT_ENV, bodyLimitBytes } from '../../lib/body-limit.js';
@@ -29,6 +32,9 @@ export const RUNTIME_ENV = {
   host: 'CORNSERVE_HOST',
   bodyLimit: BODY_LIMIT_ENV,
   socketPath: 'CORNSERVE_SOCKET_PATH',
+  dispatch: DISPATCH_ENV.mode,
+  storeUrl: DISPATCH_ENV.storeUrl,
+  storePrefix: DISPATCH_ENV.storePrefix,
 } as const;
 
 async function check(file: string): Promise<never> {
@@ -50,7 +56,8 @@ async function serve(): Promise<void> {
   // Spans only when something collects them (lib/telemetry); without, the caller's traceparent is passed on unchanged.
   await startTelemetry(`app-function-${appId}`);
   const app = await loadAppSource(await readFile(sourcePath, 'utf8'), sourcePath);
-  const dispatcher = new CloudEventDispatcher(dispatcherUrl, { appId });
+  const { dispatcher, mode, close: closeDispatcher } = await openDispatcher(env, { appId, dispatcherUrl });
+  log.info({ mode }, mode === 'in-process' ? 'task graphs run in this process over the shared store' : 'task graphs go to the dispatcher as CloudEvents');
   setDefaultDispatcher(dispatcher);
   const server = buildFunctionServer({
     app,
@@ -71,6 +78,7 @@ async function serve(): Promise<void> {
     const closed = new Promise((resolve) => server.close(resolve));
     server.closeIdleConnections();
     await closed;
+    await closeDispatcher();
     await stopTelemetry();
   }, { timeoutMs: 10_000 });
 }

@@ -1,0 +1,47 @@
+/**
+ * How an app function dispatches its task graphs (CORNSERVE_DISPATCH):
+ *  - `cloudevent` (default): a CloudEvent to the dispatcher service per graph (Knative's shape, design card);
+ *  - `in-process`: graph execution runs in this process (control/dispatcher/in-process.ts) over the shared
+ *    Redis Store named by CORNSERVE_STORE_URL (+ CORNSERVE_STORE_PREFIX) — one HTTP hop fewer per request.
+ * `in-process` without a Redis store is refused: a store of this process alone would count only this
+ * process's leases, and least-outstanding routing across app functions would be wrong.
+ * The dispatcher's modules are imported only for `in-process`, so the CloudEvent path starts as before.
+ */
+import { z } from 'zod';
+import type { GraphDispatcher } from '../sdk/index.js';
+import { CloudEventDispatcher } from './cloudevent-dispatcher.js';
+
+export const DISPATCH_ENV = { mode: 'CORNSERVE_DISPATCH', storeUrl: 'CORNSERVE_STORE_URL', storePrefix: 'CORNSERVE_STORE_PREFIX' } as const;
+export const DISPATCH_MODES = ['cloudevent', 'in-process'] as const;
+export type DispatchMode = (typeof DISPATCH_MODES)[number];
+
+const dispatchEnv = z.object({
+  [DISPATCH_ENV.mode]: z.enum(DISPATCH_MODES, { error: `${DISPATCH_ENV.mode} must be one of ${DISPATCH_MODES.join(', ')}` }).default('cloudevent'),
+  [DISPATCH_ENV.storeUrl]: z.string().regex(/^rediss?:\/\//, `${DISPATCH_ENV.storeUrl} must be a redis:// URL`).optional(),
+  [DISPATCH_ENV.storePrefix]: z.string().optional(),
+});
+
+export interface OpenedDispatcher {
+  dispatcher: GraphDispatcher;
+  mode: DispatchMode;
+  close(): Promise<void>;
+}
+
+/** The dispatcher `env` asks for; throws naming the variable when the environment does not allow it. */
+export async function openDispatcher(env: NodeJS.ProcessEnv, o: { appId: string; dispatcherUrl: string }): Promise<OpenedDispatcher> {
+  const parsed = dispatchEnv.safeParse({ ...env, [DISPATCH_ENV.mode]: env[DISPATCH_ENV.mode] || undefined });
+  if (!parsed.success) throw new Error(parsed.error.issues.map((i) => i.message).join('; '));
+  const mode = parsed.data[DISPATCH_ENV.mode];
+  if (mode === 'cloudevent') {
+    const dispatcher = new CloudEventDispatcher(o.dispatcherUrl, { appId: o.appId });
+    return { dispatcher, mode, close: async () => dispatcher.close() };
+  }
+  const storeUrl = parsed.data[DISPATCH_ENV.storeUrl];
+  if (!storeUrl)
+    throw new Error(`${DISPATCH_ENV.mode}=in-process needs the shared Redis store in ${DISPATCH_ENV.storeUrl}: executor leases must be counted where every app function sees them`);
+  const [{ RedisStore }, { InProcessDispatcher }] = await Promise.all([import('../../control/store/redis.js'), import('../../control/dispatcher/in-process.js')]);
+  const prefix = parsed.data[DISPATCH_ENV.storePrefix];
+  const store = new RedisStore({ url: storeUrl, ...(prefix ? { prefix } : {}) });
+  await store.ready();
+  return { dispatcher: new InProcessDispatcher(store, { appId: o.appId }), mode, close: () => store.close() };
+}
