@@ -60,15 +60,15 @@ async function drained(r: DispatchResult): Promise<{ outputs: unknown[]; lines: 
 test('a JSON graph gives the same outputs in process as through the dispatcher service', async (t) => {
   const graph = new TaskGraph([echo('a'), echo('b')]).toJSON();
   const [event, local] = await Promise.all(both.map(([, d]) => d().dispatch(graph, { deadline: inFive() }).then(drained)));
-  t.deepEqual(local, event);
-  t.deepEqual(local.outputs, [{ echo: 'a' }, { echo: 'b' }]);
+  t.deepEqual(local!, event!);
+  t.deepEqual(local!.outputs, [{ echo: 'a' }, { echo: 'b' }]);
 });
 
 test('a streaming graph gives the same lines in process as through the dispatcher service', async (t) => {
   const graph = new TaskGraph([{ task: streamTask, input: { text: 'x', chunks: 3 }, output: streamTask.makeRecordOutput() }]).toJSON();
   const [event, local] = await Promise.all(both.map(([, d]) => d().dispatch(graph, { deadline: inFive() }).then(drained)));
-  t.deepEqual(local, event);
-  t.is(local.lines.length, 3);
+  t.deepEqual(local!, event!);
+  t.is(local!.lines.length, 3);
 });
 
 test('an undeployed task fails in process with the DispatchError the service path gives', async (t) => {
