@@ -1,0 +1,70 @@
+/**
+ * The simulator (`cornserve simulate`, sim/):
+ *  - speed: the built-in 64 × 8 scenario for BENCH_SIM_SECONDS simulated seconds (default 600), per-token gaps
+ *    off; figure = simulated requests per wall-clock second, baseline = the scenario's offered rate (what a
+ *    real-time run would get through), ratio = how many times faster than real time;
+ *  - validation (long version of test/integration/sim/validation.test.ts): the echo validation app under the same
+ *    seeded workload through `cornserve bench` on a live local platform and through the simulator, median and
+ *    p99 E2EL and throughput; figure = simulated, baseline = live, target within 10%.
+ */
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { benchCommand } from '../../control/cli/bench.js';
+import type { RunResults } from '../../bench/report/results.js';
+import { loadScenario, parseScenario } from '../../sim/scenario/schema.js';
+import { simulate } from '../../sim/run.js';
+import { compareRuns, measureOverheadMs, VALIDATION_APP, VALIDATION_APP_FILE, validationScenario } from '../../sim/validate.js';
+import { startPlatform } from '../helpers/platform.js';
+import type { BenchResult } from './types.js';
+
+async function speed(): Promise<BenchResult> {
+  const seconds = Number(process.env.BENCH_SIM_SECONDS ?? 600);
+  const sc = await loadScenario('cluster-64x8', { durationS: seconds });
+  const o = await simulate(sc, { itl: false });
+  const perWallS = o.requests / (o.wallMs / 1000);
+  return {
+    name: `simulate 64×8, ${seconds} simulated s`,
+    figure: perWallS,
+    unit: 'req/s',
+    baseline: sc.workload.rate,
+    baselineName: 'real time (offered rate)',
+    ratio: perWallS / sc.workload.rate,
+    target: '1 simulated hour ≤ 5 min',
+    notes: `${o.requests} requests, ${o.events} events in ${(o.wallMs / 1000).toFixed(1)} s wall; one simulated hour ≈ ${((3600 * sc.workload.rate) / perWallS / 60).toFixed(1)} min at this speed; rss ${(process.memoryUsage().rss / 1e6).toFixed(0)} MB`,
+  };
+}
+
+async function validation(): Promise<BenchResult[]> {
+  const run = { rate: 5, requests: Number(process.env.BENCH_SIM_REQUESTS ?? 200), seed: 21, devices: 2 };
+  const dir = await mkdtemp(join(tmpdir(), 'cornserve-sim-bench-'));
+  const p = await startPlatform({ devices: run.devices });
+  try {
+    await p.register(VALIDATION_APP_FILE);
+    await writeFile(join(dir, 'requests.jsonl'), '{"text":"hello"}\n');
+    const overheadMs = await measureOverheadMs(async () => void (await (await p.invoke(VALIDATION_APP, { text: 'hello' })).arrayBuffer()));
+    await benchCommand({ out: () => {}, err: () => {} }, () => p.gatewayUrl).exitOverride().parseAsync(
+      ['--api', 'invoke', '--app', VALIDATION_APP, '--dataset', join(dir, 'requests.jsonl'), '--request-rate', String(run.rate), '--num-requests', String(run.requests), '--seed', String(run.seed), '--result-dir', dir, '--no-plots'],
+      { from: 'user' },
+    );
+    const live = JSON.parse(await readFile(join(dir, 'results.json'), 'utf8')) as RunResults;
+    const sim = (await simulate(await parseScenario(validationScenario({ ...run, overheadMs })))).results;
+    return compareRuns(live, sim).map((c) => ({
+      name: `simulate vs live: ${c.metric}`,
+      figure: c.simulated,
+      unit: c.metric === 'request_throughput' ? 'req/s' : 'ms',
+      baseline: c.live,
+      baselineName: 'live platform',
+      ratio: c.simulated / c.live,
+      target: 'within 10%',
+      notes: `${c.errorPct.toFixed(1)}% apart (${run.requests} requests at ${run.rate} req/s, echo 200 ms × 2 at once; hop overhead measured now: ${overheadMs.toFixed(1)} ms)`,
+    }));
+  } finally {
+    await p.stop();
+    await rm(dir, { recursive: true, force: true });
+  }
+}
+
+export async function run(): Promise<BenchResult[]> {
+  return [await speed(), ...(await validation())];
+}
