@@ -107,3 +107,25 @@ export function estimateCapacity(x: CapacityInputs, o: CapacityOptions = DEFAULT
   }
   return undefined;
 }
+
+/** Weight of a new call in the live EWMAs: about the last 1/alpha calls count. */
+export const LIVE_EWMA_ALPHA = 0.1;
+
+/** Folds one completed call into an executor's live stats (the first call starts them). */
+export function foldLiveSample(
+  prev: ExecutorLiveStats | undefined,
+  sample: { executorId: string; taskId: string; latencyMs: number; concurrency: number },
+  now: number,
+  alpha = LIVE_EWMA_ALPHA,
+): ExecutorLiveStats {
+  if (!prev) return { ...sample, samples: 1, updatedAt: now };
+  const ewma = (old: number, x: number) => old + alpha * (x - old);
+  return {
+    executorId: sample.executorId,
+    taskId: sample.taskId,
+    latencyMs: ewma(prev.latencyMs, sample.latencyMs),
+    concurrency: ewma(prev.concurrency, sample.concurrency),
+    samples: prev.samples + 1,
+    updatedAt: now,
+  };
+}

@@ -19,6 +19,7 @@ import { NOOP_SPAN, SpanKind, SpanStatusCode, context, isTraceparent, propagatio
 import { reportsProducerFailure } from '../../executors/common/errors.js';
 import { DeadlineExceededError, DispatchCancelledError, TaskFailedError, type FailureSite } from './errors.js';
 import { callExecutor, describeFailure } from './executor-client.js';
+import type { LiveServiceRecorder } from './live-service.js';
 import { routerFor, type Lease, type Router } from './routing.js';
 import { guardStream } from './stream-guard.js';
 import { wireDataForwards } from './wiring.js';
@@ -46,6 +47,8 @@ export interface DispatchDeps {
   descriptors?: (task: UnitTask) => TaskDescriptor;
   router?: Router;
   observer?: DispatchObserver;
+  /** Live service times per executor (capacity estimates). */
+  liveService?: LiveServiceRecorder;
 }
 
 /** How long a consumer's "my producer failed" waits for the producer's own error (see GraphRun.fail). */
@@ -180,6 +183,7 @@ class GraphRun {
     this.pending.add(i);
     let released: Promise<void> | undefined;
     const done = (error?: unknown) => (released ??= this.endCall(i, span, lease, ended, error));
+    const started = performance.now();
     try {
       const res = await callExecutor({ site, request, deadline: this.options.deadline, headers, signal: this.abort.signal });
       let result: InvocationResult;
@@ -191,6 +195,7 @@ class GraphRun {
       }
       if (!result.stream || i !== this.graph.invocations.length - 1 || !this.graph.isStreaming) {
         if (result.stream) await res.body?.cancel().catch(() => undefined); // only the last invocation may stream
+        else this.deps.liveService?.observe(lease.route.executorId, lease.taskId, performance.now() - started, lease.route.outstanding);
         await done();
         return { output: result.output };
       }

@@ -22,6 +22,7 @@ import type { Store } from '../store/types.js';
 import { graphDeadline, parseInvokeEvent, type GraphRequest } from './cloudevent.js';
 import { dispatchGraph, type DispatchDeps } from './dispatch.js';
 import { DispatcherMetrics } from './metrics.js';
+import { LiveServiceRecorder } from './live-service.js';
 import { writeDispatchResult } from './reply.js';
 import { Router } from './routing.js';
 import { hopBodyLimitBytes } from '../../lib/body-limit.js';
@@ -48,6 +49,7 @@ export function buildDispatcher(options: DispatcherOptions): express.Express {
     store: options.store,
     router: new Router(options.store),
     observer: metrics,
+    liveService: new LiveServiceRecorder(options.store),
     ...(options.descriptors ? { descriptors: options.descriptors } : {}),
   };
   const limit = options.bodyLimit ?? hopBodyLimitBytes();

@@ -236,3 +236,25 @@ test('GET /health answers ok', async (t) => {
   const res = await fetch(new URL('/health', dispatcher.url));
   t.deepEqual([res.status, await res.json()], [200, { status: 'ok' }]);
 });
+
+test('completed executor calls leave each executor’s live latency and concurrency in the Store', async (t) => {
+  const a = echo(30, 'live');
+  const { dispatcher, store } = await dispatcherFor(t, a);
+  for (let i = 0; i < 6; i++) {
+    const res = await fetch(new URL('/graph', dispatcher.url), {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', [DEADLINE_HEADER]: String(Date.now() + 60_000) },
+      body: JSON.stringify(graphJson(a)),
+    });
+    t.deepEqual(await readDispatchResponse(res), { outputs: [{ echo: 'live' }] });
+  }
+  const stats = await waitUntil('live stats of both executors', async () => {
+    const s = await store.listExecutorStats();
+    return s.reduce((n, x) => n + x.samples, 0) === 6 ? s : undefined;
+  }, { timeoutMs: 15_000, intervalMs: 100 });
+  t.is(stats.length, 2); // least-outstanding routing rotated over both
+  for (const s of stats) {
+    t.true(s.latencyMs >= 30, `${s.latencyMs} ms: the echo's 30 ms service time at least`);
+    t.is(s.concurrency, 1); // one call at a time
+  }
+});

@@ -1,5 +1,5 @@
 import test from 'ava';
-import { estimateCapacity, profileCapacityAt, profileLatencyAt, type ExecutorLiveStats } from '../../../../control/autoscaler/capacity.js';
+import { estimateCapacity, foldLiveSample, profileCapacityAt, profileLatencyAt, type ExecutorLiveStats } from '../../../../control/autoscaler/capacity.js';
 import { paretoFrontier } from '../../../../control/autoscaler/frontier.js';
 import type { ProfilePoint, TaskProfile } from '../../../../control/autoscaler/types.js';
 
@@ -46,4 +46,11 @@ test('without a profile, live latency gives capacity by Little’s law at the ta
 
 test('without a profile or live stats there is no figure (the autoscaler’s default applies)', (t) => {
   t.is(estimateCapacity({ taskId: 't', profile: undefined, live: [], policy: { min: 0, max: 4, target: 2 }, now: NOW }), undefined);
+});
+
+test('live samples fold into EWMAs of latency and concurrency, counting samples', (t) => {
+  const first = foldLiveSample(undefined, { executorId: 'e1', taskId: 't', latencyMs: 20, concurrency: 1 }, 5);
+  t.deepEqual(first, { executorId: 'e1', taskId: 't', latencyMs: 20, concurrency: 1, samples: 1, updatedAt: 5 });
+  const next = foldLiveSample(first, { executorId: 'e1', taskId: 't', latencyMs: 120, concurrency: 11 }, 9, 0.1);
+  t.deepEqual(next, { executorId: 'e1', taskId: 't', latencyMs: 30, concurrency: 2, samples: 2, updatedAt: 9 });
 });

@@ -1,0 +1,57 @@
+/**
+ * The real capacity provider for the autoscaler: `provider(taskId)` answers synchronously from a cache that
+ * `refresh()` fills from the Store (each task's profile under its unit-task key and device kind, and its executors'
+ * live service stats written by the dispatchers). The figure itself is the pure `estimateCapacity`: profile at the
+ * policy's target/SLO, overridden by live latency past the margin, else live alone, else undefined (the autoscaler's
+ * own default). Call `refresh()` before each decision round (the resource manager's loop does, every 2 s).
+ */
+import type { AutoscalePolicy, TaskCapacity, TaskProfile } from './types.js';
+import { DEFAULT_CAPACITY_OPTIONS, estimateCapacity, type CapacityOptions, type ExecutorLiveStats } from './capacity.js';
+import type { Store } from '../store/types.js';
+
+/** The policy a task is read at when the caller knows none: 2 in flight per executor (the autoscaler's default target). */
+export const FALLBACK_POLICY: AutoscalePolicy = { min: 0, max: Number.MAX_SAFE_INTEGER, target: 2 };
+
+export class CapacitySource {
+  private profiles = new Map<string, TaskProfile>(); // by task id
+  private live = new Map<string, ExecutorLiveStats[]>(); // by task id
+
+  constructor(
+    private readonly store: Store,
+    private readonly opts: {
+      deviceKind: string;
+      /** The task's policy (the profile is read at its target or SLO). @default FALLBACK_POLICY */
+      policyOf?: (taskId: string) => AutoscalePolicy | undefined;
+      now?: () => number;
+      capacity?: CapacityOptions;
+    },
+  ) {}
+
+  /** Reads every task's profile and live stats from the Store into the cache. Rejects on a Store failure (the cache stays). */
+  async refresh(): Promise<void> {
+    const [tasks, profiles, stats] = await Promise.all([this.store.listTasks(), this.store.listProfiles(), this.store.listExecutorStats()]);
+    const byKey = new Map(profiles.filter((p) => p.deviceKind === this.opts.deviceKind).map((p) => [p.taskKey, p]));
+    const nextProfiles = new Map<string, TaskProfile>();
+    for (const t of tasks) {
+      const p = byKey.get(t.key);
+      if (p) nextProfiles.set(t.taskId, p);
+    }
+    const nextLive = new Map<string, ExecutorLiveStats[]>();
+    for (const s of stats) nextLive.set(s.taskId, [...(nextLive.get(s.taskId) ?? []), s]);
+    this.profiles = nextProfiles;
+    this.live = nextLive;
+  }
+
+  /** The autoscaler's CapacityProvider: `(taskId) => TaskCapacity | undefined`. */
+  readonly provider = (taskId: string): TaskCapacity | undefined =>
+    estimateCapacity(
+      {
+        taskId,
+        profile: this.profiles.get(taskId),
+        live: this.live.get(taskId) ?? [],
+        policy: this.opts.policyOf?.(taskId) ?? FALLBACK_POLICY,
+        now: (this.opts.now ?? Date.now)(),
+      },
+      this.opts.capacity ?? DEFAULT_CAPACITY_OPTIONS,
+    );
+}

@@ -1,0 +1,28 @@
+import test from 'ava';
+import { CapacitySource } from '../../../../control/autoscaler/capacity-source.js';
+import { paretoFrontier } from '../../../../control/autoscaler/frontier.js';
+import { MemoryStore } from '../../../../control/store/memory.js';
+import { sampleTask } from '../../../helpers/store-records.js';
+
+const points = [1, 2, 4].map((c) => ({ devicesPerExecutor: 1, concurrency: c, throughputRps: Math.min(c, 2) * 50, p50Ms: Math.max(20, c * 10), p99Ms: Math.max(22, c * 11) }));
+
+test('the capacity source reads a task’s profile by its unit-task key and device kind, then live stats, from the Store', async (t) => {
+  const store = new MemoryStore();
+  const task = sampleTask(1);
+  await store.acquireTask(task);
+  const source = new CapacitySource(store, { deviceKind: 'cpu', now: () => 10_000 });
+  await source.refresh();
+  t.is(source.provider(task.taskId), undefined); // nothing measured yet: the autoscaler's default applies
+
+  await store.putProfile({ taskKey: task.key, deviceKind: 'gpu', points, frontier: paretoFrontier(points), measuredAt: 0 });
+  await source.refresh();
+  t.is(source.provider(task.taskId), undefined); // another device kind's profile does not count
+
+  await store.putProfile({ taskKey: task.key, deviceKind: 'cpu', points, frontier: paretoFrontier(points), measuredAt: 0 });
+  await source.refresh();
+  t.deepEqual(source.provider(task.taskId), { taskId: task.taskId, perExecutorRps: 100, source: 'profile' });
+
+  await store.putExecutorStats({ executorId: 'e1', taskId: task.taskId, latencyMs: 40, concurrency: 2, samples: 50, updatedAt: 9_000 });
+  await source.refresh();
+  t.deepEqual(source.provider(task.taskId), { taskId: task.taskId, perExecutorRps: 50, source: 'live' }); // twice the profile's 20 ms
+});
