@@ -50,8 +50,9 @@ export type Session = ort.InferenceSession;
  * The one place executors open an ONNX Runtime session (manifest graphs and Hugging Face parts alike), so the
  * execution provider for a device assignment is chosen here and nowhere else.
  */
-export async function createSession(path: string, options: ort.InferenceSession.SessionOptions = {}): Promise<Session> {
-  return ort.InferenceSession.create(path, options);
+export async function createSession(path: string, options: ort.InferenceSession.SessionOptions = {}, rank = 0): Promise<Session> {
+  // This process's device (session-options.ts): the rank's ordinal under CUDA, else the CPU.
+  return ort.InferenceSession.create(path, sessionOptionsFor(sessionDevice(processExecution(), rank), options));
 }
 
 export class LoadedModel {
@@ -92,7 +93,7 @@ export class LoadedModel {
   }
 }
 
-async function openGraph(dir: string, name: string, spec: GraphSpec, options: ort.InferenceSession.SessionOptions): Promise<Session> {
+async function openGraph(dir: string, name: string, spec: GraphSpec, options: ort.InferenceSession.SessionOptions, rank: number): Promise<Session> {
   const path = join(dir, spec.file);
   try {
     await access(path);
@@ -101,7 +102,7 @@ async function openGraph(dir: string, name: string, spec: GraphSpec, options: or
   }
   let session: Session;
   try {
-    session = await createSession(path, options);
+    session = await createSession(path, options, rank);
   } catch (e) {
     throw modelErrors.manifestMismatch(`graph '${name}': onnxruntime cannot load ${spec.file}: ${(e as Error).message}`, { graph: name });
   }
@@ -123,10 +124,10 @@ async function openGraph(dir: string, name: string, spec: GraphSpec, options: or
 export async function loadModel(dir: string, opts: LoadOptions = {}): Promise<LoadedModel> {
   const manifest = await loadManifest(dir);
   // The one place the execution provider is chosen: this process's device (session-options.ts).
-  const options = sessionOptionsFor(sessionDevice(processExecution(), opts.rank ?? 0), opts.sessionOptions);
+  const options = opts.sessionOptions ?? {};
   const opened: Session[] = [];
   const open = async (name: string, spec: GraphSpec) => {
-    const s = await openGraph(dir, name, spec, options);
+    const s = await openGraph(dir, name, spec, options, opts.rank ?? 0);
     opened.push(s);
     return s;
   };
