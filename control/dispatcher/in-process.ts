@@ -18,6 +18,7 @@ import { toErrorBody } from '../../lib/http.js';
 import type { Store } from '../store/types.js';
 import { dispatchGraph, type DispatchDeps } from './dispatch.js';
 import { Router } from './routing.js';
+import { LiveServiceRecorder } from './live-service.js';
 
 /** The error the CloudEvent path would have produced from the service's reply to `e`. */
 function asDispatchError(e: unknown, status?: number): DispatchError {
@@ -42,7 +43,7 @@ export class InProcessDispatcher implements GraphDispatcher {
     store: Store,
     private readonly options: { appId?: string; descriptors?: DispatchDeps['descriptors'] } = {},
   ) {
-    this.#deps = { store, router: new Router(store), ...(options.descriptors ? { descriptors: options.descriptors } : {}) };
+    this.#deps = { store, router: new Router(store), liveService: new LiveServiceRecorder(store), ...(options.descriptors ? { descriptors: options.descriptors } : {}) };
   }
 
   async dispatch(graph: TaskGraphJSON, options: DispatchOptions): Promise<DispatchResult> {
