@@ -54,7 +54,7 @@ function need<K extends keyof StageModels>(models: StageModels, stage: K, label:
   return m as NonNullable<StageModels[K]>;
 }
 
-function makeExecutor(task: SimTask, id: string, node: number, events: EventQueue, models: StageModels): SimExecutor {
+function makeExecutor(task: SimTask, id: string, node: number, events: EventQueue, models: StageModels, monolithic: boolean): SimExecutor {
   const c = task.config;
   switch (task.stage) {
     case 'echo': return new SimEcho(id, node, events, c, need(models, 'echo', task.label));
@@ -62,13 +62,13 @@ function makeExecutor(task: SimTask, id: string, node: number, events: EventQueu
       const m = need(models, 'encoder', task.label);
       return new SimEncoder(id, node, events, String(c.modality), (c.maxBatchSize as number | undefined) ?? m.maxBatchSize, m);
     }
-    case 'llm': return new SimLlm(id, node, events, need(models, 'llm', task.label));
+    case 'llm': return new SimLlm(id, node, events, need(models, 'llm', task.label), monolithic ? models.encoder : undefined);
     case 'generator': return new SimGenerator(id, node, events, String(c.modality ?? 'image'), need(models, 'generator', task.label));
   }
 }
 
 /** Encoder units of a request: image patches, video frames × patches, audio units. */
-function unitsOf(spec: RequestSpec, models: StageModels): number {
+export function unitsOf(spec: RequestSpec, models: StageModels): number {
   const m = models.encoder;
   if (!m) return 0;
   const patches = (w: number, h: number) => Math.ceil(w / m.patchSize) * Math.ceil(h / m.patchSize);
@@ -78,7 +78,7 @@ function unitsOf(spec: RequestSpec, models: StageModels): number {
   return 0;
 }
 
-async function recordApp(sc: Scenario, tasks: Map<string, SimTask>): Promise<Map<RequestKind, SimGraph[]>> {
+export async function recordApp(sc: Scenario, tasks: Map<string, SimTask>): Promise<Map<RequestKind, SimGraph[]>> {
   const app = await loadApp(sc.app.file, 'app.file');
   const byKind = new Map<RequestKind, SimGraph[]>();
   for (const { kind } of sc.workload.mix.mix) {
@@ -104,7 +104,12 @@ function deploy(sc: Scenario, tasks: Map<string, SimTask>, events: EventQueue) {
   const nodes = Array.from({ length: sc.cluster.nodes }, (_, i) => ({ node: `node-${i}`, devices: sc.cluster.devicesPerNode }));
   let inv: Inventory = buildInventory(nodes);
   const executors = new Map<string, SimExecutor[]>();
-  const wanted = [...tasks.values()].map((t) => ({ t, n: sc.deployment.replicas[t.label] ?? sc.deployment.default }));
+  const monolithic = sc.deployment.mode === 'monolithic';
+  if (monolithic) {
+    for (const t of tasks.values()) if (t.stage === 'encoder') executors.set(t.taskId, []);
+    if (![...tasks.values()].some((t) => t.stage === 'llm')) throw new ScenarioError('deployment.mode: monolithic needs an LLM task to hold the encoders');
+  }
+  const wanted = [...tasks.values()].filter((t) => !(monolithic && t.stage === 'encoder')).map((t) => ({ t, n: sc.deployment.replicas[t.label] ?? sc.deployment.default }));
   const total = wanted.reduce((a, w) => a + w.n * w.t.devicesPerExecutor, 0);
   for (const { t, n } of wanted) {
     const list: SimExecutor[] = [];
@@ -112,7 +117,7 @@ function deploy(sc: Scenario, tasks: Map<string, SimTask>, events: EventQueue) {
       try {
         const a = allocate(inv, t.devicesPerExecutor, t.taskId);
         inv = a.inventory;
-        list.push(makeExecutor(t, `${t.label}#${i}`, Number(a.devices[0]!.node.slice('node-'.length)), events, sc.models));
+        list.push(makeExecutor(t, `${t.label}#${i}`, Number(a.devices[0]!.node.slice('node-'.length)), events, sc.models, monolithic));
       } catch (e) {
         if (e instanceof ScenarioError) throw e;
         throw new ScenarioError(`cluster: ${sc.cluster.nodes} × ${sc.cluster.devicesPerNode} devices cannot hold the deployment (${total} devices for ${wanted.map((w) => `${w.n} × ${w.t.label}`).join(', ')}): ${(e as Error).message}`);
@@ -129,6 +134,7 @@ export async function simulate(sc: Scenario, o: SimOptions = {}): Promise<SimOut
   const tasks = new Map<string, SimTask>();
   const byKind = await recordApp(sc, tasks);
   const executors = deploy(sc, tasks, events);
+  const monolithic = sc.deployment.mode === 'monolithic';
   const intra = LINK_PRESETS[sc.cluster.intraNode]!;
   const inter = LINK_PRESETS[sc.cluster.interNode]!;
   const models = sc.models;
@@ -166,7 +172,10 @@ export async function simulate(sc: Scenario, o: SimOptions = {}): Promise<SimOut
     const dispatch = () => {
       for (const g of graphs) {
         // Routed at once, as the dispatcher leases every invocation of a graph before any runs.
-        const routed = g.invocations.map((inv) => {
+        // Monolithic: an encoder invocation has no executor of its own; its consumer LLM runs it (inlineUnits).
+        const inline = (i: number) => monolithic && g.invocations[i]!.task.stage === 'encoder';
+        const routed = g.invocations.map((inv, i) => {
+          if (inline(i)) return undefined;
           const list = executors.get(inv.task.taskId)!;
           const turn = turns.get(inv.task.taskId) ?? 0;
           turns.set(inv.task.taskId, turn + 1);
@@ -177,19 +186,21 @@ export async function simulate(sc: Scenario, o: SimOptions = {}): Promise<SimOut
         const consumers = g.invocations.map(() => [] as number[]);
         g.invocations.forEach((inv, i) => inv.producers.forEach((p) => consumers[p]!.push(i)));
         const doneAt = g.invocations.map(() => -1);
-        const waiting = g.invocations.map((inv) => inv.producers.length);
+        const waiting = g.invocations.map((inv) => inv.producers.filter((p) => !inline(p)).length);
         const arrivedAt = g.invocations.map(() => events.now);
-        pending += g.invocations.length;
+        pending += g.invocations.filter((_, i) => !inline(i)).length;
         const start = (i: number) => {
           const inv = g.invocations[i]!;
-          for (const p of inv.producers) if (doneAt[p]! < 0 || doneAt[p]! > events.now) invariants.startedBeforeProducers++;
+          for (const p of inv.producers) if (!inline(p) && (doneAt[p]! < 0 || doneAt[p]! > events.now)) invariants.startedBeforeProducers++;
           const encoderUnits = inv.producers.reduce((a, p) => a + (g.invocations[p]!.task.stage === 'encoder' ? units : 0), 0);
+          const inlineUnits = inv.producers.reduce((a, p) => a + (inline(p) ? units : 0), 0);
           const streamsOut = inv.task.stage === 'llm' && consumers[i]!.length === 0;
           const job: SimJob = {
             id: jobIds++,
             units,
             promptTokens: spec.inputTokens + encoderUnits,
             outputTokens: spec.outputTokens,
+            ...(inlineUnits > 0 ? { inlineUnits } : {}),
             ...(streamsOut ? { onToken: (t: number) => {
               if (firstToken < 0) firstToken = t;
               else if (itl) rec.itlMs.push(t - lastToken);
@@ -211,7 +222,7 @@ export async function simulate(sc: Scenario, o: SimOptions = {}): Promise<SimOut
           };
           routed[i]!.submit(job);
         };
-        g.invocations.forEach((_, i) => { if (waiting[i] === 0) start(i); });
+        g.invocations.forEach((_, i) => { if (!inline(i) && waiting[i] === 0) start(i); });
       }
     };
     events.after(sc.overheadMs, dispatch);

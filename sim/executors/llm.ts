@@ -5,7 +5,7 @@
  */
 import { admitCount } from '../policies.js';
 import type { EventQueue } from '../engine/queue.js';
-import { decodeMs, prefillMs, type LlmModel } from '../latency/models.js';
+import { decodeMs, encoderMs, prefillMs, type EncoderModel, type LlmModel } from '../latency/models.js';
 import { SimExecutor, type SimJob } from './types.js';
 
 interface Seq { job: SimJob; context: number; left: number; kv: number }
@@ -17,7 +17,8 @@ export class SimLlm extends SimExecutor {
   /** The most KV-cache tokens ever held at once (≤ kvTokens unless one request alone is larger). */
   maxKvUsed = 0;
 
-  constructor(id: string, node: number, private readonly events: EventQueue, private readonly model: LlmModel) {
+  /** inlineEncoder: the encoder model when this executor runs its requests' encoders itself (monolithic). */
+  constructor(id: string, node: number, private readonly events: EventQueue, private readonly model: LlmModel, private readonly inlineEncoder?: EncoderModel) {
     super(id, node, 1);
   }
 
@@ -35,11 +36,16 @@ export class SimLlm extends SimExecutor {
     if (admitted.length) {
       let sum = 0;
       let squares = 0;
+      let units = 0;
       for (const j of admitted) {
         sum += j.promptTokens;
         squares += j.promptTokens * j.promptTokens;
+        units += j.inlineUnits ?? 0;
       }
-      this.events.after(prefillMs(m, sum, squares, `${this.id} (llm.prefill)`), () => {
+      // Monolithic: the step first encodes the admitted requests' media on the same device (one encoder batch),
+      // which holds up every running sequence's next decode step as well.
+      const encodeMs = units > 0 && this.inlineEncoder ? encoderMs(this.inlineEncoder, units, `${this.id} (inline encoder)`) : 0;
+      this.events.after(encodeMs + prefillMs(m, sum, squares, `${this.id} (llm.prefill)`), () => {
         const t = this.events.now;
         for (const job of admitted) {
           const kv = job.promptTokens + job.outputTokens;

@@ -6,6 +6,8 @@ export interface SimJob {
   units: number;
   /** LLM: prompt tokens and tokens to generate. */
   promptTokens: number;
+  /** LLM in a monolithic deployment: encoder units this request's own encoders add to its prefill step. */
+  inlineUnits?: number;
   outputTokens: number;
   /** Called at each generated token (LLM), virtual ms. */
   onToken?(tMs: number): void;

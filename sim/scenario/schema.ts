@@ -40,7 +40,9 @@ const scenarioSchema = z.object({
     request: z.record(z.string(), z.unknown()).optional(),
   }).strict(),
   deployment: z.object({
-    mode: z.literal('manual').default('manual'),
+    /** manual: every task on its own executors; monolithic: encoders run inside the LLM executor that consumes
+     *  them (vLLM with its encoder inside, our LLM executor with encoderFission: false), no encoder executors. */
+    mode: z.enum(['manual', 'monolithic']).default('manual'),
     /** Executors per task label (printed by a run); tasks not named get `default`. */
     replicas: z.record(z.string(), z.number().int().positive()).default({}),
     default: z.number().int().positive().default(1),
@@ -56,7 +58,7 @@ export interface Scenario {
   name: string;
   cluster: { nodes: number; devicesPerNode: number; device: string; intraNode: string; interNode: string };
   app: { file: string; api: 'chat' | 'invoke'; request?: Record<string, unknown> };
-  deployment: { replicas: Record<string, number>; default: number };
+  deployment: { mode: 'manual' | 'monolithic'; replicas: Record<string, number>; default: number };
   workload: BenchConfig;
   models: StageModels;
   overheadMs: number;

@@ -1,0 +1,146 @@
+/**
+ * The planner's search, coarse to fine. Pure: the fine step's evaluator (the simulator's goodput search in
+ * `cornserve plan`, an exact function in tests) is injected.
+ *  1. Infeasibility: a request kind that is more than 10% of the mix and misses an SLO on an idle system
+ *     cannot reach 90% attainment whatever the plan; a budget that cannot hold one executor per stage.
+ *  2. Screen: every split (executors per label, all ≥ 1, within the device budget) and the monolithic plan
+ *     (encoders inside their LLM executors), ranked by capacity ÷ demand of their bottleneck stage.
+ *  3. Fine: the top candidates (and the monolithic one) are evaluated; the highest goodput wins.
+ */
+import type { Slo } from '../bench/metrics/slo.js';
+import type { Demand, StageDemand } from './demand.js';
+import { PlanError } from './schema.js';
+
+export interface Candidate {
+  mode: 'split' | 'monolithic';
+  /** Executors per label (monolithic: encoder labels 0). */
+  replicas: Record<string, number>;
+}
+
+export interface Screened extends Candidate {
+  /** Highest rate the stages' capacities allow, req/s. */
+  screenRateRps: number;
+  bottleneck: string;
+  /** Capacity per label, req/s. */
+  capacityRps: Record<string, number>;
+}
+
+export interface SearchInput {
+  demand: Demand;
+  devices: number;
+  slo?: Slo;
+  /** A rate the plan must sustain (req/s); above every candidate's screen rate → infeasible. */
+  minRateRps?: number;
+  /** Candidates simulated after the screen. @default 4 */
+  fineCandidates?: number;
+  /** Also consider the monolithic plan. @default true */
+  monolithic?: boolean;
+}
+
+export interface Evaluated extends Screened { goodputRps: number }
+
+export interface SearchResult {
+  best: Evaluated;
+  evaluated: Evaluated[];
+  screened: number;
+  /** Capacity ÷ demand at the best plan's goodput, per label. */
+  headroom: Record<string, number>;
+}
+
+export class InfeasiblePlanError extends PlanError {
+  constructor(message: string, readonly stage: string) {
+    super(message);
+  }
+}
+
+/** Work per label under a mode: monolithic folds each encoder's work into its host LLM. */
+function workUnder(stages: readonly StageDemand[], mode: Candidate['mode']): Map<string, number> {
+  const w = new Map<string, number>();
+  for (const s of stages) w.set(s.label, (w.get(s.label) ?? 0) + (mode === 'monolithic' && s.stage === 'encoder' && s.hostLabel ? 0 : s.workMs));
+  if (mode === 'monolithic') for (const s of stages) if (s.stage === 'encoder' && s.hostLabel) w.set(s.hostLabel, (w.get(s.hostLabel) ?? 0) + s.workMs);
+  return w;
+}
+
+export function screen(stages: readonly StageDemand[], c: Candidate): Screened {
+  const work = workUnder(stages, c.mode);
+  const capacityRps: Record<string, number> = {};
+  let bottleneck = '';
+  let rate = Infinity;
+  for (const [label, ms] of work) {
+    const r = c.replicas[label] ?? 0;
+    if (r === 0) continue;
+    const cap = ms > 0 ? (r * 1000) / ms : Infinity;
+    capacityRps[label] = cap;
+    if (cap < rate) { rate = cap; bottleneck = label; }
+  }
+  return { ...c, screenRateRps: rate, bottleneck, capacityRps };
+}
+
+/** Every vector of executors per label (each ≥ 1) whose devices fit the budget and that no label could grow. */
+export function splits(stages: readonly StageDemand[], devices: number): Array<Record<string, number>> {
+  const out: Array<Record<string, number>> = [];
+  const rec = (i: number, left: number, acc: Record<string, number>) => {
+    if (i === stages.length) {
+      if (stages.every((s) => s.devicesPerExecutor > left)) out.push({ ...acc }); // maximal: no device left over for any label
+      return;
+    }
+    const s = stages[i]!;
+    const restMin = stages.slice(i + 1).reduce((a, x) => a + x.devicesPerExecutor, 0);
+    for (let r = 1; r * s.devicesPerExecutor + restMin <= left; r++) rec(i + 1, left - r * s.devicesPerExecutor, { ...acc, [s.label]: r });
+  };
+  rec(0, devices, {});
+  return out;
+}
+
+/** Monolithic: the non-encoder labels share the devices (evenly by work, largest remainder), encoders ride inside. */
+export function monolithicCandidate(stages: readonly StageDemand[], devices: number): Candidate | null {
+  const hosts = stages.filter((s) => !(s.stage === 'encoder' && s.hostLabel));
+  const need = hosts.reduce((a, s) => a + s.devicesPerExecutor, 0);
+  if (need > devices || hosts.length === stages.length) return null;
+  const work = workUnder(stages, 'monolithic');
+  const best = splits(hosts, devices).map((r) => screen(stages, { mode: 'monolithic', replicas: r })).sort((a, b) => b.screenRateRps - a.screenRateRps)[0];
+  if (!best) return null;
+  const replicas: Record<string, number> = { ...best.replicas };
+  for (const s of stages) if (!work.get(s.label) && s.stage === 'encoder') replicas[s.label] = 0;
+  return { mode: 'monolithic', replicas };
+}
+
+function checkFeasible(input: SearchInput): void {
+  const { demand, devices, slo } = input;
+  const need = demand.stages.reduce((a, s) => a + s.devicesPerExecutor, 0);
+  const hostsNeed = demand.stages.filter((s) => !(s.stage === 'encoder' && s.hostLabel)).reduce((a, s) => a + s.devicesPerExecutor, 0);
+  if (hostsNeed > devices || (need > devices && input.monolithic === false)) {
+    const biggest = [...demand.stages].sort((a, b) => b.devicesPerExecutor - a.devicesPerExecutor)[0]!;
+    throw new InfeasiblePlanError(`budget: ${devices} devices cannot hold one executor of every stage (${demand.stages.map((s) => `${s.label}: ${s.devicesPerExecutor}`).join(', ')}; ${input.monolithic === false ? need : hostsNeed} needed)`, biggest.label);
+  }
+  if (!slo) return;
+  for (const f of demand.floors) {
+    if (f.weight <= 0.1) continue;
+    const miss = (slo.ttft_ms !== undefined && f.ttftMs > slo.ttft_ms) ? ['ttft_ms', slo.ttft_ms, f.ttftMs, f.ttftStage] as const
+      : (slo.tpot_ms !== undefined && f.tpotMs > slo.tpot_ms) ? ['tpot_ms', slo.tpot_ms, f.tpotMs, f.tpotStage] as const
+      : (slo.e2el_ms !== undefined && f.e2elMs > slo.e2el_ms) ? ['e2el_ms', slo.e2el_ms, f.e2elMs, f.e2elStage] as const : null;
+    if (miss) throw new InfeasiblePlanError(`slo: ${miss[0]}=${miss[1]} cannot be met: ${f.kind} requests (${(f.weight * 100).toFixed(0)}% of the mix) take ${miss[2].toFixed(1)} ms on an idle system, most of it in stage ${miss[3]}; no plan reaches 90% attainment`, miss[3]);
+  }
+}
+
+export async function searchPlan(input: SearchInput, evaluate: (c: Screened) => Promise<number>): Promise<SearchResult> {
+  checkFeasible(input);
+  const stages = input.demand.stages;
+  const ranked = splits(stages, input.devices).map((r) => screen(stages, { mode: 'split', replicas: r })).sort((a, b) => b.screenRateRps - a.screenRateRps);
+  const mono = input.monolithic === false ? null : monolithicCandidate(stages, input.devices);
+  const all = mono ? [...ranked, screen(stages, mono)] : ranked;
+  const top = Math.max(1, input.fineCandidates ?? 4);
+  const fine = [...ranked.slice(0, top), ...(mono ? [screen(stages, mono)] : [])];
+  if (input.minRateRps !== undefined) {
+    const bestScreen = all.reduce((a, b) => (b.screenRateRps > a.screenRateRps ? b : a));
+    if (bestScreen.screenRateRps < input.minRateRps) {
+      throw new InfeasiblePlanError(`rate: ${input.minRateRps} req/s does not fit ${input.devices} devices: the best plan's bottleneck stage ${bestScreen.bottleneck} serves at most ${bestScreen.screenRateRps.toFixed(2)} req/s`, bestScreen.bottleneck);
+    }
+  }
+  const evaluated: Evaluated[] = [];
+  for (const c of fine) evaluated.push({ ...c, goodputRps: await evaluate(c) });
+  const best = evaluated.reduce((a, b) => (b.goodputRps > a.goodputRps || (b.goodputRps === a.goodputRps && b.screenRateRps > a.screenRateRps) ? b : a));
+  const at = best.goodputRps > 0 ? best.goodputRps : best.screenRateRps;
+  const headroom = Object.fromEntries(Object.entries(best.capacityRps).map(([l, cap]) => [l, cap / at]));
+  return { best, evaluated, screened: all.length, headroom };
+}
