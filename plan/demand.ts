@@ -13,7 +13,7 @@ export interface StageDemand {
   devicesPerExecutor: number;
   /** Device-ms per average request (batching amortised at the model's batch limits). */
   workMs: number;
-  /** Monolithic: the LLM label that runs this encoder inside its own engine. */
+  /** Monolithic: the LLM (or generator) label that runs this encoder inside its own engine. */
   hostLabel?: string;
 }
 
@@ -89,7 +89,7 @@ export function demandOf(byKind: ReadonlyMap<RequestKind, readonly SimGraph[]>, 
         const s = stages.get(t.label) ?? { label: t.label, stage: t.stage, devicesPerExecutor: t.devicesPerExecutor, workMs: 0 };
         s.workMs += c.work * t.devicesPerExecutor;
         if (t.stage === 'encoder') {
-          const host = g.invocations.find((x) => x.task.stage === 'llm' && x.producers.includes(i));
+          const host = g.invocations.find((x) => (x.task.stage === 'llm' || x.task.stage === 'generator') && x.producers.includes(i));
           if (host) s.hostLabel = host.task.label;
         }
         stages.set(t.label, s);

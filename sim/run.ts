@@ -63,7 +63,7 @@ function makeExecutor(task: SimTask, id: string, node: number, events: EventQueu
       return new SimEncoder(id, node, events, String(c.modality), (c.maxBatchSize as number | undefined) ?? m.maxBatchSize, m);
     }
     case 'llm': return new SimLlm(id, node, events, need(models, 'llm', task.label), monolithic ? models.encoder : undefined);
-    case 'generator': return new SimGenerator(id, node, events, String(c.modality ?? 'image'), need(models, 'generator', task.label));
+    case 'generator': return new SimGenerator(id, node, events, String(c.modality ?? 'image'), need(models, 'generator', task.label), monolithic ? models.encoder : undefined);
   }
 }
 
@@ -107,7 +107,7 @@ function deploy(sc: Scenario, tasks: Map<string, SimTask>, events: EventQueue) {
   const monolithic = sc.deployment.mode === 'monolithic';
   if (monolithic) {
     for (const t of tasks.values()) if (t.stage === 'encoder') executors.set(t.taskId, []);
-    if (![...tasks.values()].some((t) => t.stage === 'llm')) throw new ScenarioError('deployment.mode: monolithic needs an LLM task to hold the encoders');
+    if (![...tasks.values()].some((t) => t.stage === 'llm' || t.stage === 'generator')) throw new ScenarioError('deployment.mode: monolithic needs an LLM or generator task to hold the encoders');
   }
   const wanted = [...tasks.values()].filter((t) => !(monolithic && t.stage === 'encoder')).map((t) => ({ t, n: sc.deployment.replicas[t.label] ?? sc.deployment.default }));
   const total = wanted.reduce((a, w) => a + w.n * w.t.devicesPerExecutor, 0);

@@ -7,6 +7,7 @@ import './node-version.js'; // first: refuse a too-old Node before anything else
 import { Command, Option } from 'commander';
 import { benchCommand } from './bench.js';
 import { simulateCommand } from '../../sim/command.js';
+import { planCommand } from '../../plan/command.js';
 import { DEFAULT_CLIENT_TIMEOUT_MS, GatewayClient } from './client.js';
 import { invokeCommand, listCommand, registerCommand, scaleCommand, tasksCommand, unregisterCommand, type Io } from './commands.js';
 import { CliError } from './errors.js';
@@ -149,6 +150,7 @@ program
 
 program.addCommand(benchCommand(io, () => program.opts<{ gateway: string }>().gateway));
 program.addCommand(simulateCommand(io));
+program.addCommand(planCommand(io));
 
 /** A control-plane role as its own process: every role takes --port, --host and --redis (the shared Store). */
 const roleCommand = (name: string, description: string, port: string) =>

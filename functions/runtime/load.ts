@@ -84,9 +84,12 @@ export async function transpileApp(source: string, fileName = 'app.ts'): Promise
   }
 }
 
+/** Loads in this process so far: two loads of one source at once (the simulator's tests) each get their own file. */
+let loads = 0;
+
 /** Writes the transpiled module next to the source (or into a temp dir when that folder is read-only). */
 async function writeModule(sourcePath: string, js: string): Promise<string> {
-  const name = `${basename(sourcePath, extname(sourcePath))}.${process.pid}.cornserve.mjs`;
+  const name = `${basename(sourcePath, extname(sourcePath))}.${process.pid}.${++loads}.cornserve.mjs`;
   const candidates = [dirname(sourcePath), join(tmpdir(), 'cornserve-apps')];
   let lastError: unknown;
   for (const dir of candidates) {

@@ -2,7 +2,7 @@
 import { GeriRequestQueue as RequestQueue } from '../policies.js';
 import type { GenParams } from '../../executors/geri/protocol.js';
 import type { EventQueue } from '../engine/queue.js';
-import { generatorMs, type GeneratorModel } from '../latency/models.js';
+import { encoderMs, generatorMs, type EncoderModel, type GeneratorModel } from '../latency/models.js';
 import { SimExecutor, type SimJob } from './types.js';
 
 export class SimGenerator extends SimExecutor {
@@ -10,7 +10,8 @@ export class SimGenerator extends SimExecutor {
   readonly #jobs = new Map<string, SimJob>();
   readonly #params: GenParams;
 
-  constructor(id: string, node: number, private readonly events: EventQueue, modality: string, private readonly model: GeneratorModel) {
+  /** inlineEncoder: the encoder model when this executor encodes its requests' inputs itself (monolithic). */
+  constructor(id: string, node: number, private readonly events: EventQueue, modality: string, private readonly model: GeneratorModel, private readonly inlineEncoder?: EncoderModel) {
     super(id, node, 1);
     this.#params = (modality === 'image' ? { kind: 'image', height: 64, width: 64, numInferenceSteps: model.steps } : { kind: 'audio', chunkSize: 4, leftContextSize: 2 }) as GenParams;
   }
@@ -28,7 +29,10 @@ export class SimGenerator extends SimExecutor {
     if (!head) return;
     const batch = this.queue.popBatch(head, this.model.maxBatchSize);
     this.started();
-    this.events.after(generatorMs(this.model, batch.length, `${this.id} (generator)`), () => {
+    let units = 0;
+    for (const r of batch) units += this.#jobs.get(r.requestId)!.inlineUnits ?? 0;
+    const encodeMs = units > 0 && this.inlineEncoder ? encoderMs(this.inlineEncoder, units, `${this.id} (inline encoder)`) : 0;
+    this.events.after(encodeMs + generatorMs(this.model, batch.length, `${this.id} (generator)`), () => {
       this.ended();
       for (const r of batch) {
         const job = this.#jobs.get(r.requestId)!;

@@ -40,7 +40,7 @@ const scenarioSchema = z.object({
     request: z.record(z.string(), z.unknown()).optional(),
   }).strict(),
   deployment: z.object({
-    /** manual: every task on its own executors; monolithic: encoders run inside the LLM executor that consumes
+    /** manual: every task on its own executors; monolithic: encoders run inside the LLM (or generator) executor that consumes
      *  them (vLLM with its encoder inside, our LLM executor with encoderFission: false), no encoder executors. */
     mode: z.enum(['manual', 'monolithic']).default('manual'),
     /** Executors per task label (printed by a run); tasks not named get `default`. */
