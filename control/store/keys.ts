@@ -13,6 +13,8 @@ export interface StoreKeys {
   app(appId: string): string;
   /** Set of every app id. */
   readonly apps: string;
+  /** Hash: task definition name -> TaskDefinitionRecord JSON. */
+  readonly taskDefinitions: string;
   /** Hash: app name or alias -> app id (names and aliases share one namespace). */
   readonly appNames: string;
   /** Hash {record, state, usage, devices, updatedAt} for one unit task. */
@@ -58,6 +60,7 @@ export function storeKeys(prefix = 'cornserve:'): StoreKeys {
     prefix: p,
     app: (appId) => `${p}app:${appId}`,
     apps: `${p}apps`,
+    taskDefinitions: `${p}task-definitions`,
     appNames: `${p}app-names`,
     task: (taskId) => `${p}task:${taskId}`,
     tasks: `${p}tasks`,

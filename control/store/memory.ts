@@ -20,6 +20,7 @@ import type {
   Store,
   StoreChange,
   SidecarRecord,
+  TaskDefinitionRecord,
   TaskProfile,
   TensorChunkMeta,
   UnitTaskRecord,
@@ -30,6 +31,7 @@ type Listener = (change: StoreChange) => void;
 
 export class MemoryStore implements Store {
   private readonly apps = new Map<string, AppRecord>();
+  private readonly taskDefinitions = new Map<string, TaskDefinitionRecord>();
   /** name or alias -> appId */
   private readonly names = new Map<string, string>();
   private readonly tasks = new Map<string, UnitTaskRecord>();
@@ -96,6 +98,27 @@ export class MemoryStore implements Store {
     this.assertOpen();
     must(this.apps.get(appId), 'app', appId).state = state;
     this.emit({ kind: 'app', id: appId, op: 'put' });
+  }
+
+  async putTaskDefinition(def: TaskDefinitionRecord): Promise<'created' | 'same' | 'conflict'> {
+    this.assertOpen();
+    const existing = this.taskDefinitions.get(def.name);
+    if (existing) return existing.digest === def.digest ? 'same' : 'conflict';
+    this.taskDefinitions.set(def.name, structuredClone(def));
+    this.emit({ kind: 'task-definition', id: def.name, op: 'put' });
+    return 'created';
+  }
+
+  async listTaskDefinitions(): Promise<TaskDefinitionRecord[]> {
+    this.assertOpen();
+    return [...this.taskDefinitions.values()].map((d) => structuredClone(d));
+  }
+
+  async deleteTaskDefinition(name: string): Promise<boolean> {
+    this.assertOpen();
+    if (!this.taskDefinitions.delete(name)) return false;
+    this.emit({ kind: 'task-definition', id: name, op: 'delete' });
+    return true;
   }
 
   async deleteApp(appId: string): Promise<boolean> {

@@ -30,6 +30,7 @@ import type {
   Store,
   StoreChange,
   SidecarRecord,
+  TaskDefinitionRecord,
   TaskProfile,
   TensorChunkMeta,
   UnitTaskRecord,
@@ -124,6 +125,31 @@ export class RedisStore implements Store {
       ]),
     )) as string[];
     if (conflict.length > 0) throw new StoreConflictError(`app name "${conflict[0]}"`, conflict[1]!);
+  }
+
+  // ---------- task definitions ----------
+
+  async putTaskDefinition(def: TaskDefinitionRecord): Promise<'created' | 'same' | 'conflict'> {
+    const key = this.keys.taskDefinitions;
+    // HSETNX decides atomically; a second writer of the same name compares digests with what won.
+    const created = await this.call('putTaskDefinition', () => this.redis.hsetnx(key, def.name, JSON.stringify(def)));
+    if (created === 1) {
+      await this.call('putTaskDefinition', () => this.redis.publish(this.keys.changes, JSON.stringify({ kind: 'task-definition', id: def.name, op: 'put' })));
+      return 'created';
+    }
+    const stored = await this.call('putTaskDefinition', () => this.redis.hget(key, def.name));
+    return stored !== null && (JSON.parse(stored) as TaskDefinitionRecord).digest === def.digest ? 'same' : 'conflict';
+  }
+
+  async listTaskDefinitions(): Promise<TaskDefinitionRecord[]> {
+    const all = await this.call('listTaskDefinitions', () => this.redis.hvals(this.keys.taskDefinitions));
+    return all.map((v) => JSON.parse(v) as TaskDefinitionRecord);
+  }
+
+  async deleteTaskDefinition(name: string): Promise<boolean> {
+    const removed = await this.call('deleteTaskDefinition', () => this.redis.hdel(this.keys.taskDefinitions, name));
+    if (removed > 0) await this.call('deleteTaskDefinition', () => this.redis.publish(this.keys.changes, JSON.stringify({ kind: 'task-definition', id: name, op: 'delete' })));
+    return removed > 0;
   }
 
   async getApp(appId: string): Promise<AppRecord | undefined> {

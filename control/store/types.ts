@@ -114,6 +114,20 @@ export interface SidecarRecord {
   leaseExpiresAt: number; // epoch ms
 }
 
+/**
+ * A user-defined unit task registered at run time (control/registry): its definition as checked (plain JSON,
+ * schemas as JSON Schema, a declarative descriptor), the TypeScript it came from, and a digest of the definition
+ * (equal digests = the same registration, so registering again is idempotent).
+ */
+export interface TaskDefinitionRecord {
+  name: string;
+  className: string;
+  digest: string;
+  definition: unknown;
+  source: string;
+  registeredAt: number;
+}
+
 // ---------- change notifications ----------
 
 export type StoreChange =
@@ -121,7 +135,8 @@ export type StoreChange =
   | { kind: 'task'; id: string; op: 'put' | 'delete' }
   | { kind: 'route'; id: string; taskId: string; op: 'put' | 'delete' }
   | { kind: 'tensor'; id: string; chunk: number; op: 'put' | 'delete' }
-  | { kind: 'sidecar'; id: string; op: 'put' | 'delete' }; // id = the sidecar's node
+  | { kind: 'sidecar'; id: string; op: 'put' | 'delete' } // id = the sidecar's node
+  | { kind: 'task-definition'; id: string; op: 'put' | 'delete' }; // id = the definition's name
 
 export type Unsubscribe = () => void;
 
@@ -141,6 +156,15 @@ export interface Store {
   listApps(): Promise<AppRecord[]>;
   setAppState(appId: string, state: AppState): Promise<void>;
   deleteApp(appId: string): Promise<boolean>;
+
+  // user-defined unit tasks (the task registry)
+  /**
+   * Atomically stores `def` unless a definition of that name exists: 'created'; 'same' when the stored one has the
+   * same digest (nothing changes); 'conflict' when it differs (nothing changes).
+   */
+  putTaskDefinition(def: TaskDefinitionRecord): Promise<'created' | 'same' | 'conflict'>;
+  listTaskDefinitions(): Promise<TaskDefinitionRecord[]>;
+  deleteTaskDefinition(name: string): Promise<boolean>;
 
   // unit tasks
   /**

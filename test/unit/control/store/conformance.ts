@@ -42,6 +42,26 @@ export function storeConformance(name: string, makeStore: () => Promise<StoreFix
 
   // ---------- apps ----------
 
+  const def = (name: string, digest: string) => ({ name, className: 'WordCountTask', digest, definition: { name, digest }, source: 'export default 1;', registeredAt: 1 });
+  it('putTaskDefinition stores a new definition and lists it', async (t, { store }) => {
+    t.is(await store.putTaskDefinition(def('word-count', 'a')), 'created');
+    t.deepEqual(await store.listTaskDefinitions(), [def('word-count', 'a')]);
+  });
+
+  it('putTaskDefinition of an equal definition is "same" and of a different one "conflict", changing nothing', async (t, { store }) => {
+    await store.putTaskDefinition(def('word-count', 'a'));
+    t.is(await store.putTaskDefinition(def('word-count', 'a')), 'same');
+    t.is(await store.putTaskDefinition(def('word-count', 'b')), 'conflict');
+    t.deepEqual(await store.listTaskDefinitions(), [def('word-count', 'a')]);
+  });
+
+  it('deleteTaskDefinition removes it and returns false for an unknown name', async (t, { store }) => {
+    await store.putTaskDefinition(def('word-count', 'a'));
+    t.true(await store.deleteTaskDefinition('word-count'));
+    t.false(await store.deleteTaskDefinition('word-count'));
+    t.deepEqual(await store.listTaskDefinitions(), []);
+  });
+
   it('putApp then getApp returns an equal record', async (t, { store }) => {
     const app = sampleApp(1);
     await store.putApp(app);
