@@ -16,6 +16,8 @@ import { buildGateway } from '../gateway/gateway.js';
 import { GatewayMetrics } from '../gateway/metrics.js';
 import { attachSessionSocket } from '../gateway/routes/session.js';
 import { Sessions } from '../gateway/sessions/sessions.js';
+import { checkTaskSource } from '../gateway/source-check.js';
+import { TaskRegistry } from '../registry/task-registry.js';
 import { REPO_ROOT } from '../gateway/paths.js';
 import { listen, type ListeningServer } from '../../lib/listen.js';
 import type { LogSink } from '../platform/child.js';
@@ -133,6 +135,10 @@ export interface GatewayPartsOptions {
 /** App functions, the app manager and the gateway, listening on `port` (after recover(), when asked). */
 export async function startGatewayParts(closers: Closer[], o: GatewayPartsOptions): Promise<{ apps: AppManager; functions: AppFunctions; server: ListeningServer }> {
   let apps: AppManager | undefined;
+  // Before the app functions: it points them (and the source check) at the registered tasks' modules.
+  const registry = new TaskRegistry({ store: o.store, log: logger('registry'), check: (source) => checkTaskSource(source) });
+  closers.push(() => registry.close());
+  await registry.start();
   const functions = new AppFunctions({
     platform: o.platform,
     dispatcherUrl: o.dispatcherUrl,
@@ -152,6 +158,7 @@ export async function startGatewayParts(closers: Closer[], o: GatewayPartsOption
     metrics: new GatewayMetrics(o.registry, o.store),
     ...(o.extraRegistries ? { extraRegistries: o.extraRegistries } : {}),
     ...(o.bodyLimitBytes ? { bodyLimitBytes: o.bodyLimitBytes } : {}),
+    registry,
   });
   if (o.recover) await apps.recover();
   const server = await listen(gateway, o.port, o.host ?? '127.0.0.1');

@@ -19,6 +19,11 @@ export function registerDescriptor(d: TaskDescriptor<any>): void {
   REGISTRY.set(d.taskClass, byName);
 }
 
+/** Removes the descriptors of a root class (a run-time registered task whose definition was removed). */
+export function unregisterDescriptors(taskClass: string): void {
+  REGISTRY.delete(taskClass);
+}
+
 export function descriptorFor<T extends UnitTask>(task: T): TaskDescriptor<T> {
   const root = task.rootClass.name;
   const byName = REGISTRY.get(root);

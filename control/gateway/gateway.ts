@@ -22,6 +22,8 @@ import { openaiRoutes } from './routes/openai.js';
 import { taskRoutes } from './routes/tasks.js';
 import { usageRoutes } from './routes/usage.js';
 import { profileRoutes } from './routes/profiles.js';
+import { registryRoutes } from './routes/registry.js';
+import type { TaskRegistry } from '../registry/task-registry.js';
 import { bodyLimitBytes } from '../../lib/body-limit.js';
 
 export interface GatewayDeps {
@@ -40,6 +42,8 @@ export interface GatewayDeps {
   restartWaitMs?: number;
   agent?: Agent;
   log?: Logger;
+  /** User-defined unit tasks (POST /tasks/register); without it those routes are absent. */
+  registry?: TaskRegistry;
 }
 
 export function buildGateway(deps: GatewayDeps): express.Express {
@@ -76,6 +80,7 @@ export function buildGateway(deps: GatewayDeps): express.Express {
   app.use(taskRoutes({ resources: deps.resources, dispatcherUrl: deps.dispatcherUrl, metrics, agent, admin, json }));
   app.use(usageRoutes({ resources: deps.resources, json }));
   app.use(profileRoutes({ resources: deps.resources, admin, json }));
+  if (deps.registry) app.use(registryRoutes({ registry: deps.registry, admin, json }));
   app.use(healthRoutes(metrics, deps.extraRegistries));
   app.use(openaiRoutes({ apps: deps.apps, functions: deps.functions, metrics, agent, json, log, ...(deps.restartWaitMs ? { restartWaitMs: deps.restartWaitMs } : {}) }));
   app.use((req, _res, next) => next(notFound(`route ${req.method} ${req.path}`)));

@@ -7,7 +7,7 @@ import { spawn } from 'node:child_process';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { parseCheckOutput, type CheckResult } from '../../functions/runtime/check.js';
+import { parseCheckOutput, type CheckResult, type TaskCheckResult } from '../../functions/runtime/check.js';
 import { REPO_ROOT, RUNTIME_ENTRY } from './paths.js';
 
 export interface SourceCheckOptions {
@@ -27,20 +27,29 @@ export function userCodeEnv(): NodeJS.ProcessEnv {
   return env;
 }
 
-export async function checkAppSource(source: string, options: SourceCheckOptions = {}): Promise<CheckResult> {
+export function checkAppSource(source: string, options: SourceCheckOptions = {}): Promise<CheckResult> {
+  return checkSource<CheckResult>(source, '--check', 'app', options);
+}
+
+/** The same check for a registry file (defineUnitTask): its unit task definition, or its problems. */
+export function checkTaskSource(source: string, options: SourceCheckOptions = {}): Promise<TaskCheckResult> {
+  return checkSource<TaskCheckResult>(source, '--check-task', 'registry file', options);
+}
+
+async function checkSource<R extends { ok: boolean }>(source: string, flag: string, what: string, options: SourceCheckOptions): Promise<R> {
   const dir = await mkdtemp(join(tmpdir(), 'cornserve-check-'));
-  const file = join(dir, 'app.ts');
+  const file = join(dir, what === 'app' ? 'app.ts' : 'task.ts');
   try {
     await writeFile(file, source);
-    return await runCheck(file, options.timeoutMs ?? 30_000);
+    return (await runCheck<R>(file, flag, what, options.timeoutMs ?? 30_000)) as R;
   } finally {
     await rm(dir, { recursive: true, force: true });
   }
 }
 
-function runCheck(file: string, timeoutMs: number): Promise<CheckResult> {
+function runCheck<R>(file: string, flag: string, what: string, timeoutMs: number): Promise<R | { ok: false; problems: string[] }> {
   return new Promise((resolve) => {
-    const child = spawn(process.execPath, ['--import', 'tsx', RUNTIME_ENTRY, '--check', file], {
+    const child = spawn(process.execPath, ['--import', 'tsx', RUNTIME_ENTRY, flag, file], {
       cwd: REPO_ROOT,
       env: { ...userCodeEnv(), CORNSERVE_LOG_LEVEL: 'error' },
       stdio: ['ignore', 'pipe', 'pipe'],
@@ -56,11 +65,11 @@ function runCheck(file: string, timeoutMs: number): Promise<CheckResult> {
     }, timeoutMs);
     child.on('close', (code, signal) => {
       clearTimeout(timer);
-      if (timedOut) return resolve({ ok: false, problems: [`loading the app took longer than ${timeoutMs} ms (does the module block at top level?)`] });
-      const result = parseCheckOutput(stdout);
+      if (timedOut) return resolve({ ok: false, problems: [`loading the ${what} took longer than ${timeoutMs} ms (does the module block at top level?)`] });
+      const result = parseCheckOutput<R>(stdout);
       if (result) return resolve(result);
       const tail = stderr.trim().split('\n').slice(-5).join(' | ');
-      resolve({ ok: false, problems: [`the app could not be loaded (check process exited with ${signal ?? code}): ${tail}`] });
+      resolve({ ok: false, problems: [`the ${what} could not be loaded (check process exited with ${signal ?? code}): ${tail}`] });
     });
   });
 }

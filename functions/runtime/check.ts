@@ -5,9 +5,9 @@
  * the gateway turns back into tasks with taskFromJSON (built-in task classes only).
  */
 import { readFile } from 'node:fs/promises';
-import { isCornserveError, type UnitTaskJSON } from '../sdk/index.js';
+import { definitionFromSpec, isCornserveError, type TaskDefinitionJSON, type UnitTaskJSON } from '../sdk/index.js';
 import { requestExample, requestFields } from './example.js';
-import { loadAppSource } from './load.js';
+import { importSource, loadAppSource } from './load.js';
 
 export const CHECK_MARKER = 'CORNSERVE_CHECK';
 
@@ -42,8 +42,22 @@ export async function checkAppFile(file: string): Promise<CheckResult> {
   }
 }
 
+export type TaskCheckResult = { ok: true; definition: TaskDefinitionJSON } | { ok: false; problems: string[] };
+
+/** `--check-task FILE`: a registry file's unit task definition (or its problems). */
+export async function checkTaskFile(file: string): Promise<TaskCheckResult> {
+  try {
+    const mod = (await importSource(await readFile(file, 'utf8'), file)) as { default?: unknown };
+    return { ok: true, definition: definitionFromSpec(mod.default) };
+  } catch (e) {
+    const problems = (e as { problems?: unknown }).problems;
+    if (Array.isArray(problems)) return { ok: false, problems: problems.map(String) };
+    return { ok: false, problems: [isCornserveError(e) || e instanceof Error ? e.message : String(e)] };
+  }
+}
+
 /** Finds the check result in a check process's stdout. */
-export function parseCheckOutput(stdout: string): CheckResult | undefined {
+export function parseCheckOutput<R = CheckResult>(stdout: string): R | undefined {
   const line = stdout.split('\n').reverse().find((l) => l.startsWith(`${CHECK_MARKER} `));
-  return line ? (JSON.parse(line.slice(CHECK_MARKER.length + 1)) as CheckResult) : undefined;
+  return line ? (JSON.parse(line.slice(CHECK_MARKER.length + 1)) as R) : undefined;
 }

@@ -26,9 +26,22 @@ const LIBRARIES = new Set(['sdk', 'tasks']);
 const ALIAS = /^cornserve\/(?:functions\/)?(sdk|tasks)(?:\/([\w-]+)(?:\.[jt]s)?)?$/;
 const RELATIVE = /^\.{1,2}\/(?:.*\/)?(sdk|tasks)(?:\/([\w-]+)(?:\.[jt]s)?)?$/;
 const BUILTINS = new Set(builtinModules);
+/** `cornserve/registry/<name>`: a unit task registered at run time (control/registry writes its module). */
+const REGISTRY_IMPORT = /^cornserve\/registry\/([a-z][a-z0-9-]*)$/;
+/** The folder of the registered tasks' modules, set by the gateway for the check process and the app functions. */
+export const REGISTRY_DIR_ENV = 'CORNSERVE_REGISTRY_DIR';
+
+function registeredTaskModule(name: string, spec: string): { url: string } | { problem: string } {
+  const dir = process.env[REGISTRY_DIR_ENV];
+  const file = dir ? join(dir, `${name}.mjs`) : undefined;
+  if (!file || !existsSync(file)) return { problem: `import "${spec}": no unit task named ${name} is registered (cornserve tasks register FILE.ts)` };
+  return { url: pathToFileURL(file).href };
+}
 
 /** The absolute file URL an app's import specifier maps to, or a problem sentence. */
 export function mapImport(spec: string): { url: string } | { problem: string } {
+  const registered = REGISTRY_IMPORT.exec(spec);
+  if (registered) return registeredTaskModule(registered[1]!, spec);
   const lib = ALIAS.exec(spec) ?? RELATIVE.exec(spec);
   if (lib && LIBRARIES.has(lib[1]!)) {
     const file = join(FUNCTIONS_DIR, lib[1]!, `${lib[2] ?? 'index'}.ts`);
@@ -110,6 +123,17 @@ async function writeModule(sourcePath: string, js: string): Promise<string> {
  * The .mjs file is removed once imported (Node keeps the loaded module).
  */
 export async function loadAppSource(source: string, sourcePath: string): Promise<App> {
+  const mod = await importSource(source, sourcePath);
+  try {
+    return appFromModule(mod);
+  } catch (e) {
+    const problems = (e as { problems?: string[] }).problems;
+    throw new AppSourceError(problems ?? [String(e)]);
+  }
+}
+
+/** Transpiles and imports a source (an app, or a registry file); returns the module. Throws AppSourceError. */
+export async function importSource(source: string, sourcePath: string): Promise<unknown> {
   const js = await transpileApp(source, sourcePath);
   const modulePath = await writeModule(sourcePath, js);
   let mod: unknown;
@@ -122,10 +146,5 @@ export async function loadAppSource(source: string, sourcePath: string): Promise
   } finally {
     await rm(modulePath, { force: true });
   }
-  try {
-    return appFromModule(mod);
-  } catch (e) {
-    const problems = (e as { problems?: string[] }).problems;
-    throw new AppSourceError(problems ?? [String(e)]);
-  }
+  return mod;
 }

@@ -18,7 +18,7 @@ import { logger } from '../../lib/log.js';
 import { exitOnSignal } from '../../lib/shutdown.js';
 import { startTelemetry, stopTelemetry } from '../../lib/telemetry.js';
 import { listenUnix } from '../../lib/unix-url.js';
-import { checkAppFile, CHECK_MARKER } from './check.js';
+import { checkAppFile, checkTaskFile, CHECK_MARKER } from './check.js';
 import { DISPATCH_ENV, openDispatcher } from './dispatch-mode.js';
 import { loadAppSource } from './load.js';
 import { buildFunctionServer } from './server.js';
@@ -37,8 +37,8 @@ export const RUNTIME_ENV = {
   storePrefix: DISPATCH_ENV.storePrefix,
 } as const;
 
-async function check(file: string): Promise<never> {
-  const result = await checkAppFile(file);
+async function check(file: string, what: 'app' | 'task' = 'app'): Promise<never> {
+  const result = what === 'app' ? await checkAppFile(file) : await checkTaskFile(file);
   process.stdout.write(`${CHECK_MARKER} ${JSON.stringify(result)}\n`, () => process.exit(result.ok ? 0 : 1));
   return new Promise<never>(() => {});
 }
@@ -86,9 +86,11 @@ async function serve(): Promise<void> {
 const program = new Command('cornserve-function')
   .description('Cornserve app-function runtime: serves one app (POST /invoke, GET /health), or checks an app source')
   .option('--check <file>', 'load the app source, print what it declares (or its problems) and exit')
+  .option('--check-task <file>', 'load a registry file (defineUnitTask), print its unit task definition (or its problems) and exit')
   .parse();
-const opts = program.opts<{ check?: string }>();
+const opts = program.opts<{ check?: string; checkTask?: string }>();
 if (opts.check) await check(opts.check);
+if (opts.checkTask) await check(opts.checkTask, 'task');
 else
   await serve().catch((e) => {
     logger('app-function').fatal({ err: e }, e instanceof Error ? e.message : String(e));

@@ -29,3 +29,4 @@ export * from './graph.js';
 export * from './dispatch.js';
 export { TaskContext, runInRequestScope, currentRequestScope, currentContext, type RequestScope, type CallOptions } from './context.js';
 export * from './app.js';
+export * from './registered.js';

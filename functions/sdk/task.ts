@@ -202,6 +202,11 @@ export function registerTaskClass(cls: UnitTaskClass): void {
   REGISTRY.set(cls.name, cls);
 }
 
+/** Removes a class (a run-time registered task whose definition was removed). */
+export function unregisterTaskClass(name: string): void {
+  REGISTRY.delete(name);
+}
+
 export function getTaskClass(name: string): UnitTaskClass | undefined {
   return REGISTRY.get(name);
 }
