@@ -108,8 +108,19 @@ export async function recordGraphs(app: { name: string; request: { safeParse(v: 
   return graphs;
 }
 
-/** Loads an app file with the runtime's loader. */
-export async function loadApp(file: string, where: string) {
+const loaded = new Map<string, ReturnType<typeof loadAppFile>>();
+
+/** Loads an app file with the runtime's loader, once per file and process (runs in one process share it). */
+export function loadApp(file: string, where: string): ReturnType<typeof loadAppFile> {
+  let app = loaded.get(file);
+  if (!app) {
+    loaded.set(file, (app = loadAppFile(file, where)));
+    app.catch(() => loaded.delete(file)); // a failure is not kept: the next run reads the file again
+  }
+  return app;
+}
+
+async function loadAppFile(file: string, where: string) {
   let source: string;
   try {
     source = await readFile(file, 'utf8');
