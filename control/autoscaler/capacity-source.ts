@@ -3,7 +3,11 @@
  * `refresh()` fills from the Store (each task's profile under its unit-task key and device kind, and its executors'
  * live service stats written by the dispatchers). The figure itself is the pure `estimateCapacity`: profile at the
  * policy's target/SLO, overridden by live latency past the margin, else live alone, else undefined (the autoscaler's
- * own default). Call `refresh()` before each decision round (the resource manager's loop does, every 2 s).
+ * own default). Call `refresh()` before each decision round, or `start()` to refresh on a timer.
+ *
+ * Plugging it into the autoscaling loop (control/resources): build one per resource manager and pass its provider,
+ *   const capacity = new CapacitySource(store, { deviceKind, policyOf: (id) => policies.get(id) }).start();
+ *   new AutoscaleLoop({ ..., capacity: capacity.provider });   // and capacity.stop() when the loop stops
  */
 import type { AutoscalePolicy, TaskCapacity, TaskProfile } from './types.js';
 import { DEFAULT_CAPACITY_OPTIONS, estimateCapacity, type CapacityOptions, type ExecutorLiveStats } from './capacity.js';
@@ -40,6 +44,22 @@ export class CapacitySource {
     for (const s of stats) nextLive.set(s.taskId, [...(nextLive.get(s.taskId) ?? []), s]);
     this.profiles = nextProfiles;
     this.live = nextLive;
+  }
+
+  private timer: NodeJS.Timeout | undefined;
+
+  /** Refreshes now and every `intervalMs` (a failed refresh keeps the last cache). Returns this. */
+  start(intervalMs = 2000): this {
+    const refresh = () => void this.refresh().catch(() => undefined); // a Store outage: the loop pauses on its own signals
+    refresh();
+    this.timer ??= setInterval(refresh, intervalMs);
+    this.timer.unref();
+    return this;
+  }
+
+  stop(): void {
+    clearInterval(this.timer);
+    this.timer = undefined;
   }
 
   /** The autoscaler's CapacityProvider: `(taskId) => TaskCapacity | undefined`. */
