@@ -59,15 +59,16 @@ async function saturate(call: () => Promise<void>, concurrency: number, ms: numb
 }
 
 /** `cornserve up` as its own process (as a user runs it): the client below does not share its event loop. */
-export async function startUp(extraEnv: NodeJS.ProcessEnv = {}, devices = 1): Promise<{ url: string; pid: number; stop: () => Promise<void> }> {
+export async function startUp(extraEnv: NodeJS.ProcessEnv = {}, devices = 1, args: string[] = []): Promise<{ url: string; dispatcherUrl: string; pid: number; stop: () => Promise<void> }> {
   const port = await freePort();
   const env: NodeJS.ProcessEnv = { ...process.env, CORNSERVE_LOG_LEVEL: 'warn', CORNSERVE_ADMIN_TOKEN: 'bench', ...extraEnv };
-  const child = spawn(process.execPath, ['--import', 'tsx', 'control/cli/main.ts', 'up', '--port', String(port), '--devices', String(devices)], { cwd: REPO, env, stdio: ['ignore', 'pipe', 'inherit'] });
+  const child = spawn(process.execPath, ['--import', 'tsx', 'control/cli/main.ts', 'up', '--port', String(port), '--devices', String(devices), ...args], { cwd: REPO, env, stdio: ['ignore', 'pipe', 'inherit'] });
   const exited = new Promise<void>((r) => child.once('exit', () => r()));
   let out = '';
   child.stdout.on('data', (d: Buffer) => (out += d.toString()));
   await waitUntil('cornserve up', () => out.includes('Cornserve is up'), { timeoutMs: 60_000 });
-  return { url: `http://127.0.0.1:${port}`, pid: child.pid!, stop: async () => { child.kill('SIGTERM'); await exited; } };
+  const dispatcherUrl = /\(dispatcher (\S+),/.exec(out)?.[1] ?? '';
+  return { url: `http://127.0.0.1:${port}`, dispatcherUrl, pid: child.pid!, stop: async () => { child.kill('SIGTERM'); await exited; } };
 }
 
 /** Registers functions/apps/NAME.ts on a startUp() platform (throws unless its final event came). */
