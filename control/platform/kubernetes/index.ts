@@ -14,7 +14,7 @@
  */
 export { KubernetesPlatform, knativeReady, deploymentReady } from './platform.js';
 export { kubernetesOptionsFromEnv, manifestOptionsFromEnv, withDefaults, MANIFEST_DEFAULTS, type KubernetesPlatformOptions, type KubernetesPlatformInit, type ManifestOptions, type AutoscalingOptions } from './options.js';
-export { renderAppManifests, executorDeployment, executorService, appConfigMap, appKnativeService, imageRef, executorUrl, DEFAULT_APP_LAUNCH, APP_ENV, APP_SOURCE_DIR, APP_SOURCE_FILE, type RenderAppOptions } from './manifests.js';
+export { renderAppManifests, appFunctionUrl, executorDeployment, executorService, appConfigMap, appKnativeService, imageRef, executorUrl, DEFAULT_APP_LAUNCH, APP_ENV, APP_SOURCE_DIR, APP_SOURCE_FILE, type RenderAppOptions } from './manifests.js';
 export { gpuNodes, type KubeNodeDevices } from './discovery.js';
 export { planReconcile, desiredStateFromStore, type DesiredState, type DesiredResolvers, type ReconcileReport } from './reconcile.js';
 export { executorObjectName, appObjectName, appSourceConfigMapName, LABEL, ANNOTATION } from './names.js';

@@ -289,6 +289,15 @@ export function appKnativeService(app: AppManifestInput, o: ManifestOptions = MA
   };
 }
 
+/**
+ * The app function's own route (issue 17): Knative gives every Service a URL; ours are `cluster-local`, so it is
+ * `http://<service>.<namespace>.svc.cluster.local` (Knative's default cluster domain), where POST /invoke with
+ * `{"request_data": ...}` calls the app with no gateway in the path.
+ */
+export function appFunctionUrl(appName: string, o: Pick<ManifestOptions, 'namespace'> = MANIFEST_DEFAULTS): string {
+  return `http://${appObjectName(appName)}.${o.namespace}.svc.cluster.local`;
+}
+
 export interface RenderAppOptions extends Partial<Omit<ManifestOptions, 'autoscaling'>> {
   autoscaling?: Partial<AutoscalingOptions>;
   /** @default DEFAULT_APP_LAUNCH (image cornserve/app-runtime) */
@@ -307,5 +316,6 @@ export function renderAppManifests(appName: string, source: string, opts: Render
   const defined = Object.fromEntries(Object.entries(rest).filter(([, v]) => v !== undefined));
   const o: ManifestOptions = { ...MANIFEST_DEFAULTS, ...defined, autoscaling: { ...MANIFEST_DEFAULTS.autoscaling, ...autoscaling } };
   const app: AppManifestInput = { name: appName, source, launch: launch ?? DEFAULT_APP_LAUNCH, ...(appId ? { appId } : {}), ...(env ? { env } : {}) };
-  return [appConfigMap(app, o), appKnativeService(app, o)].map((doc) => stringify(doc, { lineWidth: 0 })).join('---\n');
+  const route = `# The app function's own route (Knative, cluster-local; no gateway): POST ${appFunctionUrl(appName, o)}/invoke  {"request_data": ...}\n`;
+  return route + [appConfigMap(app, o), appKnativeService(app, o)].map((doc) => stringify(doc, { lineWidth: 0 })).join('---\n');
 }

@@ -1,7 +1,7 @@
 import test from 'ava';
 import { parseAllDocuments } from 'yaml';
 import {
-  appConfigMap, appKnativeService, executorDeployment, executorService, imageRef, renderAppManifests,
+  appConfigMap, appFunctionUrl, appKnativeService, executorDeployment, executorService, imageRef, renderAppManifests,
 } from '../../../../../control/platform/kubernetes/manifests.js';
 import { MANIFEST_DEFAULTS, type ManifestOptions } from '../../../../../control/platform/kubernetes/options.js';
 import { EXECUTOR_ENV } from '../../../../../control/descriptors/types.js';
@@ -177,6 +177,14 @@ test('renderAppManifests prints a ConfigMap and a Knative Service that validate'
   const docs = parseAllDocuments(renderAppManifests('echo', 'export default 1;\n')).map((d) => d.toJS());
   t.deepEqual(docs.map((d) => `${d.apiVersion}/${d.kind}`), ['v1/ConfigMap', 'serving.knative.dev/v1/Service']);
   for (const d of docs) t.notThrows(() => validateManifest(d));
+});
+
+test('renderAppManifests shows the URL of the app function\'s own Knative route', (t) => {
+  const text = renderAppManifests('echo', 'x', { namespace: 'team-a' });
+  t.is(appFunctionUrl('echo', { namespace: 'team-a' }), 'http://cs-app-echo.team-a.svc.cluster.local');
+  t.true(text.startsWith('# The app function\'s own route (Knative, cluster-local; no gateway): POST http://cs-app-echo.team-a.svc.cluster.local/invoke'));
+  const service = parseAllDocuments(text).map((d) => d.toJS())[1];
+  t.is(`http://${service.metadata.name}.${service.metadata.namespace}.svc.cluster.local`, appFunctionUrl('echo', { namespace: 'team-a' }));
 });
 
 test('renderAppManifests renders the same text for the same input', (t) => {
