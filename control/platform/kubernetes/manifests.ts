@@ -22,7 +22,8 @@ import { EXECUTOR_ENV, type LaunchSpec } from '../../descriptors/types.js';
 import type { AppFunctionSpec, ExecutorSpec } from '../types.js';
 import { InvalidSpecError } from './errors.js';
 import { ANNOTATION, LABEL, MANAGED_BY, appObjectName, appSourceConfigMapName, executorObjectName, labelValue } from './names.js';
-import { MANIFEST_DEFAULTS, type AutoscalingOptions, type ManifestOptions } from './options.js';
+import { MANIFEST_DEFAULTS, MODELS_MOUNT_PATH, type AutoscalingOptions, type ManifestOptions, type ModelsVolume } from './options.js';
+import { MODELS_ENV } from '../../../executors/models/model-dirs.js';
 
 export type { IDeployment, IConfigMap, IService, IKnativeService };
 
@@ -94,6 +95,13 @@ function checkExecutorSpec(spec: ExecutorSpec): void {
   if (!spec.node) throw new InvalidSpecError(`executor ${spec.executorId}: no node`);
 }
 
+/** The pod volume the models come from (read-only: executors never write model folders). */
+function modelsVolumeSource(v: ModelsVolume) {
+  return 'pvc' in v
+    ? { name: 'models', persistentVolumeClaim: { claimName: v.pvc, readOnly: true } }
+    : { name: 'models', hostPath: { path: v.hostPath, type: 'Directory' as const } };
+}
+
 export function executorDeployment(spec: ExecutorSpec, o: ManifestOptions = MANIFEST_DEFAULTS): IDeployment {
   checkExecutorSpec(spec);
   const name = executorObjectName(spec.executorId);
@@ -119,6 +127,7 @@ export function executorDeployment(spec: ExecutorSpec, o: ManifestOptions = MANI
       { name: EXECUTOR_ENV.deviceOrdinals, value: spec.devices.map((_, i) => i).join(',') },
       { name: EXECUTOR_ENV.sidecar, value: `unix:${o.sidecarSocket}` },
       ...(o.storeUrl ? [{ name: EXECUTOR_ENV.store, value: o.storeUrl }] : []),
+      ...(o.modelsVolume ? [{ name: MODELS_ENV, value: MODELS_MOUNT_PATH }] : []),
     ],
     o.passEnv,
     spec.launch.env,
@@ -166,10 +175,16 @@ export function executorDeployment(spec: ExecutorSpec, o: ManifestOptions = MANI
               },
               // The node's /dev/shm: the sidecar's shared memory and its unix socket (a world-writable tmpfs,
               // so the non-root sidecar can create the socket there).
-              volumeMounts: [{ name: 'dshm', mountPath: '/dev/shm' }],
+              volumeMounts: [
+                { name: 'dshm', mountPath: '/dev/shm' },
+                ...(o.modelsVolume ? [{ name: 'models', mountPath: MODELS_MOUNT_PATH, readOnly: true }] : []),
+              ],
             },
           ],
-          volumes: [{ name: 'dshm', hostPath: { path: '/dev/shm', type: 'Directory' } }],
+          volumes: [
+            { name: 'dshm', hostPath: { path: '/dev/shm', type: 'Directory' } },
+            ...(o.modelsVolume ? [modelsVolumeSource(o.modelsVolume)] : []),
+          ],
         },
       },
     },
@@ -240,6 +255,7 @@ export function appKnativeService(app: AppManifestInput, o: ManifestOptions = MA
       ...(app.appId ? [{ name: APP_ENV.appId, value: app.appId }] : []),
       ...(o.dispatcherUrl ? [{ name: APP_ENV.dispatcher, value: o.dispatcherUrl }] : []),
       ...(o.storeUrl ? [{ name: EXECUTOR_ENV.store, value: o.storeUrl }] : []),
+      ...(o.modelsVolume ? [{ name: MODELS_ENV, value: MODELS_MOUNT_PATH }] : []),
     ],
     o.passEnv,
     app.launch.env,

@@ -54,7 +54,18 @@ export interface ManifestOptions {
   autoscaling: AutoscalingOptions;
   /** Extra environment for every executor and app function (OTEL_* pass through here). @default {} */
   passEnv: Record<string, string>;
+  /**
+   * Where model folders come from: a PersistentVolumeClaim or a node path, mounted read-only into every executor
+   * at MODELS_MOUNT_PATH with CORNSERVE_MODELS pointing there (a task's modelId names a folder in it). None: the
+   * images' built-in models only.
+   */
+  modelsVolume?: ModelsVolume | undefined;
 }
+
+export type ModelsVolume = { pvc: string } | { hostPath: string };
+
+/** Where executors see the models volume (their CORNSERVE_MODELS). */
+export const MODELS_MOUNT_PATH = '/models';
 
 export interface KubernetesPlatformOptions extends ManifestOptions {
   kubeConfig: KubeConfig;
@@ -136,6 +147,10 @@ const envSchema = z.object({
   CORNSERVE_APP_CONCURRENCY_TARGET: int(1).optional(),
   CORNSERVE_APP_MIN_SCALE: int(0).optional(),
   CORNSERVE_APP_MAX_SCALE: int(1).optional(),
+  CORNSERVE_MODELS_PVC: z.string().regex(/^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$/, 'a PersistentVolumeClaim name').optional(),
+  CORNSERVE_MODELS_HOST_PATH: z.string().startsWith('/', 'an absolute path on the nodes').optional(),
+}).refine((e) => !(e.CORNSERVE_MODELS_PVC && e.CORNSERVE_MODELS_HOST_PATH), {
+  message: 'set CORNSERVE_MODELS_PVC or CORNSERVE_MODELS_HOST_PATH, not both', path: ['CORNSERVE_MODELS_PVC'],
 });
 
 /**
@@ -157,6 +172,8 @@ export function manifestOptionsFromEnv(env: NodeJS.ProcessEnv): ManifestOptions 
     sidecarPort: e.CORNSERVE_SIDECAR_PORT,
     clusterDomain: e.CORNSERVE_CLUSTER_DOMAIN,
     passEnv,
+    modelsVolume: e.CORNSERVE_MODELS_PVC ? { pvc: e.CORNSERVE_MODELS_PVC }
+      : e.CORNSERVE_MODELS_HOST_PATH ? { hostPath: e.CORNSERVE_MODELS_HOST_PATH } : undefined,
   };
   return {
     ...MANIFEST_DEFAULTS,

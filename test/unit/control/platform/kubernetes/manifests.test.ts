@@ -195,3 +195,24 @@ test('manifests rendered by hand (no app id) are not labelled as the platform\'s
   const docs = parseAllDocuments(renderAppManifests('echo', 'x')).map((d) => d.toJS());
   for (const d of docs) t.is(d.metadata.labels['app.kubernetes.io/managed-by'], undefined);
 });
+
+test('a models PVC is mounted read-only at /models in every executor, CORNSERVE_MODELS points there, and the Deployment validates', (t) => {
+  const d = executorDeployment(executor, { ...opts, modelsVolume: { pvc: 'hf-models' } });
+  t.notThrows(() => validateManifest(d));
+  const pod = d.spec!.template.spec!;
+  t.deepEqual(pod.volumes!.find((v) => v.name === 'models'), { name: 'models', persistentVolumeClaim: { claimName: 'hf-models', readOnly: true } });
+  t.deepEqual(pod.containers[0]!.volumeMounts!.find((m) => m.name === 'models'), { name: 'models', mountPath: '/models', readOnly: true });
+  t.is(envOf(pod.containers[0]!).CORNSERVE_MODELS, '/models');
+});
+
+test('a models hostPath is mounted as a Directory volume, and the Deployment validates', (t) => {
+  const d = executorDeployment(executor, { ...opts, modelsVolume: { hostPath: '/data/models' } });
+  t.notThrows(() => validateManifest(d));
+  t.deepEqual(d.spec!.template.spec!.volumes!.find((v) => v.name === 'models'), { name: 'models', hostPath: { path: '/data/models', type: 'Directory' } });
+});
+
+test('without a models volume executors mount none and get no CORNSERVE_MODELS', (t) => {
+  const pod = executorDeployment(executor, opts).spec!.template.spec!;
+  t.falsy(pod.volumes!.find((v) => v.name === 'models'));
+  t.false('CORNSERVE_MODELS' in envOf(pod.containers[0]!));
+});

@@ -46,3 +46,10 @@ test('manifests rendered with options from the environment use its registry, tag
   t.regex(yaml, /image: localhost:5000\/cornserve\/app-runtime:dev\n/);
   t.regex(yaml, /name: CORNSERVE_DISPATCHER_URL\n\s+value: http:\/\/d:8000\n/);
 });
+
+test('CORNSERVE_MODELS_PVC or CORNSERVE_MODELS_HOST_PATH choose the models volume; both at once are refused', (t) => {
+  t.deepEqual(manifestOptionsFromEnv({ CORNSERVE_MODELS_PVC: 'hf-models' }).modelsVolume, { pvc: 'hf-models' });
+  t.deepEqual(manifestOptionsFromEnv({ CORNSERVE_MODELS_HOST_PATH: '/data/models' }).modelsVolume, { hostPath: '/data/models' });
+  t.throws(() => manifestOptionsFromEnv({ CORNSERVE_MODELS_PVC: 'a', CORNSERVE_MODELS_HOST_PATH: '/b' }), { message: /not both/ });
+  t.throws(() => manifestOptionsFromEnv({ CORNSERVE_MODELS_HOST_PATH: 'relative' }), { message: /CORNSERVE_MODELS_HOST_PATH/ });
+});
