@@ -155,7 +155,7 @@ export class LlmModel {
       if (isModelError(e)) throw llmErrors.modelInvalid(e.message);
       throw e;
     }
-    const options = sessionOptions(opts);
+    const options = sessionOptions(opts); // createSession adds this process's execution provider
     const opened: ort.InferenceSession[] = [];
     const open = async (path: string) => {
       try {
