@@ -48,6 +48,10 @@ export interface StoreKeys {
   sidecar(node: string): string;
   /** Sorted set: member node, score leaseExpiresAt. Also the index of every registered sidecar. */
   readonly sidecarLeases: string;
+  /** Integer load counter (autoscaling signals), with a TTL. */
+  counter(name: string): string;
+  /** Hash: task id -> AutoscaleRecord JSON. */
+  readonly autoscale: string;
   /** Pub/sub channel carrying StoreChange JSON. */
   readonly changes: string;
   /** SCAN MATCH pattern for every key under the prefix. */
@@ -79,6 +83,8 @@ export function storeKeys(prefix = 'cornserve:'): StoreKeys {
     chunkExpiry: `${p}chunk-expiry`,
     sidecar: (node) => `${p}sidecar:${node}`,
     sidecarLeases: `${p}sidecar-leases`,
+    counter: (name) => `${p}counter:${name}`,
+    autoscale: `${p}autoscale`,
     changes: `${p}changes`,
     allKeysPattern: `${p.replace(/[*?[\]\\]/g, '\\$&')}*`,
   };

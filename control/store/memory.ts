@@ -14,6 +14,7 @@ import type {
   AppRecord,
   AppState,
   ExecutorLiveStats,
+  AutoscaleRecord,
   ExecutorRoute,
   ExecutorState,
   NodeInventory,
@@ -45,6 +46,9 @@ export class MemoryStore implements Store {
   private readonly profiles = new Map<string, TaskProfile>();
   /** executor id -> live stats */
   private readonly executorStats = new Map<string, ExecutorLiveStats>();
+  /** counter name -> value and expiry (epoch ms) */
+  private readonly counters = new Map<string, { value: number; expiresAt: number }>();
+  private readonly autoscale = new Map<string, AutoscaleRecord>();
   private readonly listeners = new Set<Listener>();
   private closed = false;
 
@@ -356,6 +360,59 @@ export class MemoryStore implements Store {
     }
     this.sidecars.delete(rec.node);
     this.emit({ kind: 'sidecar', id: rec.node, op: 'delete' });
+  }
+
+  // ---------- load counters ----------
+
+  async addCounters(deltas: Array<{ name: string; delta: number }>, ttlMs: number): Promise<void> {
+    this.assertOpen();
+    const now = Date.now();
+    for (const { delta } of deltas) assertIntegerDelta(delta);
+    for (const { name, delta } of deltas) {
+      const current = this.counters.get(name);
+      const value = (current && current.expiresAt > now ? current.value : 0) + delta;
+      this.counters.set(name, { value, expiresAt: now + ttlMs });
+    }
+    if (this.counters.size > 10_000) for (const [name, c] of this.counters) if (c.expiresAt <= now) this.counters.delete(name);
+  }
+
+  async readCounters(names: string[]): Promise<number[]> {
+    this.assertOpen();
+    const now = Date.now();
+    return names.map((name) => {
+      const c = this.counters.get(name);
+      return c && c.expiresAt > now ? c.value : 0;
+    });
+  }
+
+  // ---------- autoscaling state ----------
+
+  async putAutoscale(record: AutoscaleRecord): Promise<void> {
+    this.assertOpen();
+    this.autoscale.set(record.taskId, jsonCopy(record));
+    this.emit({ kind: 'autoscale', id: record.taskId, op: 'put' });
+  }
+
+  async getAutoscale(taskId: string): Promise<AutoscaleRecord | undefined> {
+    this.assertOpen();
+    return copyOrUndefined(this.autoscale.get(taskId));
+  }
+
+  async listAutoscale(): Promise<AutoscaleRecord[]> {
+    this.assertOpen();
+    return [...this.autoscale.values()].map(jsonCopy).sort((a, b) => (a.taskId < b.taskId ? -1 : a.taskId > b.taskId ? 1 : 0));
+  }
+
+  async deleteAutoscale(taskId: string): Promise<boolean> {
+    this.assertOpen();
+    if (!this.autoscale.delete(taskId)) return false;
+    this.emit({ kind: 'autoscale', id: taskId, op: 'delete' });
+    return true;
+  }
+
+  async wakeTask(taskId: string): Promise<void> {
+    this.assertOpen();
+    this.emit({ kind: 'wake', id: taskId, op: 'put' });
   }
 
   // ---------- change notifications ----------

@@ -24,6 +24,7 @@ import type {
   AppRecord,
   AppState,
   ExecutorLiveStats,
+  AutoscaleRecord,
   ExecutorRoute,
   ExecutorState,
   NodeInventory,
@@ -511,6 +512,58 @@ export class RedisStore implements Store {
       }
     });
     return sub;
+  }
+
+  // ---------- load counters ----------
+
+  async addCounters(deltas: Array<{ name: string; delta: number }>, ttlMs: number): Promise<void> {
+    for (const { delta } of deltas) assertIntegerDelta(delta);
+    if (deltas.length === 0) return;
+    // MULTI: every increment and its expiry apply together (a counter never outlives its TTL without its add).
+    await this.call('addCounters', () => {
+      const multi = this.redis.multi();
+      for (const { name, delta } of deltas) multi.incrby(this.keys.counter(name), delta).pexpire(this.keys.counter(name), Math.max(1, Math.round(ttlMs)));
+      return multi.exec().then(execResults);
+    });
+  }
+
+  async readCounters(names: string[]): Promise<number[]> {
+    if (names.length === 0) return [];
+    const values = await this.call('readCounters', () => this.redis.mget(names.map((n) => this.keys.counter(n))));
+    return values.map((v) => (v === null ? 0 : Number(v)));
+  }
+
+  // ---------- autoscaling state ----------
+
+  async putAutoscale(record: AutoscaleRecord): Promise<void> {
+    const change: StoreChange = { kind: 'autoscale', id: record.taskId, op: 'put' };
+    await this.call('putAutoscale', () =>
+      this.redis.multi().hset(this.keys.autoscale, record.taskId, JSON.stringify(record)).publish(this.keys.changes, JSON.stringify(change)).exec().then(execResults),
+    );
+  }
+
+  async getAutoscale(taskId: string): Promise<AutoscaleRecord | undefined> {
+    const json = await this.call('getAutoscale', () => this.redis.hget(this.keys.autoscale, taskId));
+    return json === null ? undefined : (JSON.parse(json) as AutoscaleRecord);
+  }
+
+  async listAutoscale(): Promise<AutoscaleRecord[]> {
+    const all = await this.call('listAutoscale', () => this.redis.hgetall(this.keys.autoscale));
+    return Object.keys(all)
+      .sort()
+      .map((id) => JSON.parse(all[id]!) as AutoscaleRecord);
+  }
+
+  async deleteAutoscale(taskId: string): Promise<boolean> {
+    const change: StoreChange = { kind: 'autoscale', id: taskId, op: 'delete' };
+    const deleted = await this.call('deleteAutoscale', () => this.redis.hdel(this.keys.autoscale, taskId));
+    if (deleted === 1) await this.call('deleteAutoscale', () => this.redis.publish(this.keys.changes, JSON.stringify(change)));
+    return deleted === 1;
+  }
+
+  async wakeTask(taskId: string): Promise<void> {
+    const change: StoreChange = { kind: 'wake', id: taskId, op: 'put' };
+    await this.call('wakeTask', () => this.redis.publish(this.keys.changes, JSON.stringify(change)));
   }
 
   // ---------- plumbing ----------

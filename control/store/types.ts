@@ -128,6 +128,25 @@ export interface TaskDefinitionRecord {
   registeredAt: number;
 }
 
+// ---------- autoscaling (control/autoscaler) ----------
+
+/**
+ * A task's autoscaling state, kept in the Store so a restarted resource manager finds it again:
+ * the policy in force (and who set it), the executor count last decided, the last decision and the last cold start.
+ * `policy` undefined = manual scaling (the task was scaled by hand; the autoscaler leaves it alone).
+ */
+export interface AutoscaleRecord {
+  taskId: string;
+  policy?: { min: number; max: number; target: number } | { min: number; max: number; sloMs: number };
+  /** 'admin' (POST /task/autoscale) outranks 'app' (defineApp autoscaling), which outranks 'default'. */
+  source: 'default' | 'app' | 'admin' | 'manual';
+  /** Executors last decided (0 when none was made yet). */
+  desired: number;
+  lastDecision?: { at: number; from: number; to: number; reason: string };
+  /** How long the last start from zero executors took (ms), with when it ended. */
+  coldStart?: { ms: number; at: number };
+}
+
 // ---------- change notifications ----------
 
 export type StoreChange =
@@ -136,7 +155,10 @@ export type StoreChange =
   | { kind: 'route'; id: string; taskId: string; op: 'put' | 'delete' }
   | { kind: 'tensor'; id: string; chunk: number; op: 'put' | 'delete' }
   | { kind: 'sidecar'; id: string; op: 'put' | 'delete' } // id = the sidecar's node
-  | { kind: 'task-definition'; id: string; op: 'put' | 'delete' }; // id = the definition's name
+  | { kind: 'task-definition'; id: string; op: 'put' | 'delete' } // id = the definition's name
+  | { kind: 'autoscale'; id: string; op: 'put' | 'delete' } // id = task id
+  /** A dispatcher holds invocations of a task with no executor and asks for one (scale from zero). Nothing is stored. */
+  | { kind: 'wake'; id: string; op: 'put' };
 
 export type Unsubscribe = () => void;
 
@@ -226,6 +248,23 @@ export interface Store {
   deleteSidecar(node: string, instance: string): Promise<boolean>;
   /** Removes and returns every sidecar whose lease ended at or before `now`, with every chunk entry naming its node (crashed sidecars). */
   takeExpiredSidecars(now: number): Promise<SidecarRecord[]>;
+
+  // load counters (autoscaling signals)
+  /**
+   * Atomically adds each delta to its named counter (created at 0) and makes each counter expire `ttlMs` after
+   * this write: time-bucketed counters from several dispatcher replicas add up, and old buckets go away by themselves.
+   */
+  addCounters(deltas: Array<{ name: string; delta: number }>, ttlMs: number): Promise<void>;
+  /** The counters' values, in order; a missing or expired counter is 0. */
+  readCounters(names: string[]): Promise<number[]>;
+
+  // autoscaling state
+  putAutoscale(record: AutoscaleRecord): Promise<void>;
+  getAutoscale(taskId: string): Promise<AutoscaleRecord | undefined>;
+  listAutoscale(): Promise<AutoscaleRecord[]>;
+  deleteAutoscale(taskId: string): Promise<boolean>;
+  /** Publishes {kind: 'wake', id: taskId}: a dispatcher holds invocations of a task that has no executor. */
+  wakeTask(taskId: string): Promise<void>;
 
   /** Change notifications (in-process for memory; pub/sub for Redis, so other processes see them). */
   subscribe(listener: (change: StoreChange) => void): Unsubscribe;

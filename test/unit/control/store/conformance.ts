@@ -669,6 +669,43 @@ export function storeConformance(name: string, makeStore: () => Promise<StoreFix
     t.is(seen.length, 2);
   });
 
+  // ---------- load counters ----------
+
+  it('addCounters from two handles add up; a missing counter reads 0', async (t, { store, peer }) => {
+    await Promise.all([
+      ...Array.from({ length: 20 }, () => store.addCounters([{ name: 'arrivals:a:1', delta: 1 }, { name: 'arrivals:b:1', delta: 2 }], 60_000)),
+      ...Array.from({ length: 20 }, () => peer.addCounters([{ name: 'arrivals:a:1', delta: 1 }], 60_000)),
+    ]);
+    t.deepEqual(await store.readCounters(['arrivals:a:1', 'arrivals:b:1', 'arrivals:none:1']), [40, 40, 0]);
+  });
+
+  it('a counter past its TTL reads 0', async (t, { store }) => {
+    await store.addCounters([{ name: 'short', delta: 5 }], 50);
+    await waitUntil('the counter to expire', async () => (await store.readCounters(['short']))[0] === 0, { timeoutMs: 10_000, intervalMs: 25 });
+    t.deepEqual(await store.readCounters(['short']), [0]);
+  });
+
+  // ---------- autoscaling state ----------
+
+  it('putAutoscale then getAutoscale / listAutoscale return the record; deleteAutoscale removes it', async (t, { store, peer }) => {
+    const record = { taskId: 'task-b', policy: { min: 0, max: 3, target: 2 }, source: 'admin' as const, desired: 2, lastDecision: { at: 1, from: 1, to: 2, reason: 'load' } };
+    await store.putAutoscale(record);
+    await store.putAutoscale({ taskId: 'task-a', source: 'manual', desired: 1 });
+    t.deepEqual(await peer.getAutoscale('task-b'), record);
+    t.deepEqual((await peer.listAutoscale()).map((r) => r.taskId), ['task-a', 'task-b']);
+    t.true(await store.deleteAutoscale('task-b'));
+    t.false(await store.deleteAutoscale('task-b'));
+    t.is(await peer.getAutoscale('task-b'), undefined);
+  });
+
+  it('wakeTask publishes a wake change for the task', async (t, { store, peer }) => {
+    const { seen } = watch(store);
+    await store.subscriptionReady();
+    await peer.wakeTask('task-z');
+    await waitForCount(seen, 1);
+    t.deepEqual(seen, [{ kind: 'wake', id: 'task-z', op: 'put' }]);
+  });
+
   // ---------- lifecycle ----------
 
   it('close is idempotent and later calls reject with STORE_CLOSED', async (t, { store }) => {

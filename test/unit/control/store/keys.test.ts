@@ -7,6 +7,7 @@ test('every key and the channel start with the prefix', (t) => {
     k.app('a'), k.apps, k.appNames, k.task('t'), k.tasks, k.inventory, k.executor('e'), k.executors,
     k.executorsOf('t'), k.chunk('aa', 1), k.chunkByMember('aa:1'), k.chunksOf('aa'), k.chunkExpiry, k.changes,
     k.sidecar('n0'), k.sidecarLeases, k.profiles, k.executorStats,
+    k.counter('arrivals:t:1'), k.autoscale,
   ];
   t.deepEqual(all.filter((key) => !key.startsWith('cs-test:')), []);
 });
