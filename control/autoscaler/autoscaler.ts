@@ -1,0 +1,285 @@
+/**
+ * The autoscaler's decision for each task (pure: injected clock via the `now` argument, no I/O; the resource
+ * manager's loop and the simulator feed it the same way).
+ *
+ * Inputs, every tick: observe(TaskLoad[], AppLoad[]) — load samples — then decide(now, tasks) — the executor
+ * count each task should have, with its reason. Per task:
+ *   demand (req/s) = max(its own arrival rate, Σ over the apps using it of app rate × invocations per request)
+ *     — graph-aware: when an app's rate rises, every stage of its graph gets the new demand at once, and a task
+ *     shared by several apps adds up their demands;
+ *   executors needed x = max(demand ÷ capacity per executor, in-flight ÷ target in-flight per executor)
+ *     over a stable window (default 60 s) and a panic window (default 6 s).
+ * Panic (KPA): entered when the panic window needs ≥ panicThreshold (2) × the current executors; while in
+ * panic (until a stable window without the condition) the count only rises, to ceil(x_panic).
+ * Otherwise the count follows ceil(x_stable) upwards at once; downwards only when even x_stable × (1 + tolerance)
+ * needs fewer executors, continuously for scaleDownDelayMs, and never below half the current count in one step
+ * (hysteresis: a steady load near a boundary causes no flapping). Always within the policy's [min, max].
+ *
+ * Capacity per executor comes from an injected provider (profiles, live estimates); when it has no figure, the
+ * default: Little's law with the service time observed here (mean in-flight ÷ arrival rate over the stable window)
+ * and the policy's target in-flight — perExecutorRps = target ÷ service time. For an {sloMs} policy the default
+ * target in-flight is max(1, floor(sloMs ÷ service time)) (conservative: as if the executor served one at a time).
+ */
+import type { AppLoad, AutoscalePolicy, TaskCapacity, TaskLoad } from './types.js';
+
+export interface AutoscalerOptions {
+  /** @default 60000 */
+  stableWindowMs: number;
+  /** @default 6000 */
+  panicWindowMs: number;
+  /** Panic when the panic window needs this many times the current executors. @default 2 */
+  panicThreshold: number;
+  /** How long the stable window must ask for fewer executors before a scale-down. @default 30000 */
+  scaleDownDelayMs: number;
+  /** One step removes at most current × (1 - 1/rate) executors. @default 2 (halving) */
+  maxScaleDownRate: number;
+  /** Scale-down hysteresis: down only when x × (1 + tolerance) needs fewer executors. @default 0.2 */
+  tolerance: number;
+}
+
+export const DEFAULT_AUTOSCALER_OPTIONS: AutoscalerOptions = {
+  stableWindowMs: 60_000,
+  panicWindowMs: 6_000,
+  panicThreshold: 2,
+  scaleDownDelayMs: 30_000,
+  maxScaleDownRate: 2,
+  tolerance: 0.2,
+};
+
+/** Target in-flight per executor when no policy gives one (Ray Serve's target_ongoing_requests). */
+export const DEFAULT_TARGET_IN_FLIGHT = 2;
+
+/** The policy of a task nobody configured: at least one executor (so an idle platform looks as before), up to the pool. */
+export function defaultPolicy(poolExecutors: number): AutoscalePolicy {
+  return { min: 1, max: Math.max(1, poolExecutors), target: DEFAULT_TARGET_IN_FLIGHT };
+}
+
+/** Capacity per executor of a task; undefined = no figure (the autoscaler's Little's-law default applies). */
+export type CapacityProvider = (taskId: string) => TaskCapacity | undefined;
+
+/** What decide() needs to know about a task now. */
+export interface TaskSnapshot {
+  taskId: string;
+  policy: AutoscalePolicy;
+  /** Executors it has now (the count decisions start from). */
+  executors: number;
+}
+
+export interface TaskWant {
+  taskId: string;
+  from: number;
+  to: number;
+  /** Demand (req/s) the decision used (the panic window's in panic, else the stable window's). */
+  demandRps: number;
+  capacity: TaskCapacity | undefined;
+  panic: boolean;
+  /** Apps whose graphs use this task (by observed invocations). */
+  apps: string[];
+  reason: string;
+}
+
+interface TaskSample {
+  at: number;
+  windowMs: number;
+  arrivalRps: number;
+  inFlight: number;
+  held: number;
+}
+
+interface AppSample {
+  at: number;
+  windowMs: number;
+  requestRps: number;
+}
+
+interface WindowStats {
+  arrivalRps: number;
+  inFlight: number;
+  held: number;
+  appDemandRps: number;
+  samples: number;
+}
+
+const EPS = 1e-9;
+/** A window short enough to hold one sample (the per-tick figure). */
+const TICK_SLICE_MS = 1;
+
+export class Autoscaler {
+  readonly options: AutoscalerOptions;
+  private readonly taskSamples = new Map<string, TaskSample[]>();
+  private readonly appSamples = new Map<string, AppSample[]>();
+  /** appId -> taskId -> invocations per request (latest observed) */
+  private readonly graphs = new Map<string, Record<string, number>>();
+  private readonly serviceTimeMs = new Map<string, number>();
+  private readonly panicUntil = new Map<string, number>();
+  private readonly belowSince = new Map<string, number>();
+
+  constructor(
+    options: Partial<AutoscalerOptions> = {},
+    private readonly capacity: CapacityProvider = () => undefined,
+  ) {
+    this.options = { ...DEFAULT_AUTOSCALER_OPTIONS, ...options };
+  }
+
+  /** Adds load samples (each covers `windowMs` ending at `at`). Samples older than the stable window are dropped. */
+  observe(tasks: TaskLoad[], apps: AppLoad[]): void {
+    for (const l of tasks) {
+      push(this.taskSamples, l.taskId, { at: l.at, windowMs: l.windowMs, arrivalRps: l.arrivalRps, inFlight: l.inFlight, held: l.held });
+    }
+    for (const a of apps) {
+      push(this.appSamples, a.appId, { at: a.at, windowMs: a.windowMs, requestRps: a.requestRps });
+      if (Object.keys(a.invocationsPerRequest).length > 0) this.graphs.set(a.appId, { ...a.invocationsPerRequest });
+    }
+  }
+
+  /** The service time (ms) Little's law gives over the stable window, or the last one known. */
+  observedServiceTimeMs(taskId: string): number | undefined {
+    return this.serviceTimeMs.get(taskId);
+  }
+
+  /** The executor count each task should have now, before the device pool is considered. */
+  decide(now: number, tasks: TaskSnapshot[]): TaskWant[] {
+    this.prune(now);
+    return tasks.map((t) => this.decideOne(now, t));
+  }
+
+  /** Forgets a task (torn down). */
+  forget(taskId: string): void {
+    for (const m of [this.taskSamples, this.serviceTimeMs, this.panicUntil, this.belowSince]) m.delete(taskId);
+  }
+
+  private decideOne(now: number, t: TaskSnapshot): TaskWant {
+    const o = this.options;
+    const stable = this.stats(t.taskId, now, o.stableWindowMs);
+    const panicW = this.stats(t.taskId, now, o.panicWindowMs);
+    if (stable.arrivalRps > EPS && stable.inFlight > EPS) this.serviceTimeMs.set(t.taskId, (stable.inFlight / stable.arrivalRps) * 1000);
+    const capacity = this.capacityOf(t);
+    const target = this.targetInFlight(t);
+    const need = (w: WindowStats) => {
+      const demand = Math.max(w.arrivalRps, w.appDemandRps);
+      const byRate = capacity && capacity.perExecutorRps > 0 ? demand / capacity.perExecutorRps : 0;
+      const x = Math.max(byRate, w.inFlight / target);
+      return w.held > 0 ? Math.max(x, 1) : x; // held invocations need at least one executor
+    };
+    const xs = need(stable);
+    const xp = need(panicW);
+    const { min, max } = t.policy;
+    const from = t.executors;
+    const apps = this.appsOf(t.taskId);
+    const clamp = (n: number) => Math.min(max, Math.max(min, n));
+    const described = (w: WindowStats, windowMs: number, x: number) =>
+      `demand ${fmt(Math.max(w.arrivalRps, w.appDemandRps))} req/s` +
+      (w.appDemandRps > w.arrivalRps + EPS ? ` (from app rates × invocations per request)` : '') +
+      `, in-flight ${fmt(w.inFlight)}` +
+      (capacity ? `, ${fmt(capacity.perExecutorRps)} req/s per executor (${capacity.source})` : '') +
+      ` over ${windowMs / 1000} s → ${fmt(x)} executors`;
+    const want = (to: number, reason: string, panic: boolean, w: WindowStats): TaskWant => ({
+      taskId: t.taskId,
+      from,
+      to,
+      demandRps: Math.max(w.arrivalRps, w.appDemandRps),
+      capacity,
+      panic,
+      apps,
+      reason,
+    });
+
+    // Panic: a sudden rise (or any demand at zero executors) is answered from the short window.
+    const panicking = (this.panicUntil.get(t.taskId) ?? -Infinity) > now;
+    const panicNow = panicW.samples > 0 && (from === 0 ? xp > EPS : xp >= o.panicThreshold * from);
+    if (panicNow) this.panicUntil.set(t.taskId, now + o.stableWindowMs);
+    if (panicNow || panicking) {
+      this.belowSince.delete(t.taskId);
+      const to = clamp(Math.max(from, ceil(xp)));
+      const why = from === 0 ? 'scale from zero' : panicNow ? 'panic' : 'in panic';
+      return want(to, `${why}: ${described(panicW, o.panicWindowMs, xp)}`, true, panicW);
+    }
+
+    const up = ceil(xs);
+    if (up > from) {
+      this.belowSince.delete(t.taskId);
+      return want(clamp(up), `load: ${described(stable, o.stableWindowMs, xs)}`, false, stable);
+    }
+    // Down only to what the busiest tick of the whole stable window needed: load that just stopped keeps its executors a window long.
+    const peak = this.tickTimes(t.taskId, now).reduce((m, at) => Math.max(m, need(this.stats(t.taskId, at, TICK_SLICE_MS))), xs);
+    const down = ceil(peak * (1 + o.tolerance));
+    if (down < from && from > min) {
+      const since = this.belowSince.get(t.taskId) ?? now;
+      this.belowSince.set(t.taskId, since);
+      if (now - since < o.scaleDownDelayMs) return want(clamp(from), `steady (scale-down to ${clamp(down)} pending for ${fmt((now - since) / 1000)} s of ${o.scaleDownDelayMs / 1000} s)`, false, stable);
+      this.belowSince.delete(t.taskId);
+      const halved = Math.ceil(from / o.maxScaleDownRate);
+      const to = clamp(Math.max(down, halved));
+      return want(to, `idle capacity: ${described(stable, o.stableWindowMs, xs)}${to === halved && halved > down ? ` (at most ÷${o.maxScaleDownRate} per step)` : ''}`, false, stable);
+    }
+    this.belowSince.delete(t.taskId);
+    if (from < min) return want(min, `below min ${min}`, false, stable);
+    if (from > max) return want(max, `above max ${max}`, false, stable);
+    return want(from, `steady: ${described(stable, o.stableWindowMs, xs)}`, false, stable);
+  }
+
+  private targetInFlight(t: TaskSnapshot): number {
+    if ('target' in t.policy) return Math.max(EPS, t.policy.target);
+    const svc = this.serviceTimeMs.get(t.taskId);
+    return svc ? Math.max(1, Math.floor(t.policy.sloMs / svc)) : 1;
+  }
+
+  private capacityOf(t: TaskSnapshot): TaskCapacity | undefined {
+    const given = this.capacity(t.taskId);
+    if (given && given.perExecutorRps > 0) return given;
+    const svc = this.serviceTimeMs.get(t.taskId);
+    if (!svc) return undefined;
+    return { taskId: t.taskId, perExecutorRps: this.targetInFlight(t) / (svc / 1000), source: 'default' };
+  }
+
+  private appsOf(taskId: string): string[] {
+    return [...this.graphs].filter(([, g]) => (g[taskId] ?? 0) > 0).map(([app]) => app).sort();
+  }
+
+  private stats(taskId: string, now: number, windowMs: number): WindowStats {
+    const from = now - windowMs;
+    const samples = (this.taskSamples.get(taskId) ?? []).filter((s) => s.at > from && s.at <= now);
+    const time = samples.reduce((a, s) => a + s.windowMs, 0);
+    const arrivalRps = time > 0 ? samples.reduce((a, s) => a + s.arrivalRps * s.windowMs, 0) / time : 0;
+    const mean = (f: (s: TaskSample) => number) => (samples.length ? samples.reduce((a, s) => a + f(s), 0) / samples.length : 0);
+    let appDemandRps = 0;
+    for (const [app, graph] of this.graphs) {
+      const perRequest = graph[taskId] ?? 0;
+      if (perRequest <= 0) continue;
+      const appSamples = (this.appSamples.get(app) ?? []).filter((s) => s.at > from && s.at <= now);
+      const appTime = appSamples.reduce((a, s) => a + s.windowMs, 0);
+      if (appTime > 0) appDemandRps += (appSamples.reduce((a, s) => a + s.requestRps * s.windowMs, 0) / appTime) * perRequest;
+    }
+    const appCount = [...this.graphs.keys()].reduce((a, app) => a + (this.appSamples.get(app) ?? []).filter((s) => s.at > from && s.at <= now).length, 0);
+    return { arrivalRps, inFlight: mean((s) => s.inFlight), held: samples.length ? samples[samples.length - 1]!.held : 0, appDemandRps, samples: samples.length + appCount };
+  }
+
+  /** The times of the samples (task and app) that fall in the stable window. */
+  private tickTimes(taskId: string, now: number): number[] {
+    const from = now - this.options.stableWindowMs;
+    const times = new Set((this.taskSamples.get(taskId) ?? []).map((s) => s.at));
+    for (const app of this.appsOf(taskId)) for (const s of this.appSamples.get(app) ?? []) times.add(s.at);
+    return [...times].filter((at) => at > from && at <= now);
+  }
+
+  private prune(now: number): void {
+    const keepFrom = now - this.options.stableWindowMs;
+    for (const m of [this.taskSamples, this.appSamples] as Array<Map<string, Array<{ at: number }>>>) {
+      for (const [id, list] of m) {
+        const kept = list.filter((s) => s.at > keepFrom);
+        if (kept.length) m.set(id, kept);
+        else m.delete(id);
+      }
+    }
+  }
+}
+
+function push<T>(m: Map<string, T[]>, key: string, v: T): void {
+  const list = m.get(key);
+  if (list) list.push(v);
+  else m.set(key, [v]);
+}
+
+/** ceil that does not turn 2.0000000001 (float noise) into 3. */
+const ceil = (x: number) => Math.max(0, Math.ceil(x - 1e-6));
+const fmt = (x: number) => (Math.abs(x - Math.round(x)) < 0.05 ? String(Math.round(x)) : x.toFixed(1));

@@ -1,0 +1,112 @@
+import test from 'ava';
+import { Autoscaler, type TaskSnapshot } from '../../../../control/autoscaler/autoscaler.js';
+import type { AppLoad, AutoscalePolicy, TaskLoad } from '../../../../control/autoscaler/types.js';
+
+const TICK = 2000;
+const fixed = (rps: number) => (taskId: string) => ({ taskId, perExecutorRps: rps, source: 'profile' as const });
+const load = (taskId: string, at: number, arrivalRps: number, inFlight = 0, held = 0): TaskLoad => ({ taskId, at, windowMs: TICK, arrivalRps, inFlight, held });
+const app = (appId: string, at: number, requestRps: number, invocationsPerRequest: Record<string, number>): AppLoad => ({ appId, at, windowMs: TICK, requestRps, invocationsPerRequest });
+
+/** Runs ticks from `start` to `end`, applying every decision at once; returns the decisions (from != to) with their time. */
+function run(
+  scaler: Autoscaler,
+  counts: Map<string, number>,
+  policy: AutoscalePolicy,
+  start: number,
+  end: number,
+  loads: (now: number) => { tasks: TaskLoad[]; apps: AppLoad[] },
+) {
+  const decisions: Array<{ at: number; taskId: string; from: number; to: number; reason: string }> = [];
+  for (let now = start; now <= end; now += TICK) {
+    const { tasks, apps } = loads(now);
+    scaler.observe(tasks, apps);
+    const snapshot: TaskSnapshot[] = [...counts].map(([taskId, executors]) => ({ taskId, executors, policy }));
+    for (const w of scaler.decide(now, snapshot)) {
+      if (w.to !== w.from) decisions.push({ at: now, taskId: w.taskId, from: w.from, to: w.to, reason: w.reason });
+      counts.set(w.taskId, w.to);
+    }
+  }
+  return decisions;
+}
+
+test('a step in an app rate scales every stage of its graph within the panic window (graph-aware)', (t) => {
+  const scaler = new Autoscaler({ stableWindowMs: 60_000, panicWindowMs: 6_000 }, fixed(10));
+  const counts = new Map([['encoder', 1], ['llm', 1]]);
+  const policy = { min: 1, max: 10, target: 2 };
+  const graph = { encoder: 2, llm: 1 };
+  // 60 s at 4 req/s, then 20 req/s. Only the encoder's arrivals are seen (the llm's queue has not built yet):
+  // the llm is sized from the app rate × its invocations per request.
+  const loads = (now: number) => {
+    const rps = now < 60_000 ? 4 : 20;
+    return { tasks: [load('encoder', now, rps * 2)], apps: [app('a', now, rps, graph)] };
+  };
+  run(scaler, counts, policy, 0, 58_000, loads);
+  t.deepEqual([...counts], [['encoder', 1], ['llm', 1]]);
+  const after = run(scaler, counts, policy, 60_000, 66_000, loads);
+  t.is(counts.get('encoder'), 4); // 40 req/s ÷ 10
+  t.is(counts.get('llm'), 2); // 20 req/s × 1 ÷ 10
+  t.true(after.every((d) => d.at <= 66_000 && /panic/.test(d.reason)), JSON.stringify(after));
+});
+
+test('two minutes of steady noisy load make at most one decision per task after settling', (t) => {
+  const scaler = new Autoscaler({}, fixed(10));
+  const counts = new Map([['a', 1], ['b', 1]]);
+  const policy = { min: 1, max: 20, target: 2 };
+  let seed = 7;
+  const noise = () => ((seed = (seed * 1103515245 + 12345) % 2 ** 31) / 2 ** 31 - 0.5) * 0.3; // ±15 %
+  const loads = (now: number) => ({ tasks: [load('a', now, 30 * (1 + noise())), load('b', now, 19.5 * (1 + noise()))], apps: [] });
+  run(scaler, counts, policy, 0, 60_000, loads); // settling
+  const later = run(scaler, counts, policy, 62_000, 182_000, loads);
+  for (const id of ['a', 'b']) t.true(later.filter((d) => d.taskId === id).length <= 1, JSON.stringify(later));
+});
+
+test('removed load scales down only after the stable window and the delay, at most halving per step', (t) => {
+  const o = { stableWindowMs: 20_000, panicWindowMs: 4_000, scaleDownDelayMs: 10_000 };
+  const scaler = new Autoscaler(o, fixed(10));
+  const counts = new Map([['a', 8]]);
+  const policy = { min: 1, max: 10, target: 2 };
+  const loads = (now: number) => ({ tasks: [load('a', now, now < 40_000 ? 80 : 0)], apps: [] });
+  const decisions = run(scaler, counts, policy, 0, 200_000, loads);
+  t.true(decisions.length >= 3, JSON.stringify(decisions));
+  t.true(decisions[0]!.at >= 40_000 + o.stableWindowMs * 0.8 + o.scaleDownDelayMs, JSON.stringify(decisions[0]));
+  for (const d of decisions) t.true(d.to < d.from && d.to >= Math.ceil(d.from / 2), JSON.stringify(d));
+  t.is(counts.get('a'), 1);
+});
+
+test('invocations held at zero executors ask for one at once', (t) => {
+  const scaler = new Autoscaler({}, () => undefined);
+  scaler.observe([load('a', 1000, 0, 1, 1)], []);
+  const [w] = scaler.decide(1000, [{ taskId: 'a', executors: 0, policy: { min: 0, max: 3, target: 2 } }]);
+  t.is(w!.to, 1);
+  t.regex(w!.reason, /scale from zero/);
+});
+
+test('idle at min stays at min, and a task below min is brought to it', (t) => {
+  const scaler = new Autoscaler({}, fixed(10));
+  scaler.observe([load('a', 1000, 0), load('b', 1000, 0)], []);
+  const wants = scaler.decide(1000, [
+    { taskId: 'a', executors: 1, policy: { min: 1, max: 4, target: 2 } },
+    { taskId: 'b', executors: 0, policy: { min: 2, max: 4, target: 2 } },
+  ]);
+  t.deepEqual(wants.map((w) => w.to), [1, 2]);
+});
+
+test('without a capacity figure the default comes from Little\'s law and the policy target', (t) => {
+  const scaler = new Autoscaler({}, () => undefined);
+  // 10 req/s with 2 in flight: service time 200 ms; target 1 in flight -> 5 req/s per executor -> 2 executors.
+  for (let at = 2000; at <= 20_000; at += 2000) scaler.observe([load('a', at, 10, 2)], []);
+  const [w] = scaler.decide(20_000, [{ taskId: 'a', executors: 2, policy: { min: 1, max: 8, target: 1 } }]);
+  t.is(w!.capacity?.source, 'default');
+  t.is(Math.round(w!.capacity!.perExecutorRps), 5);
+  t.is(Math.round(scaler.observedServiceTimeMs('a')!), 200);
+  t.is(w!.to, 2);
+});
+
+test('a task shared by two apps adds up both apps\' demand', (t) => {
+  const scaler = new Autoscaler({}, fixed(10));
+  scaler.observe([], [app('x', 2000, 10, { shared: 1 }), app('y', 2000, 15, { shared: 2 })]);
+  const [w] = scaler.decide(2000, [{ taskId: 'shared', executors: 1, policy: { min: 1, max: 10, target: 2 } }]);
+  t.is(Math.round(w!.demandRps), 40);
+  t.is(w!.to, 4);
+  t.deepEqual(w!.apps, ['x', 'y']);
+});
