@@ -138,7 +138,7 @@ class GraphRun {
     let leases: Lease[] = [];
     try {
       if (this.failure) throw this.failure;
-      leases = await (this.deps.router ?? routerFor(this.deps.store)).routeGraph(this.graph);
+      leases = await (this.deps.router ?? routerFor(this.deps.store)).routeGraph(this.graph, { signal: this.abort.signal });
       if (this.failure) throw this.failure;
       this.sites = leases.map((l, i) => ({
         invocation: i,

@@ -11,6 +11,7 @@
  *  TASK_FAILED        502  an executor call failed (connection lost, bad reply, stream broke); an executor's own
  *                          error reply keeps ITS code and, for input errors and 503/504, its status (TaskFailedError)
  *  DEADLINE_EXCEEDED  504  the graph's deadline passed before it finished
+ *  HOLD_QUEUE_FULL    503  a task starting from zero already holds its cap of waiting invocations (Retry-After)
  *  STORE_UNAVAILABLE  503  the Store could not be read (Redis down); retry later
  *  DISPATCH_CANCELLED 499  the caller went away (nobody reads this one; it is for logs and metrics)
  */
@@ -24,6 +25,7 @@ export type DispatcherErrorCode =
   | 'TASK_NOT_DEPLOYED'
   | 'TASK_NOT_READY'
   | 'NO_EXECUTOR'
+  | 'HOLD_QUEUE_FULL'
   | 'TASK_FAILED'
   | 'DEADLINE_EXCEEDED'
   | 'STORE_UNAVAILABLE'
@@ -77,6 +79,21 @@ export class NoExecutorError extends DispatcherError {
     super(
       'NO_EXECUTOR',
       `unit task ${taskName} (${taskId}) has no ready executor (${executors} known, none ready); retry in ${NO_EXECUTOR_RETRY_AFTER_S} s`,
+      503,
+      { taskId, retryAfterS: NO_EXECUTOR_RETRY_AFTER_S },
+    );
+  }
+}
+
+/**
+ * A task autoscaled from zero holds its invocations while an executor starts; past the per-task cap of held
+ * invocations (per dispatcher) new ones are refused at once.
+ */
+export class HoldQueueFullError extends DispatcherError {
+  constructor(readonly taskId: string, taskName: string, cap: number) {
+    super(
+      'HOLD_QUEUE_FULL',
+      `unit task ${taskName} (${taskId}) has no executor yet (starting from zero) and already ${cap} invocations wait for one; retry in ${NO_EXECUTOR_RETRY_AFTER_S} s`,
       503,
       { taskId, retryAfterS: NO_EXECUTOR_RETRY_AFTER_S },
     );

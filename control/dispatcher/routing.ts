@@ -16,7 +16,8 @@ import { StoreNotFoundError, taskIdOf, type ExecutorRoute, type Store, type Unit
 import { MemoryStore } from '../store/memory.js';
 import { logger } from '../../lib/log.js';
 import { pickLeastOutstanding } from './pick.js';
-import { DispatcherError, NoExecutorError, StoreUnavailableError, TaskNotDeployedError, TaskNotReadyError } from './errors.js';
+import { COUNTER_TTL_MS, counterNames } from '../autoscaler/signals.js';
+import { DispatcherError, HoldQueueFullError, NoExecutorError, StoreUnavailableError, TaskNotDeployedError, TaskNotReadyError } from './errors.js';
 
 const log = logger('dispatcher');
 
@@ -41,12 +42,22 @@ async function fromStore<T>(what: string, p: Promise<T>): Promise<T> {
 export interface RouterOptions {
   /** Keep task records and routes between graphs, invalidated by Store change notifications. @default store is a MemoryStore */
   cacheRoutes?: boolean;
+  /** Invocations one dispatcher holds per task while it starts from zero; more get 503 HOLD_QUEUE_FULL. @default 256 */
+  holdCap?: number;
 }
+
+/** How a graph's routing may wait: until the abort (the graph's deadline or its caller) for an executor from zero. */
+export interface RouteOptions {
+  signal?: AbortSignal;
+}
+
+/** How often a held invocation looks for a ready executor besides the route change notifications. */
+const HOLD_POLL_MS = 250;
 
 const taskIds = new WeakMap<UnitTask, string>();
 
 /** taskIdOf, once per task instance. */
-function taskIdOfCached(task: UnitTask): string {
+export function taskIdOfCached(task: UnitTask): string {
   let id = taskIds.get(task);
   if (id === undefined) taskIds.set(task, (id = taskIdOf(task)));
   return id;
@@ -59,11 +70,18 @@ export class Router {
   private readonly cached: Map<string, { record: UnitTaskRecord | undefined; routes: ExecutorRoute[] }> | undefined;
   /** Counts task/route change notifications: a read that saw one arrive is not cached (it may predate the change). */
   private changes = 0;
+  /** taskId -> invocations this router holds for it (scale from zero) */
+  private readonly held = new Map<string, number>();
+  private readonly holdCap: number;
+  /** taskId -> callbacks of held invocations, run on each of its route changes */
+  private readonly routeWaiters = new Map<string, Set<() => void>>();
+  private watchingRoutes = false;
 
   constructor(
     private readonly store: Store,
     options: RouterOptions = {},
   ) {
+    this.holdCap = options.holdCap ?? 256;
     if (!(options.cacheRoutes ?? store instanceof MemoryStore)) return;
     const cached = (this.cached = new Map());
     store.subscribe((change) => {
@@ -91,7 +109,7 @@ export class Router {
    * Leases an executor for every invocation of `graph`. All or nothing: when one invocation cannot be
    * routed, the leases already taken are released and the error is thrown.
    */
-  async routeGraph(graph: TaskGraph): Promise<Lease[]> {
+  async routeGraph(graph: TaskGraph, options: RouteOptions = {}): Promise<Lease[]> {
     const byTask = new Map<string, number[]>();
     graph.invocations.forEach((inv, i) => {
       const id = taskIdOfCached(inv.task);
@@ -100,7 +118,7 @@ export class Router {
     const leases: Lease[] = [];
     const results = await Promise.allSettled(
       [...byTask].map(async ([taskId, invocations]) => {
-        for (const lease of await this.routeTask(taskId, graph.invocations[invocations[0]!]!.task, invocations)) leases.push(lease);
+        for (const lease of await this.routeTask(taskId, graph.invocations[invocations[0]!]!.task, invocations, options)) leases.push(lease);
       }),
     );
     const failed = results.find((r): r is PromiseRejectedResult => r.status === 'rejected');
@@ -112,11 +130,15 @@ export class Router {
   }
 
   /** Leases one executor per invocation of one task, spreading them by outstanding count. */
-  private async routeTask(taskId: string, task: UnitTask, invocations: number[]): Promise<Lease[]> {
-    const { record, routes } = await this.read(taskId);
+  private async routeTask(taskId: string, task: UnitTask, invocations: number[], options: RouteOptions): Promise<Lease[]> {
+    let { record, routes } = await this.read(taskId);
     if (!record) throw new TaskNotDeployedError(taskId, task.name);
     if (record.state !== 'ready') throw new TaskNotReadyError(taskId, task.name, record.state);
-    const ready = routes.filter((r) => r.state === 'ready');
+    let ready = routes.filter((r) => r.state === 'ready');
+    if (ready.length === 0 && (await this.scalesFromZero(taskId))) {
+      routes = await this.hold(taskId, task, invocations.length, options.signal);
+      ready = routes.filter((r) => r.state === 'ready');
+    }
     const leases: Lease[] = [];
     try {
       for (const invocation of invocations) {
@@ -140,6 +162,66 @@ export class Router {
       throw e;
     }
     return leases;
+  }
+
+  /** A task whose autoscaling policy allows zero executors: its invocations wait for one instead of a 503. */
+  private async scalesFromZero(taskId: string): Promise<boolean> {
+    const record = await fromStore(`read the autoscaling policy of ${taskId}`, this.store.getAutoscale(taskId));
+    return record?.policy?.min === 0;
+  }
+
+  /**
+   * Holds `count` invocations until the task has a ready executor: counts them in the Store (`held:<taskId>`, the
+   * autoscaler's signal), asks for an executor at once (Store.wakeTask), and waits for a route change (or polls),
+   * bounded by `signal` (the graph's deadline). Past the per-task cap: 503 HOLD_QUEUE_FULL at once.
+   */
+  private async hold(taskId: string, task: UnitTask, count: number, signal: AbortSignal | undefined): Promise<ExecutorRoute[]> {
+    const held = this.held.get(taskId) ?? 0;
+    if (held + count > this.holdCap) throw new HoldQueueFullError(taskId, task.name, this.holdCap);
+    this.held.set(taskId, held + count);
+    const counter = (delta: number) =>
+      this.store.addCounters([{ name: counterNames.held(taskId), delta }], COUNTER_TTL_MS).catch((err: unknown) => log.warn({ err, task: taskId }, 'could not count held invocations'));
+    await counter(count);
+    await this.store.wakeTask(taskId).catch((err: unknown) => log.warn({ err, task: taskId }, 'could not ask for an executor'));
+    log.info({ task: taskId, held: held + count }, 'holding invocations until an executor is ready (scale from zero)');
+    this.watchRoutes();
+    let wake: () => void = () => {};
+    const waiters = this.routeWaiters.get(taskId) ?? new Set();
+    this.routeWaiters.set(taskId, waiters);
+    const onRoute = () => wake();
+    waiters.add(onRoute);
+    try {
+      for (;;) {
+        if (signal?.aborted) throw signal.reason;
+        this.cached?.delete(taskId);
+        const routes = await fromStore(`list executors of ${taskId}`, this.store.listExecutors(taskId));
+        if (routes.some((r) => r.state === 'ready')) return routes;
+        await new Promise<void>((resolve) => {
+          const timer = setTimeout(resolve, HOLD_POLL_MS);
+          const done = () => {
+            clearTimeout(timer);
+            signal?.removeEventListener('abort', done);
+            resolve();
+          };
+          wake = done;
+          signal?.addEventListener('abort', done, { once: true });
+        });
+      }
+    } finally {
+      waiters.delete(onRoute);
+      if (waiters.size === 0) this.routeWaiters.delete(taskId);
+      this.held.set(taskId, (this.held.get(taskId) ?? count) - count);
+      await counter(-count);
+    }
+  }
+
+  private watchRoutes(): void {
+    if (this.watchingRoutes) return;
+    this.watchingRoutes = true;
+    this.store.subscribe((change) => {
+      if (change.kind !== 'route') return;
+      for (const w of this.routeWaiters.get(change.taskId) ?? []) w();
+    });
   }
 
   private pick(taskId: string, ready: ExecutorRoute[]): ExecutorRoute | undefined {

@@ -24,7 +24,8 @@ import { dispatchGraph, type DispatchDeps } from './dispatch.js';
 import { DispatcherMetrics } from './metrics.js';
 import { LiveServiceRecorder } from './live-service.js';
 import { writeDispatchResult } from './reply.js';
-import { Router } from './routing.js';
+import { Router, taskIdOfCached } from './routing.js';
+import { LoadRecorder } from '../autoscaler/signals.js';
 import { hopBodyLimitBytes } from '../../lib/body-limit.js';
 
 const log = logger('dispatcher');
@@ -38,6 +39,8 @@ export interface DispatcherOptions {
   registry?: Registry;
   /** @default descriptorFor */
   descriptors?: DispatchDeps['descriptors'];
+  /** Where load signals go (arrivals per task, graph shapes per app). @default a LoadRecorder on `store` */
+  load?: LoadRecorder;
   /** Largest accepted graph ('32mb' or bytes; inputs may carry data URLs). @default hopBodyLimitBytes() (lib/body-limit.ts) */
   bodyLimit?: string | number;
 }
@@ -53,6 +56,7 @@ export function buildDispatcher(options: DispatcherOptions): express.Express {
     ...(options.descriptors ? { descriptors: options.descriptors } : {}),
   };
   const limit = options.bodyLimit ?? hopBodyLimitBytes();
+  const load = options.load ?? new LoadRecorder(options.store);
 
   /** Validates, dispatches and replies; every request is counted once with its outcome. */
   const serve = async (req: Request, res: Response, routeName: string, parse: () => GraphRequest) => {
@@ -63,6 +67,8 @@ export function buildDispatcher(options: DispatcherOptions): express.Express {
       app = request.app;
       end = metrics.requestStarted(app, routeName);
       const graph = TaskGraph.fromJSON(request.graph);
+      // Autoscaling signals: every invocation arrives at its task; app ids (CloudEvent source) give each app's graph shape.
+      load.graph(routeName === 'cloudevent' ? app : undefined, graph.invocations.map((inv) => taskIdOfCached(inv.task)));
       const caller = new AbortController();
       res.on('close', () => {
         if (!res.writableFinished) caller.abort(new Error('the client closed the connection'));

@@ -11,6 +11,7 @@
  */
 import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
 import type { Store } from '../store/types.js';
+import { LoadRecorder } from '../autoscaler/signals.js';
 
 export class GatewayMetrics {
   readonly requests: Counter<'app' | 'status'>;
@@ -18,8 +19,11 @@ export class GatewayMetrics {
   readonly inFlight: Gauge<'app'>;
   readonly errors: Counter<'code'>;
   readonly http: Counter<'route' | 'method' | 'status'>;
+  /** App request rates for the autoscaler (Store counters every gateway replica adds to). */
+  readonly load: LoadRecorder;
 
   constructor(readonly registry: Registry, store: Store) {
+    this.load = new LoadRecorder(store);
     const registers = [registry];
     this.requests = new Counter({ name: 'cornserve_gateway_requests_total', help: 'App invocations by app and HTTP status', labelNames: ['app', 'status'], registers });
     this.duration = new Histogram({
@@ -77,8 +81,9 @@ export class GatewayMetrics {
     child.inc();
   }
 
-  /** Call when an invocation starts; the returned function records its end. */
-  invocationStarted(app: string): (status: number) => void {
+  /** Call when an invocation starts (with the app's id: it counts toward the app's request rate); the returned function records its end. */
+  invocationStarted(app: string, appId?: string): (status: number) => void {
+    if (appId) this.load.request(appId);
     let c = this.byApp.get(app);
     if (!c) this.byApp.set(app, (c = { inFlight: this.inFlight.labels({ app }), duration: this.duration.labels({ app }), status: new Map() }));
     const children = c;

@@ -89,7 +89,7 @@ export function openaiRoutes(deps: OpenAIRoutesDeps): Router {
     const deadline = requestDeadline(req);
     const ticket = apps.admit(entry); // 503 while the app is unregistered or the gateway stops; drains wait for it
     res.on('close', ticket.end);
-    const done = metrics.invocationStarted(entry.name);
+    const done = metrics.invocationStarted(entry.name, entry.appId);
     res.on('close', () => done(res.statusCode));
     const target = await functions.waitReady(entry.appId, Math.min(deadline, Date.now() + (deps.restartWaitMs ?? 30_000)));
     const abort = new AbortController();
