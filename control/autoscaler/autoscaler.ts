@@ -208,7 +208,7 @@ export class Autoscaler {
       this.belowSince.set(t.taskId, since);
       if (now - since < o.scaleDownDelayMs) return want(clamp(from), `steady (scale-down to ${clamp(down)} pending for ${fmt((now - since) / 1000)} s of ${o.scaleDownDelayMs / 1000} s)`, false, stable);
       this.belowSince.delete(t.taskId);
-      const halved = Math.ceil(from / o.maxScaleDownRate);
+      const halved = from <= 1 ? 0 : Math.ceil(from / o.maxScaleDownRate);
       const to = clamp(Math.max(down, halved));
       return want(to, `idle capacity: ${described(stable, o.stableWindowMs, xs)}${to === halved && halved > down ? ` (at most ÷${o.maxScaleDownRate} per step)` : ''}`, false, stable);
     }

@@ -107,7 +107,7 @@ export class LoadReader {
     const start = Math.max(this.lastSecond === undefined ? end - 2 : this.lastSecond + 1, end - MAX_LOOKBACK_S);
     const seconds: number[] = [];
     for (let s = start; s < end; s++) seconds.push(s);
-    if (seconds.length === 0) return { tasks: [], apps: [] };
+    // No complete second since the last read (a tick right after another, e.g. on a wake): held and in-flight still count.
     const windowMs = seconds.length * 1000;
     const names: string[] = [];
     for (const id of taskIds) {
@@ -119,14 +119,14 @@ export class LoadReader {
       for (const id of app.taskIds) for (const s of seconds) names.push(counterNames.invocations(app.appId, id, s));
     }
     const values = await this.store.readCounters(names);
-    this.lastSecond = end - 1;
+    if (seconds.length > 0) this.lastSecond = end - 1;
     let i = 0;
     const sum = () => seconds.reduce((a) => a + values[i++]!, 0);
     const tasks: TaskLoad[] = taskIds.map((taskId) => {
       const held = Math.max(0, values[i++]!);
       const arrivals = sum();
       const inFlight = routes.filter((r) => r.taskId === taskId).reduce((a, r) => a + Math.max(0, r.outstanding), 0);
-      return { taskId, at: now, windowMs, arrivalRps: arrivals / (windowMs / 1000), inFlight: inFlight + held, held };
+      return { taskId, at: now, windowMs, arrivalRps: windowMs > 0 ? arrivals / (windowMs / 1000) : 0, inFlight: inFlight + held, held };
     });
     const appLoads: AppLoad[] = apps.map((app) => {
       const requests = sum();
@@ -136,7 +136,7 @@ export class LoadReader {
         if (requests > 0 && invocations > 0) shape[id] = invocations / requests;
       }
       if (requests > 0) this.shapes.set(app.appId, shape);
-      return { appId: app.appId, at: now, windowMs, requestRps: requests / (windowMs / 1000), invocationsPerRequest: this.shapes.get(app.appId) ?? {} };
+      return { appId: app.appId, at: now, windowMs, requestRps: windowMs > 0 ? requests / (windowMs / 1000) : 0, invocationsPerRequest: this.shapes.get(app.appId) ?? {} };
     });
     return { tasks, apps: appLoads };
   }

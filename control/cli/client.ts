@@ -133,6 +133,10 @@ export class GatewayClient {
   scale(taskId: string, numDevices: number): Promise<TaskInfo> {
     return this.#json('/task/scale', { method: 'POST', headers: this.#headers(true), body: JSON.stringify({ task_id: taskId, num_devices: numDevices }) });
   }
+
+  autoscale(taskId: string, policy: { min: number; max: number; target?: number; slo_ms?: number }): Promise<TaskInfo> {
+    return this.#json('/task/autoscale', { method: 'POST', headers: this.#headers(true), body: JSON.stringify({ task_id: taskId, ...policy }) });
+  }
 }
 
 export interface ProfilePointInfo { devices_per_executor: number; concurrency: number; throughput_rps: number; p50_ms: number; p99_ms: number }
@@ -159,6 +163,12 @@ export interface TaskInfo {
   devices: Array<{ node: string; globalRank: number }>;
   /** `execution`: where the executor computes (its /health), null when it does not say. */
   executors: Array<{ executor_id: string; url: string; state: string; outstanding: number; execution?: { provider: string; device: string; cpuFallback: boolean } | null }>;
+  /** Autoscaling (null when the platform runs with --no-autoscale). */
+  desired?: number | null;
+  demand?: number | null;
+  capacity?: { per_executor_rps: number; source: string } | null;
+  autoscale?: { source: string; policy: { min: number; max: number; target?: number; slo_ms?: number } | null; cold_start_ms?: number; paused?: string } | null;
+  last_decision?: { at: number; from: number; to: number; reason: string } | null;
 }
 
 /** `body` whose every read must deliver within `ms`, else it fails with `silent()` (and the connection is closed). */

@@ -61,6 +61,13 @@ export async function tasksCommand(client: GatewayClient, io: Io): Promise<void>
   const tasks = await client.tasks();
   if (tasks.length === 0) return io.out('no unit tasks deployed');
   io.out(tasksTable(tasks));
+  // Each task's last decision and why (autoscaling on).
+  for (const t of tasks) {
+    const d = t.last_decision;
+    if (d) io.out(`${t.task_id}: ${new Date(d.at).toISOString()} ${d.from} -> ${d.to}: ${d.reason}`);
+    if (t.autoscale?.cold_start_ms !== undefined) io.out(`${t.task_id}: last cold start ${(t.autoscale.cold_start_ms / 1000).toFixed(1)} s`);
+    if (t.autoscale?.paused) io.out(`${t.task_id}: decisions paused: ${t.autoscale.paused}`);
+  }
 }
 
 /**
@@ -69,7 +76,7 @@ export async function tasksCommand(client: GatewayClient, io: Io): Promise<void>
  */
 export function tasksTable(tasks: TaskInfo[]): string {
   return table(
-    ['TASK ID', 'NAME', 'CLASS', 'CONFIG', 'STATE', 'USAGE', 'DEVICES', 'EXECUTORS', 'EXECUTION'],
+    ['TASK ID', 'NAME', 'CLASS', 'CONFIG', 'STATE', 'USAGE', 'DEVICES', 'EXECUTORS', 'EXECUTION', 'DESIRED', 'DEMAND', 'CAPACITY', 'AUTOSCALE'],
     tasks.map((t) => [
       t.task_id,
       t.name,
@@ -80,6 +87,10 @@ export function tasksTable(tasks: TaskInfo[]): string {
       t.devices.map((d) => `${d.node}:${d.globalRank}`).join(',') || '-',
       `${t.executors.filter((e) => e.state === 'ready').length} ready / ${t.executors.length}`,
       executionSummary(t.executors),
+      t.desired === null || t.desired === undefined ? '-' : String(t.desired),
+      t.demand === null || t.demand === undefined ? '-' : `${t.demand.toFixed(1)} req/s`,
+      t.capacity ? `${t.capacity.per_executor_rps.toFixed(1)} req/s/executor (${t.capacity.source})` : '-',
+      policyText(t),
     ]),
   );
 }
@@ -88,6 +99,35 @@ export function tasksTable(tasks: TaskInfo[]): string {
 function executionSummary(executors: TaskInfo['executors']): string {
   const seen = [...new Set(executors.map((e) => (e.execution ? (e.execution.provider === 'cpu' ? e.execution.device : `${e.execution.provider} ${e.execution.device}`) : '-')))];
   return seen.join('; ') || '-';
+}
+
+function policyText(t: TaskInfo): string {
+  const a = t.autoscale;
+  if (!a) return 'off';
+  if (!a.policy) return 'manual';
+  const p = a.policy;
+  return `${p.min}..${p.max} ${p.slo_ms !== undefined ? `slo ${p.slo_ms} ms` : `target ${p.target}`} (${a.source})`;
+}
+
+export async function autoscaleCommand(client: GatewayClient, task: string, opts: { min: string; max: string; target?: string; sloMs?: string }, io: Io): Promise<void> {
+  const int = (name: string, v: string) => {
+    const n = Number(v);
+    if (!Number.isInteger(n) || n < 0) throw new CliError(`--${name} must be an integer >= 0, got ${v}`);
+    return n;
+  };
+  if (opts.target !== undefined && opts.sloMs !== undefined) throw new CliError('give --target or --slo-ms, not both');
+  const num = (name: string, v: string) => {
+    const n = Number(v);
+    if (!(n > 0)) throw new CliError(`--${name} must be a number > 0, got ${v}`);
+    return n;
+  };
+  const t = await client.autoscale(task, {
+    min: int('min', opts.min),
+    max: int('max', opts.max),
+    ...(opts.target !== undefined ? { target: num('target', opts.target) } : {}),
+    ...(opts.sloMs !== undefined ? { slo_ms: num('slo-ms', opts.sloMs) } : {}),
+  });
+  io.out(`${t.task_id} (${t.name}) autoscales: ${policyText(t)}; ${t.executors.length} executor(s) now`);
 }
 
 /** `modality=image modelIds=a,b`: a task's config fields, compact. */

@@ -9,7 +9,7 @@ import { benchCommand } from './bench.js';
 import { simulateCommand } from '../../sim/command.js';
 import { planCommand } from '../../plan/command.js';
 import { DEFAULT_CLIENT_TIMEOUT_MS, GatewayClient } from './client.js';
-import { invokeCommand, listCommand, registerCommand, scaleCommand, tasksCommand, unregisterCommand, type Io } from './commands.js';
+import { autoscaleCommand, invokeCommand, listCommand, registerCommand, scaleCommand, tasksCommand, unregisterCommand, type Io } from './commands.js';
 import { CliError } from './errors.js';
 import { profileCommand, tasksWithProfilesCommand } from './profile.js';
 import { BODY_LIMIT_ENV, DEFAULT_BODY_LIMIT_BYTES } from '../../lib/body-limit.js';
@@ -75,6 +75,7 @@ program
       .default('auto')
       .env('CORNSERVE_DISPATCH'),
   )
+  .option('--no-autoscale', 'keep manual scaling only (by default every task autoscales: min 1, max = the pool, target 2 in flight per executor, unless its app or `cornserve autoscale` says otherwise)')
   .action(async (opts: UpCommandOptions) => {
     const { upCommand } = await import('./up.js');
     await upCommand(opts, io);
@@ -140,6 +141,15 @@ program
   .action((task: string, n: string) => scaleCommand(client(), task, n, io));
 
 program
+  .command('autoscale <task>')
+  .description('autoscale a unit task between --min and --max executors, by in-flight requests per executor (--target, default 2) or a latency SLO (--slo-ms); `cornserve scale` turns a task back to manual')
+  .requiredOption('--min <n>', 'fewest executors (0 = scale to zero: requests wait while one starts)')
+  .requiredOption('--max <n>', 'most executors (at most what the device pool holds)')
+  .option('--target <n>', 'in-flight requests per executor to aim for')
+  .option('--slo-ms <ms>', 'latency objective per invocation, in ms')
+  .action((task: string, opts: { min: string; max: string; target?: string; sloMs?: string }) => autoscaleCommand(client(), task, opts, io));
+
+program
   .command('manifests <file>')
   .description("print an app's ConfigMap and Knative Service (YAML) for kubectl apply -f - (CORNSERVE_* variables set image, namespace, autoscaling)")
   .option('--name <name>', "use this name instead of the app's own")
@@ -166,11 +176,12 @@ roleCommand('resource-manager', 'run the resource manager as its own process (de
   .addOption(new Option('--platform <kind>', 'where executors and app functions run').choices(['local', 'kubernetes']).env('CORNSERVE_PLATFORM').default('local'))
   .option('--devices <n>', 'local platform: virtual devices', '4')
   .option('--health-timeout-ms <ms>', "bound on one executor's start")
-  .action(async (opts: { port: string; host: string; redis?: string; platform: 'local' | 'kubernetes'; devices: string; healthTimeoutMs?: string }) => {
+  .option('--no-autoscale', 'keep manual scaling only (by default tasks autoscale; see `cornserve autoscale --help`)')
+  .action(async (opts: { port: string; host: string; redis?: string; platform: 'local' | 'kubernetes'; devices: string; healthTimeoutMs?: string; autoscale: boolean }) => {
     const { required, runRole, startResourceManagerRole } = await import('./roles.js');
     const redisUrl = required(opts.redis, REDIS_REQUIRED);
     await runRole(() => startResourceManagerRole({
-      redisUrl, platform: opts.platform, port: Number(opts.port), host: opts.host, devices: Number(opts.devices),
+      redisUrl, platform: opts.platform, port: Number(opts.port), host: opts.host, devices: Number(opts.devices), autoscale: opts.autoscale,
       ...(opts.healthTimeoutMs ? { healthTimeoutMs: Number(opts.healthTimeoutMs) } : {}),
     }), io);
   });

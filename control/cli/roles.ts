@@ -52,6 +52,8 @@ export interface ResourceManagerRoleOptions {
   healthTimeoutMs?: number;
   /** @default process.env (the Kubernetes platform's options come from it) */
   env?: NodeJS.ProcessEnv;
+  /** Autoscale the tasks (the CLI turns it on unless --no-autoscale). @default false */
+  autoscale?: boolean;
 }
 
 export function startResourceManagerRole(opts: ResourceManagerRoleOptions): Promise<RunningRole> {
@@ -85,7 +87,11 @@ export function startResourceManagerRole(opts: ResourceManagerRoleOptions): Prom
       sidecarUrls = local.sidecarUrls;
       platform = local.platform;
     }
-    const resources = new ResourceManager({ store, platform, sidecarUrls, ...(opts.healthTimeoutMs ? { healthTimeoutMs: opts.healthTimeoutMs } : {}) });
+    const resources = new ResourceManager({
+      store, platform, sidecarUrls,
+      ...(opts.healthTimeoutMs ? { healthTimeoutMs: opts.healthTimeoutMs } : {}),
+      ...(opts.autoscale ? { autoscale: {} } : {}), // the same decisions drive local children or Deployments
+    });
     closers.push(() => resources.close());
     // Kubernetes: reconcile (above) adopted the running executors, which keep serving; adopt() gives them task
     // managers again (scale, restarts) without restarting them. Local: the children died with the old process.

@@ -27,6 +27,7 @@ import { devicesOption } from '../platform/gpus.js';
 import type { LocalPlatform } from '../platform/local.js';
 import type { LogSink } from '../platform/child.js';
 import { ResourceManager } from '../resources/manager.js';
+import type { AutoscaleLoopOptions } from '../resources/autoscale-loop.js';
 import type { Store } from '../store/index.js';
 import { logger } from '../../lib/log.js';
 import { makeOwnedTempDir, removeStaleTempDirs } from '../../lib/temp-dirs.js';
@@ -82,6 +83,11 @@ export interface CornserveOptions {
    * dispatcher service), 'auto' = in-process with Redis, else cloudevent. @default $CORNSERVE_DISPATCH, else 'auto'
    */
   dispatch?: UpDispatch;
+  /**
+   * Autoscale the unit tasks (control/resources/autoscale-loop.ts) with these options; absent = manual scaling only.
+   * `cornserve up` passes {} unless --no-autoscale.
+   */
+  autoscale?: AutoscaleLoopOptions;
 }
 
 export type UpDispatch = 'auto' | DispatchMode;
@@ -143,7 +149,8 @@ export async function startCornserve(opts: CornserveOptions = {}): Promise<Corns
       env: { ...opts.childEnv, ...bodyLimitEnv(opts.bodyLimitBytes) }, // executors take what the gateway takes (lib/body-limit.ts)
       ...(opts.sidecars !== undefined ? { sidecars: opts.sidecars } : {}),
     });
-    const resources = new ResourceManager({ store, platform, sidecarUrls });
+    const autoscaleRegistry = new Registry();
+    const resources = new ResourceManager({ store, platform, sidecarUrls, ...(opts.autoscale ? { autoscale: { registry: autoscaleRegistry, ...opts.autoscale } } : {}) });
     closers.push(() => resources.close());
     if (opts.redisUrl) await resources.recover();
 
@@ -162,7 +169,7 @@ export async function startCornserve(opts: CornserveOptions = {}): Promise<Corns
       dispatcherUrl: dispatcher.localUrl ?? dispatcher.url,
       adminToken,
       registry: gatewayRegistry,
-      extraRegistries: [dispatcherRegistry],
+      extraRegistries: [dispatcherRegistry, autoscaleRegistry],
       ...(opts.bodyLimitBytes ? { bodyLimitBytes: opts.bodyLimitBytes } : {}),
       childEnv: functionEnv,
       recover: Boolean(opts.redisUrl),
@@ -233,6 +240,8 @@ export interface UpCommandOptions {
   /** ms (parsed by the option) */
   blockedLimit: number;
   dispatch: UpDispatch;
+  /** false with --no-autoscale */
+  autoscale: boolean;
 }
 
 /** The `up` command: start, print how to use it, wait for Ctrl-C / SIGTERM, stop, exit 0. */
@@ -255,6 +264,7 @@ export async function upCommand(
     bodyLimitBytes: Number(opts.bodyLimit),
     ...(opts.models ? { childEnv: { [MODELS_ENV]: modelDirs(opts.models.split(delimiter)).join(delimiter) } } : {}),
     dispatch: opts.dispatch,
+    ...(opts.autoscale !== false ? { autoscale: {} } : {}),
   });
   printBanner(cs, io);
   const recovered = cs.apps.entries();

@@ -8,6 +8,7 @@
  * restart), every app function deployed through this client is reported as exited (expected: false), so
  * AppFunctions restarts it there.
  */
+import type { AutoscalePolicy } from '../autoscaler/types.js';
 import { CornserveError, ndjsonLines, type UnitTask } from '../../functions/sdk/index.js';
 import { logger } from '../../lib/log.js';
 import { sleep } from '../../lib/wait.js';
@@ -66,6 +67,10 @@ export class ResourceManagerClient implements ResourceManagerApi, AppFunctionPla
 
   async listProfiles(): Promise<TaskProfile[]> {
     return (await this.#fetch('/profiles').then((r) => r.json())) as TaskProfile[];
+  }
+
+  async setAutoscale(taskId: string, policy: AutoscalePolicy, source: 'admin' | 'app'): Promise<TaskStatus> {
+    return (await this.#fetch('/tasks/autoscale', { method: 'POST', body: { taskId, policy, source } }).then((r) => r.json())) as TaskStatus;
   }
 
   async listTasks(): Promise<TaskStatus[]> {

@@ -83,3 +83,17 @@ export class ResourceManagerUnreachableError extends CornserveError {
     super('RESOURCE_MANAGER_UNREACHABLE', `the resource manager at ${url} is unreachable: ${reason}`, 503, { url });
   }
 }
+
+/** A bad autoscaling policy: 422 naming the field (min, max, target, slo_ms). */
+export class InvalidAutoscaleError extends CornserveError {
+  constructor(readonly field: string, message: string) {
+    super('INVALID_AUTOSCALE', `${field}: ${message}`, 422, { field });
+  }
+}
+
+/** POST /task/autoscale on a platform started with --no-autoscale. */
+export class AutoscalingOffError extends CornserveError {
+  constructor() {
+    super('AUTOSCALING_OFF', 'autoscaling is off on this platform (started with --no-autoscale); scale tasks with `cornserve scale`', 409);
+  }
+}

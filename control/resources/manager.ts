@@ -12,7 +12,7 @@ import type { UnitTask } from '../../functions/sdk/index.js';
 import { descriptorFor } from '../descriptors/registry.js';
 import type { LaunchSpec, TaskDescriptor } from '../descriptors/types.js';
 import type { Platform } from '../platform/types.js';
-import type { DeviceRef, ExecutorRoute, Store, UnitTaskRecord } from '../store/types.js';
+import type { AutoscaleRecord, DeviceRef, ExecutorRoute, Store, UnitTaskRecord } from '../store/types.js';
 import { TaskManager, type TaskManagerOptions } from '../taskmanager/manager.js';
 import { runProfile, type ProfileRunResult } from '../taskmanager/profiler-run.js';
 import type { ProfilerOptions } from '../taskmanager/profiler.js';
@@ -28,7 +28,9 @@ import {
   type Inventory,
 } from './allocation.js';
 import {
+  AutoscalingOffError,
   DeployError,
+  InvalidAutoscaleError,
   InvalidScaleError,
   ResourceManagerClosedError,
   ScaleBelowMinimumError,
@@ -36,6 +38,8 @@ import {
   TaskNotReadyError,
 } from './errors.js';
 import { KeyedMutex, Mutex } from './mutex.js';
+import { AutoscaleLoop, type AutoscaleLoopOptions } from './autoscale-loop.js';
+import type { AutoscalePolicy } from '../autoscaler/types.js';
 import { newTaskRecord, taskFromRecord as defaultTaskFromRecord } from './task-records.js';
 import { taskIdOf } from '../store/task-id.js';
 import type { DeployProgress, ResourceManagerApi, TaskStatus } from './types.js';
@@ -63,6 +67,8 @@ export interface ResourceManagerOptions {
   deviceKind?: string;
   /** Profiling runs (POST /task/profile); tests shorten the windows. */
   profiler?: Omit<ProfilerOptions, 'signal' | 'onPoint'>;
+  /** Autoscale the tasks (AutoscaleLoop, started by init()); absent = manual scaling only. */
+  autoscale?: AutoscaleLoopOptions;
 }
 
 interface Managed {
@@ -112,10 +118,27 @@ export class ResourceManager implements ResourceManagerApi {
   private closed = false;
   private readonly descriptorOf: (task: UnitTask) => TaskDescriptor;
   private readonly taskFromRecord: (record: UnitTaskRecord) => UnitTask;
+  /** The autoscaling loop, when on. */
+  readonly autoscaling: AutoscaleLoop | undefined;
 
   constructor(private readonly opts: ResourceManagerOptions) {
     this.descriptorOf = opts.descriptors ?? descriptorFor;
     this.taskFromRecord = opts.taskFromRecord ?? defaultTaskFromRecord;
+    if (opts.autoscale) {
+      this.autoscaling = new AutoscaleLoop(
+        opts.store,
+        {
+          runningTasks: () => [...this.managed].map(([taskId, m]) => ({ taskId, executors: m.tm.executors().length, devicesPerExecutor: m.launch.devicesPerExecutor })),
+          poolDevices: () => this.inventory.reduce((a, n) => a + n.devices.length, 0),
+          scaleExecutors: async (taskId, delta) => {
+            const m = this.managed.get(taskId);
+            if (!m) throw new TaskNotFoundError(taskId);
+            await this.scaleDevices(taskId, delta * m.launch.devicesPerExecutor);
+          },
+        },
+        opts.autoscale,
+      );
+    }
   }
 
   /** Builds the inventory from the platform's nodes, re-owning the devices the Store's tasks hold. Idempotent. */
@@ -130,6 +153,7 @@ export class ResourceManager implements ResourceManagerApi {
         }
       }
       await this.commitInventory(inventory);
+      this.autoscaling?.start();
     })().catch((e) => {
       this.initPromise = undefined;
       throw e;
@@ -164,7 +188,37 @@ export class ResourceManager implements ResourceManagerApi {
     if (errors.length) throw errors[0];
   }
 
+  /**
+   * Scaling by hand. With autoscaling on, the task turns manual (the loop leaves it alone) until
+   * `setAutoscale` gives it a policy again.
+   */
   async scale(taskId: string, deltaDevices: number): Promise<TaskStatus> {
+    const status = await this.scaleDevices(taskId, deltaDevices);
+    if (!this.autoscaling) return status;
+    await this.autoscaling.setPolicy(taskId, undefined, 'manual', status.executors.length);
+    return (await this.status(taskId))!;
+  }
+
+  async setAutoscale(taskId: string, policy: AutoscalePolicy, source: 'admin' | 'app'): Promise<TaskStatus> {
+    this.assertOpen();
+    await this.init();
+    const record = await this.opts.store.getTask(taskId);
+    if (!record) throw new TaskNotFoundError(taskId);
+    if (!this.autoscaling) throw new AutoscalingOffError();
+    const per = this.managed.get(taskId)?.launch.devicesPerExecutor ?? 1;
+    const poolExecutors = Math.floor(this.inventory.reduce((a, n) => a + n.devices.length, 0) / per);
+    if (!Number.isInteger(policy.min) || policy.min < 0) throw new InvalidAutoscaleError('min', `must be an integer >= 0, got ${policy.min}`);
+    if (!Number.isInteger(policy.max) || policy.max < 1) throw new InvalidAutoscaleError('max', `must be an integer >= 1, got ${policy.max}`);
+    if (policy.min > policy.max) throw new InvalidAutoscaleError('min', `min ${policy.min} is greater than max ${policy.max}`);
+    if (policy.max > poolExecutors) throw new InvalidAutoscaleError('max', `max ${policy.max} is beyond the pool: ${poolExecutors} executor(s) of ${per} device(s) fit`);
+    if ('target' in policy && !(policy.target > 0)) throw new InvalidAutoscaleError('target', `must be > 0, got ${policy.target}`);
+    if ('sloMs' in policy && !(policy.sloMs > 0)) throw new InvalidAutoscaleError('slo_ms', `must be > 0, got ${policy.sloMs}`);
+    await this.autoscaling.setPolicy(taskId, policy, source, this.managed.get(taskId)?.tm.executors().length ?? 0);
+    return (await this.status(taskId))!;
+  }
+
+  /** ± devices (multiples of devicesPerExecutor); removal drains. The autoscaler's way in (no manual pin). */
+  private async scaleDevices(taskId: string, deltaDevices: number): Promise<TaskStatus> {
     this.assertOpen();
     await this.init();
     if (!Number.isInteger(deltaDevices) || deltaDevices === 0) throw new InvalidScaleError(`num_devices must be a non-zero integer, got ${deltaDevices}`);
@@ -229,14 +283,24 @@ export class ResourceManager implements ResourceManagerApi {
   }
 
   async listTasks(): Promise<TaskStatus[]> {
-    const [records, routes] = await Promise.all([this.opts.store.listTasks(), this.opts.store.listExecutors()]);
-    return records.map((r) => ({ ...r, name: this.nameOf(r), executors: routes.filter((x) => x.taskId === r.taskId) }));
+    const [records, routes, autoscale] = await Promise.all([
+      this.opts.store.listTasks(),
+      this.opts.store.listExecutors(),
+      this.autoscaling ? this.opts.store.listAutoscale() : Promise.resolve([]),
+    ]);
+    return records.map((r) => this.withAutoscale({ ...r, name: this.nameOf(r), executors: routes.filter((x) => x.taskId === r.taskId) }, autoscale.find((a) => a.taskId === r.taskId)));
   }
 
   async status(taskId: string): Promise<TaskStatus | undefined> {
     const record = await this.opts.store.getTask(taskId);
     if (!record) return undefined;
-    return { ...record, name: this.nameOf(record), executors: await this.opts.store.listExecutors(taskId) };
+    const autoscale = this.autoscaling ? await this.opts.store.getAutoscale(taskId) : undefined;
+    return this.withAutoscale({ ...record, name: this.nameOf(record), executors: await this.opts.store.listExecutors(taskId) }, autoscale);
+  }
+
+  private withAutoscale(status: TaskStatus, record: AutoscaleRecord | undefined): TaskStatus {
+    const autoscale = this.autoscaling?.status(status.taskId, record);
+    return autoscale ? { ...status, autoscale } : status;
   }
 
   /**
@@ -305,6 +369,7 @@ export class ResourceManager implements ResourceManagerApi {
    */
   async close(): Promise<void> {
     this.closed = true;
+    await this.autoscaling?.stop();
     const all = [...this.managed.entries()];
     this.managed.clear();
     await Promise.allSettled(all.map(([, m]) => m.tm.stop({ drain: false })));
@@ -467,6 +532,8 @@ export class ResourceManager implements ResourceManagerApi {
     if (m) await m.tm.stop({ drain: true, graceMs: this.opts.drainGraceMs });
     await this.removeStaleRoutes(taskId);
     await this.changeInventory((inv) => freeOwner(inv, taskId).inventory);
+    await this.opts.store.deleteAutoscale(taskId);
+    this.autoscaling?.autoscaler.forget(taskId);
     await this.opts.store.deleteTask(taskId);
     log.info({ task: taskId }, 'task torn down');
   }

@@ -7,6 +7,7 @@
  *   POST   /tasks/deploy   {tasks}      application/x-ndjson: {progress} lines, then {taskIds} or {error}
  *   POST   /tasks/release  {taskIds}    204
  *   POST   /tasks/scale    {taskId, delta} -> TaskStatus
+ *   POST   /tasks/autoscale {taskId, policy, source} -> TaskStatus
  *   GET    /tasks                       -> TaskStatus[]
  *   POST   /app-functions  AppFunctionSpec -> AppFunctionInstance (after the platform has it running)
  *   DELETE /app-functions/:appId        204
@@ -47,6 +48,11 @@ const deployBody = z.object({ tasks: z.array(taskWire) });
 const releaseBody = z.object({ taskIds: z.array(z.string().min(1)) });
 const scaleBody = z.object({ taskId: z.string().min(1), delta: z.number().int() });
 const profileBody = z.object({ taskId: z.string().min(1) });
+const policySchema = z.union([
+  z.object({ min: z.number(), max: z.number(), target: z.number() }),
+  z.object({ min: z.number(), max: z.number(), sloMs: z.number() }),
+]);
+const autoscaleBody = z.object({ taskId: z.string().min(1), policy: policySchema, source: z.enum(['admin', 'app']) });
 const launchSchema = z.looseObject({ kind: z.string(), entry: z.string(), image: z.string(), args: z.array(z.string()), devicesPerExecutor: z.number() });
 const appFunctionBody = z.object({
   appId: z.string().min(1),
@@ -102,6 +108,11 @@ export function buildResourceServer(deps: ResourceServerDeps): express.Express {
   }));
 
   app.get('/profiles', route(async (_req, res) => void res.json(await resources.listProfiles())));
+
+  app.post('/tasks/autoscale', route(async (req, res) => {
+    const { taskId, policy, source } = parseOr422(autoscaleBody, req.body, 'autoscale request');
+    res.json(await resources.setAutoscale(taskId, policy, source));
+  }));
 
   app.get('/tasks', route(async (_req, res) => void res.json(await resources.listTasks())));
 

@@ -4,9 +4,25 @@
  * and tears down when the last user leaves.
  */
 import type { UnitTask } from '../../functions/sdk/index.js';
-import type { ExecutorRoute, UnitTaskRecord } from '../store/types.js';
+import type { AutoscaleRecord, ExecutorRoute, UnitTaskRecord } from '../store/types.js';
 import type { ProfileRunResult } from '../taskmanager/profiler-run.js';
-import type { TaskProfile } from '../autoscaler/types.js';
+import type { AutoscalePolicy, TaskCapacity, TaskProfile } from '../autoscaler/types.js';
+
+/** A task's autoscaling as `/tasks/list` shows it (absent when the platform runs without autoscaling). */
+export interface AutoscaleStatus {
+  /** undefined = manual (scaled by hand; `cornserve autoscale` turns it back on). */
+  policy?: AutoscalePolicy;
+  source: AutoscaleRecord['source'];
+  /** Executors last decided. */
+  desired: number;
+  /** Offered load (req/s) at the last decision. */
+  demandRps: number;
+  capacity?: TaskCapacity;
+  lastDecision?: AutoscaleRecord['lastDecision'];
+  coldStart?: AutoscaleRecord['coldStart'];
+  /** Why decisions are paused (Store unreachable), when they are. */
+  paused?: string;
+}
 
 export interface DeployProgress {
   task: string; // the unit task's name, e.g. "encoder-image-tiny-vlm-a"
@@ -18,6 +34,7 @@ export interface DeployProgress {
 export interface TaskStatus extends UnitTaskRecord {
   name: string;
   executors: ExecutorRoute[];
+  autoscale?: AutoscaleStatus;
 }
 
 export interface ResourceManagerApi {
@@ -36,4 +53,10 @@ export interface ResourceManagerApi {
   profile(taskId: string): Promise<ProfileRunResult>;
   /** The stored profiles of this platform's device kind. */
   listProfiles(): Promise<TaskProfile[]>;
+  /**
+   * Sets a task's autoscaling policy. `source` 'admin' (POST /task/autoscale) always wins; 'app' (defineApp
+   * autoscaling) applies unless an admin policy is set. 404 unknown task, 422 naming the field (min > max, max beyond
+   * the pool), 409 AUTOSCALING_OFF without autoscaling.
+   */
+  setAutoscale(taskId: string, policy: AutoscalePolicy, source: 'admin' | 'app'): Promise<TaskStatus>;
 }

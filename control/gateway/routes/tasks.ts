@@ -9,6 +9,7 @@ import { parseOr422 } from '../../../lib/http.js';
 import type { ResourceManagerApi, TaskStatus } from '../../resources/types.js';
 import { requestDeadline } from '../deadline.js';
 import { readExecution } from '../executor-execution.js';
+import { DEFAULT_TARGET_IN_FLIGHT } from '../../autoscaler/autoscaler.js';
 import { BadRequestError, DispatcherUnavailableError } from '../errors.js';
 import type { GatewayMetrics } from '../metrics.js';
 import { forward } from '../proxy.js';
@@ -32,8 +33,23 @@ const scaleBody = z
   })
   .refine((b) => b.num_devices !== undefined || b.num_gpus !== undefined, { message: 'num_devices is required (+n adds devices, -n removes them)', path: ['num_devices'] });
 
+const autoscaleBody = z
+  .object({
+    task_id: z.string().min(1),
+    min: z.number().int().min(0),
+    max: z.number().int().min(1),
+    target: z.number().positive().optional(),
+    slo_ms: z.number().positive().optional(),
+  })
+  .refine((b) => !(b.target !== undefined && b.slo_ms !== undefined), { message: 'give target or slo_ms, not both', path: ['slo_ms'] })
+  .refine((b) => b.min <= b.max, { message: 'min must not be greater than max', path: ['min'] });
+
+/** How many executors a task has: ready ones count as serving. */
+const readyCount = (t: TaskStatus) => t.executors.filter((e) => e.state === 'ready').length;
+
 /** The wire form of a task in /tasks/list and /task/scale replies. */
 export function taskJSON(t: TaskStatus) {
+  const a = t.autoscale;
   return {
     task_id: t.taskId,
     name: t.name,
@@ -43,6 +59,20 @@ export function taskJSON(t: TaskStatus) {
     usage: t.usage,
     devices: t.devices,
     executors: t.executors.map((e) => ({ executor_id: e.executorId, url: e.url, state: e.state, outstanding: e.outstanding, devices: e.devices })),
+    // Autoscaling (null fields when the platform runs with --no-autoscale)
+    ready_executors: readyCount(t),
+    desired: a ? a.desired : null,
+    demand: a ? a.demandRps : null,
+    capacity: a?.capacity ? { per_executor_rps: a.capacity.perExecutorRps, source: a.capacity.source } : null,
+    autoscale: a
+      ? {
+          source: a.source,
+          policy: a.policy ? { min: a.policy.min, max: a.policy.max, ...('target' in a.policy ? { target: a.policy.target } : { slo_ms: a.policy.sloMs }) } : null,
+          ...(a.coldStart ? { cold_start_ms: a.coldStart.ms } : {}),
+          ...(a.paused ? { paused: a.paused } : {}),
+        }
+      : null,
+    last_decision: a?.lastDecision ?? null,
   };
 }
 
@@ -62,6 +92,12 @@ export function taskRoutes(deps: TaskRoutesDeps): Router {
     const delta = body.num_devices ?? body.num_gpus!;
     if (delta === 0) throw new BadRequestError('num_devices must not be 0: give +n to add devices or -n to remove them');
     res.json(taskJSON(await deps.resources.scale(body.task_id, delta)));
+  });
+
+  r.post('/task/autoscale', deps.admin, deps.json, async (req, res) => {
+    const body = parseOr422(autoscaleBody, req.body, 'autoscale body');
+    const policy = body.slo_ms !== undefined ? { min: body.min, max: body.max, sloMs: body.slo_ms } : { min: body.min, max: body.max, target: body.target ?? DEFAULT_TARGET_IN_FLIGHT };
+    res.json(taskJSON(await deps.resources.setAutoscale(body.task_id, policy, 'admin')));
   });
 
   r.post('/tasks/invoke', deps.json, async (req, res) => {

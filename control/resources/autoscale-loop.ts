@@ -1,0 +1,281 @@
+/**
+ * The autoscaling loop (I/O) inside the resource manager: every tick (2 s) it reads the load signals from the
+ * Store, asks the pure Autoscaler (control/autoscaler) what each task should have, fits that into the device pool
+ * (planPool), and applies the changes through the resource manager's scale (which drains what it removes).
+ *
+ *  - A Store failure pauses decisions (nothing is scaled on stale data); the next good read resumes them.
+ *  - Each task's change runs on its own: a slow start or drain never delays other tasks' decisions; an executor that
+ *    fails to start is backed off (1 s · 2^n up to 30 s), and the failure is in its last_decision.
+ *  - Devices moved between tasks (pool full): the donors are scaled down (drained) before the receivers go up.
+ *  - A dispatcher holding invocations of a task at zero executors publishes a `wake`: the loop ticks at once.
+ *  - Policies, desired counts, the last decision and the last cold start are AutoscaleRecords in the Store, so a
+ *    restarted resource manager (Redis) carries on with them.
+ */
+import { Gauge, type Registry } from 'prom-client';
+import { logger } from '../../lib/log.js';
+import { Autoscaler, defaultPolicy, type AutoscalerOptions, type CapacityProvider, type TaskWant } from '../autoscaler/autoscaler.js';
+import { planPool, type PoolTask } from '../autoscaler/pool.js';
+import { LoadReader } from '../autoscaler/signals.js';
+import type { AutoscalePolicy, TaskCapacity } from '../autoscaler/types.js';
+import type { AutoscaleRecord, Store } from '../store/types.js';
+import type { AutoscaleStatus } from './types.js';
+
+const log = logger('autoscaler');
+
+/** What the loop needs from the resource manager. */
+export interface AutoscaleTarget {
+  /** The tasks it runs now (ready or not), with their executor counts. */
+  runningTasks(): Array<{ taskId: string; executors: number; devicesPerExecutor: number }>;
+  /** Devices in the pool (all nodes). */
+  poolDevices(): number;
+  /** ± executors through the resource manager's scale (drains what it removes). */
+  scaleExecutors(taskId: string, deltaExecutors: number): Promise<void>;
+}
+
+export interface AutoscaleLoopOptions {
+  /** Windows, panic threshold, scale-down delay (tests use short ones). */
+  autoscaler?: Partial<AutoscalerOptions>;
+  /** Capacity per executor (profiles, live estimates); undefined answers fall back to the Little's-law default. */
+  capacity?: CapacityProvider;
+  /** @default 2000 */
+  tickMs?: number;
+  /** Gauges per task go here. */
+  registry?: Registry;
+  /** Backoff after a failed scale-up. @default {baseMs: 1000, maxMs: 30000} */
+  backoff?: { baseMs?: number; maxMs?: number };
+  /** @default Date.now */
+  now?: () => number;
+}
+
+/** Admin beats app beats default; 'manual' (scaled by hand; always taken) is left alone until an admin policy comes. */
+const RANK: Record<AutoscaleRecord['source'], number> = { default: 0, app: 1, manual: 2, admin: 3 };
+
+export class AutoscaleLoop {
+  readonly autoscaler: Autoscaler;
+  private readonly reader: LoadReader;
+  private readonly tickMs: number;
+  private readonly now: () => number;
+  private timer: NodeJS.Timeout | undefined;
+  private unsubscribe: (() => void) | undefined;
+  private ticking: Promise<void> | undefined;
+  private again = false;
+  private stopped = false;
+  /** taskId -> its scale operation in progress */
+  private readonly busy = new Map<string, Promise<void>>();
+  private readonly backoff = new Map<string, { until: number; attempts: number }>();
+  /** taskId -> demand and capacity at the last decision */
+  private readonly last = new Map<string, { demandRps: number; capacity?: TaskCapacity }>();
+  /** Why decisions are paused (Store unreachable), or undefined. */
+  paused: string | undefined;
+  private readonly gauges: Record<'desired' | 'actual' | 'demand' | 'capacity' | 'coldStart', Gauge<'task_id'>> | undefined;
+
+  constructor(
+    private readonly store: Store,
+    private readonly target: AutoscaleTarget,
+    private readonly options: AutoscaleLoopOptions = {},
+  ) {
+    this.autoscaler = new Autoscaler(options.autoscaler, options.capacity);
+    this.reader = new LoadReader(store);
+    this.tickMs = options.tickMs ?? 2000;
+    this.now = options.now ?? Date.now;
+    const registers = options.registry ? [options.registry] : undefined;
+    if (registers) {
+      const gauge = (name: string, help: string) => new Gauge({ name, help, labelNames: ['task_id'], registers });
+      this.gauges = {
+        desired: gauge('cornserve_autoscale_desired_executors', 'Executors the autoscaler decided per task'),
+        actual: gauge('cornserve_autoscale_executors', 'Executors per task at the last decision'),
+        demand: gauge('cornserve_autoscale_demand_rps', 'Offered load per task (req/s) at the last decision'),
+        capacity: gauge('cornserve_autoscale_capacity_rps', 'Capacity per executor (req/s) the last decision used'),
+        coldStart: gauge('cornserve_autoscale_cold_start_seconds', 'Duration of the last start from zero executors'),
+      };
+    }
+  }
+
+  start(): void {
+    if (this.timer || this.stopped) return;
+    this.unsubscribe = this.store.subscribe((change) => {
+      if (change.kind === 'wake') void this.tick();
+    });
+    this.timer = setInterval(() => void this.tick(), this.tickMs);
+    this.timer.unref();
+    log.info({ tickMs: this.tickMs, ...this.autoscaler.options }, 'autoscaling on');
+  }
+
+  async stop(): Promise<void> {
+    this.stopped = true;
+    if (this.timer) clearInterval(this.timer);
+    this.unsubscribe?.();
+    await this.ticking;
+    await Promise.allSettled([...this.busy.values()]);
+  }
+
+  /** One decision round (serialised: a tick asked for while one runs runs right after it). */
+  tick(): Promise<void> {
+    if (this.stopped) return Promise.resolve();
+    if (this.ticking) {
+      this.again = true;
+      return this.ticking;
+    }
+    this.ticking = this.round()
+      .catch((err: unknown) => log.error({ err }, 'autoscaling round failed'))
+      .finally(() => {
+        this.ticking = undefined;
+        if (this.again) {
+          this.again = false;
+          void this.tick();
+        }
+      });
+    return this.ticking;
+  }
+
+  /** The per-task view `/tasks/list` shows. */
+  status(taskId: string, record: AutoscaleRecord | undefined): AutoscaleStatus | undefined {
+    if (!record) return undefined;
+    const last = this.last.get(taskId);
+    return {
+      ...(record.policy ? { policy: record.policy } : {}),
+      source: record.source,
+      desired: record.desired,
+      demandRps: last?.demandRps ?? 0,
+      ...(last?.capacity ? { capacity: last.capacity } : {}),
+      ...(record.lastDecision ? { lastDecision: record.lastDecision } : {}),
+      ...(record.coldStart ? { coldStart: record.coldStart } : {}),
+      ...(this.paused ? { paused: this.paused } : {}),
+    };
+  }
+
+  /**
+   * Sets a policy unless one of higher rank is in force (admin > manual > app > default); returns the record kept.
+   * The record's desired count stays.
+   */
+  async setPolicy(taskId: string, policy: AutoscalePolicy | undefined, source: AutoscaleRecord['source'], executors: number): Promise<AutoscaleRecord> {
+    const current = await this.store.getAutoscale(taskId);
+    if (current && source !== 'admin' && source !== 'manual' && RANK[current.source] > RANK[source]) return current;
+    const record: AutoscaleRecord = { ...(current ?? { desired: executors }), taskId, source, ...(policy ? { policy } : {}) };
+    if (!policy) delete record.policy;
+    await this.store.putAutoscale(record);
+    log.info({ task: taskId, source, policy: policy ?? 'manual' }, 'autoscaling policy set');
+    if (policy) void this.tick();
+    return record;
+  }
+
+  private async round(): Promise<void> {
+    const now = this.now();
+    const running = this.target.runningTasks();
+    let records: AutoscaleRecord[];
+    let loads: Awaited<ReturnType<LoadReader['read']>>;
+    let readyIds: Set<string>;
+    try {
+      const [recs, apps, routes, tasks] = await Promise.all([this.store.listAutoscale(), this.store.listApps(), this.store.listExecutors(), this.store.listTasks()]);
+      records = recs;
+      readyIds = new Set(tasks.filter((t) => t.state === 'ready').map((t) => t.taskId));
+      const ids = running.map((t) => t.taskId);
+      loads = await this.reader.read(now, ids, apps.map((a) => ({ appId: a.appId, taskIds: a.taskIds.filter((id) => ids.includes(id)) })), routes);
+    } catch (err) {
+      if (!this.paused) log.warn({ err: (err as Error).message }, 'autoscaling paused: the Store cannot be read (nothing is scaled on stale data)');
+      this.paused = `the Store cannot be read: ${(err as Error).message}`;
+      return;
+    }
+    if (this.paused) log.info('autoscaling resumed: the Store answers again');
+    this.paused = undefined;
+    this.autoscaler.observe(loads.tasks, loads.apps);
+
+    const pool = this.target.poolDevices();
+    const recordOf = new Map(records.map((r) => [r.taskId, r]));
+    const policyOf = (t: { taskId: string; devicesPerExecutor: number }): AutoscalePolicy | undefined => {
+      const r = recordOf.get(t.taskId);
+      if (r?.source === 'manual') return undefined;
+      return r?.policy ?? defaultPolicy(Math.floor(pool / t.devicesPerExecutor));
+    };
+    // Tasks seen for the first time get their default policy recorded (the dispatcher and /tasks/list read it).
+    for (const t of running) {
+      if (recordOf.has(t.taskId) || !readyIds.has(t.taskId)) continue;
+      const record: AutoscaleRecord = { taskId: t.taskId, policy: policyOf(t)!, source: 'default', desired: t.executors };
+      recordOf.set(t.taskId, record);
+      await this.store.putAutoscale(record).catch((err: unknown) => log.warn({ err, task: t.taskId }, 'cannot record the default policy'));
+    }
+
+    const auto = running.filter((t) => readyIds.has(t.taskId) && policyOf(t) && !this.busy.has(t.taskId));
+    const wants = new Map<string, TaskWant>(
+      this.autoscaler.decide(now, auto.map((t) => ({ taskId: t.taskId, executors: t.executors, policy: policyOf(t)! }))).map((w) => [w.taskId, w]),
+    );
+    const poolTasks: PoolTask[] = running.map((t) => {
+      const w = wants.get(t.taskId);
+      const fixed = { taskId: t.taskId, current: t.executors, want: t.executors, min: t.executors, devicesPerExecutor: t.devicesPerExecutor, demandRps: 0 };
+      if (!w) return fixed; // manual, busy or not ready: holds what it has
+      return {
+        ...fixed,
+        want: w.to,
+        min: Math.min(policyOf(t)!.min, w.to),
+        demandRps: w.demandRps,
+        ...(w.capacity ? { perExecutorRps: w.capacity.perExecutorRps } : {}),
+      };
+    });
+    const grants = new Map(planPool(poolTasks, pool).map((g) => [g.taskId, g]));
+
+    const downs: Array<Promise<void>> = [];
+    const ups: Array<() => void> = [];
+    for (const t of auto) {
+      const w = wants.get(t.taskId)!;
+      const grant = grants.get(t.taskId)!;
+      this.last.set(t.taskId, { demandRps: w.demandRps, ...(w.capacity ? { capacity: w.capacity } : {}) });
+      this.gauge(t.taskId, grant.to, t.executors, w);
+      if (grant.to === t.executors) continue;
+      const backoff = this.backoff.get(t.taskId);
+      if (grant.to > t.executors && backoff && backoff.until > now) continue;
+      const reason = grant.reason ? `${w.reason}; ${grant.reason}` : w.reason;
+      const decision = { at: now, from: t.executors, to: grant.to, reason };
+      if (grant.to < t.executors) downs.push(this.apply(t.taskId, decision, Promise.resolve()));
+      else ups.push(() => void this.apply(t.taskId, decision, Promise.allSettled(downs).then(() => undefined)));
+    }
+    for (const up of ups) up(); // after the downs: devices moved between tasks are drained before they move
+  }
+
+  /** Runs one decision (after `after`), records it, backs off a failed scale-up. Never throws. */
+  private apply(taskId: string, decision: NonNullable<AutoscaleRecord['lastDecision']>, after: Promise<void>): Promise<void> {
+    log.info({ task: taskId, from: decision.from, to: decision.to, reason: decision.reason }, 'autoscale decision');
+    const op = (async () => {
+      await after;
+      const started = this.now();
+      try {
+        await this.target.scaleExecutors(taskId, decision.to - decision.from);
+        this.backoff.delete(taskId);
+        const coldStart = decision.from === 0 ? { ms: this.now() - started, at: this.now() } : undefined;
+        if (coldStart) {
+          log.info({ task: taskId, ms: coldStart.ms }, 'cold start: first executor ready');
+          this.gauges?.coldStart.set({ task_id: taskId }, coldStart.ms / 1000);
+        }
+        await this.record(taskId, { desired: decision.to, lastDecision: decision, ...(coldStart ? { coldStart } : {}) });
+      } catch (err) {
+        const attempts = (this.backoff.get(taskId)?.attempts ?? 0) + 1;
+        const { baseMs = 1000, maxMs = 30_000 } = this.options.backoff ?? {};
+        const waitMs = Math.min(maxMs, baseMs * 2 ** (attempts - 1));
+        this.backoff.set(taskId, { until: this.now() + waitMs, attempts });
+        const failed = { ...decision, to: decision.from, reason: `${decision.reason}; FAILED to scale to ${decision.to}: ${(err as Error).message}; next attempt in ${waitMs / 1000} s` };
+        log.warn({ task: taskId, attempts, waitMs, err: (err as Error).message }, 'autoscale decision failed; backing off');
+        await this.record(taskId, { lastDecision: failed });
+      }
+    })().finally(() => this.busy.delete(taskId));
+    this.busy.set(taskId, op);
+    return op;
+  }
+
+  private async record(taskId: string, patch: Partial<AutoscaleRecord>): Promise<void> {
+    try {
+      const current = await this.store.getAutoscale(taskId);
+      if (!current) return; // the task was torn down meanwhile
+      await this.store.putAutoscale({ ...current, ...patch });
+    } catch (err) {
+      log.warn({ err: (err as Error).message, task: taskId }, 'cannot record the autoscale decision');
+    }
+  }
+
+  private gauge(taskId: string, desired: number, actual: number, w: TaskWant): void {
+    if (!this.gauges) return;
+    const labels = { task_id: taskId };
+    this.gauges.desired.set(labels, desired);
+    this.gauges.actual.set(labels, actual);
+    this.gauges.demand.set(labels, w.demandRps);
+    this.gauges.capacity.set(labels, w.capacity?.perExecutorRps ?? 0);
+  }
+}
