@@ -19,7 +19,8 @@ import {
   type UnitTask,
 } from '../../functions/sdk/index.js';
 import '../../functions/tasks/index.js'; // registers the built-in task classes for taskFromJSON
-import type { CheckResult } from '../../functions/runtime/check.js';
+import type { CheckedUnitTask, CheckResult } from '../../functions/runtime/check.js';
+import { DEFAULT_TARGET_IN_FLIGHT } from '../autoscaler/autoscaler.js';
 import { descriptorFor } from '../descriptors/registry.js';
 import type { DeployProgress, ResourceManagerApi } from '../resources/types.js';
 import { StoreConflictError, taskIdOf, type AppRecord, type AppState, type Store } from '../store/index.js';
@@ -79,6 +80,21 @@ export interface AppEntry {
 }
 
 const messageOf = (e: unknown) => (isCornserveError(e) || e instanceof Error ? e.message : String(e));
+
+/** The app's autoscaling defaults (defineApp autoscaling) for its unit tasks; a platform without autoscaling ignores them. */
+async function applyAppAutoscaling(resources: ResourceManagerApi, ids: string[], units: CheckedUnitTask[]): Promise<void> {
+  for (const [i, unit] of units.entries()) {
+    const a = unit.autoscaling;
+    if (!a) continue;
+    const policy = a.sloMs !== undefined ? { min: a.min, max: a.max, sloMs: a.sloMs } : { min: a.min, max: a.max, target: a.target ?? DEFAULT_TARGET_IN_FLIGHT };
+    try {
+      await resources.setAutoscale(ids[i]!, policy, 'app');
+    } catch (e) {
+      if ((e as { code?: unknown }).code === 'AUTOSCALING_OFF') return;
+      throw e;
+    }
+  }
+}
 
 export class AppManager {
   readonly #apps = new Map<string, AppEntry>();
@@ -229,6 +245,7 @@ export class AppManager {
         if (!reported.has(id)) emit({ type: 'progress', task: taskNames[i]!, task_id: id, state: 'ready' });
       });
       if (ids.some((id, i) => id !== taskIds[i])) await store.putApp({ ...record, taskIds: ids });
+      await applyAppAutoscaling(resources, ids, check.unit_tasks);
       await functions.start({ appId, name, source });
       await store.setAppState(appId, 'ready');
       this.#apps.get(appId)!.state = 'ready';

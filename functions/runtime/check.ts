@@ -18,6 +18,8 @@ export interface CheckedUnitTask {
   root_class: string;
   name: string;
   task: UnitTaskJSON;
+  /** The app's autoscaling default for this unit task (defineApp autoscaling), when it has one. */
+  autoscaling?: { min: number; max: number; target?: number; sloMs?: number };
 }
 
 export type CheckResult =
@@ -30,7 +32,10 @@ export async function checkAppFile(file: string): Promise<CheckResult> {
     return {
       ok: true,
       name: app.name,
-      unit_tasks: app.unitTasks().map((t) => ({ task_class: t.constructor.name, root_class: t.rootClass.name, name: t.name, task: t.toJSON() })),
+      unit_tasks: app.unitTasks().map((t) => {
+        const autoscaling = app.autoscalingOf(t);
+        return { task_class: t.constructor.name, root_class: t.rootClass.name, name: t.name, task: t.toJSON(), ...(autoscaling ? { autoscaling } : {}) };
+      }),
       request_example: requestExample(app.request),
       request_example_full: requestExample(app.request, true),
       request_fields: requestFields(app.request),

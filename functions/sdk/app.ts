@@ -23,12 +23,27 @@ export interface AppSpec<Req, Res> {
   /** Validates the response, or each chunk when serve() streams. */
   response: z.ZodType<Res>;
   serve(request: Req): Promise<ServeResult<Res>> | AsyncIterable<Res>;
+  /**
+   * Autoscaling defaults per task (keys of `tasks`), applied to every unit task of that task when the app is
+   * registered, unless an operator set a policy (`cornserve autoscale`). `target` = in-flight requests per
+   * executor (default 2), or `sloMs` = a latency objective. `min: 0` lets the task scale to zero.
+   */
+  autoscaling?: Record<string, AppAutoscaling>;
+}
+
+export interface AppAutoscaling {
+  min: number;
+  max: number;
+  target?: number;
+  sloMs?: number;
 }
 
 export interface App<Req = any, Res = any> extends Readonly<AppSpec<Req, Res>> {
   readonly [APP_MARK]: true;
   /** The deduplicated unit tasks this app needs deployed. */
   unitTasks(): UnitTask[];
+  /** The autoscaling default of each unit task that has one (from `autoscaling`). */
+  autoscalingOf(unit: UnitTask): AppAutoscaling | undefined;
 }
 
 export const APP_NAME_PATTERN = /^[a-z][a-z0-9-]{0,62}$/;
@@ -51,6 +66,29 @@ export function appSpecProblems(spec: unknown): string[] {
   else
     for (const [k, t] of Object.entries(s.tasks))
       if (!(t instanceof Task)) problems.push(`tasks.${k} is not a Task (make it with new SomeTask({...}))`);
+  if (s.autoscaling !== undefined) problems.push(...autoscalingProblems(s.autoscaling, s.tasks));
+  return problems;
+}
+
+function autoscalingProblems(autoscaling: unknown, tasks: unknown): string[] {
+  if (typeof autoscaling !== 'object' || autoscaling === null || Array.isArray(autoscaling)) return ['autoscaling must be an object: {taskName: {min, max, target?}}'];
+  const problems: string[] = [];
+  const names = typeof tasks === 'object' && tasks !== null ? Object.keys(tasks) : [];
+  const isInt = (v: unknown, least: number) => typeof v === 'number' && Number.isInteger(v) && v >= least;
+  for (const [k, p] of Object.entries(autoscaling as Record<string, Partial<AppAutoscaling>>)) {
+    const at = `autoscaling.${k}`;
+    if (!names.includes(k)) problems.push(`${at}: no task named ${k} in tasks`);
+    if (typeof p !== 'object' || p === null) {
+      problems.push(`${at} must be {min, max, target?} or {min, max, sloMs}`);
+      continue;
+    }
+    if (!isInt(p.min, 0)) problems.push(`${at}.min must be an integer >= 0`);
+    if (!isInt(p.max, 1)) problems.push(`${at}.max must be an integer >= 1`);
+    if (isInt(p.min, 0) && isInt(p.max, 1) && p.min! > p.max!) problems.push(`${at}.min must not be greater than max`);
+    if (p.target !== undefined && p.sloMs !== undefined) problems.push(`${at}: give target or sloMs, not both`);
+    if (p.target !== undefined && !(typeof p.target === 'number' && p.target > 0)) problems.push(`${at}.target must be a number > 0`);
+    if (p.sloMs !== undefined && !(typeof p.sloMs === 'number' && p.sloMs > 0)) problems.push(`${at}.sloMs must be a number > 0`);
+  }
   return problems;
 }
 
@@ -58,7 +96,15 @@ export function defineApp<Req, Res>(spec: AppSpec<Req, Res>): App<Req, Res> {
   const problems = appSpecProblems(spec);
   if (problems.length) throw new AppDefinitionError(problems);
   const units = dedupeUnitTasks(discoverUnitTasks(Object.values(spec.tasks)));
-  return Object.freeze({ ...spec, [APP_MARK]: true as const, unitTasks: () => [...units] });
+  // Each unit task takes the policy of the (first) named task it belongs to.
+  const policies = new Map<UnitTask, AppAutoscaling>();
+  for (const [name, policy] of Object.entries(spec.autoscaling ?? {})) {
+    for (const unit of discoverUnitTasks([spec.tasks[name]!])) {
+      const same = units.find((u) => u === unit || u.toJSON() === unit.toJSON() || JSON.stringify(u.toJSON()) === JSON.stringify(unit.toJSON()));
+      if (same && !policies.has(same)) policies.set(same, { ...policy });
+    }
+  }
+  return Object.freeze({ ...spec, [APP_MARK]: true as const, unitTasks: () => [...units], autoscalingOf: (unit: UnitTask) => policies.get(unit) });
 }
 
 export function isApp(v: unknown): v is App {
