@@ -63,6 +63,8 @@ export interface PreparedRegistration {
   record: AppRecord;
   tasks: UnitTask[];
   taskNames: string[];
+  /** Each unit task's autoscaling default from the app (defineApp autoscaling), by position. */
+  autoscaling: Array<CheckedUnitTask['autoscaling']>;
 }
 
 /** What invocations need to know about an app, kept in memory (the Store has the full record). */
@@ -82,9 +84,8 @@ export interface AppEntry {
 const messageOf = (e: unknown) => (isCornserveError(e) || e instanceof Error ? e.message : String(e));
 
 /** The app's autoscaling defaults (defineApp autoscaling) for its unit tasks; a platform without autoscaling ignores them. */
-async function applyAppAutoscaling(resources: ResourceManagerApi, ids: string[], units: CheckedUnitTask[]): Promise<void> {
-  for (const [i, unit] of units.entries()) {
-    const a = unit.autoscaling;
+async function applyAppAutoscaling(resources: ResourceManagerApi, ids: string[], defaults: Array<CheckedUnitTask['autoscaling']>): Promise<void> {
+  for (const [i, a] of defaults.entries()) {
     if (!a) continue;
     const policy = a.sloMs !== undefined ? { min: a.min, max: a.max, sloMs: a.sloMs } : { min: a.min, max: a.max, target: a.target ?? DEFAULT_TARGET_IN_FLIGHT };
     try {
@@ -222,10 +223,10 @@ export class AppManager {
     }
     this.#remember(record);
     this.#setRequestInfo(appId, check);
-    return { record, tasks, taskNames };
+    return { record, tasks, taskNames, autoscaling: check.unit_tasks.map((u) => u.autoscaling) };
   }
 
-  async #deploy({ record, tasks, taskNames }: PreparedRegistration, emit: (e: RegistrationEvent) => void): Promise<string> {
+  async #deploy({ record, tasks, taskNames, autoscaling }: PreparedRegistration, emit: (e: RegistrationEvent) => void): Promise<string> {
     const { store, resources, functions } = this.opts;
     const { appId, name, taskIds, source } = record;
     emit({ type: 'initial', app_id: appId, task_names: taskNames });
@@ -245,7 +246,7 @@ export class AppManager {
         if (!reported.has(id)) emit({ type: 'progress', task: taskNames[i]!, task_id: id, state: 'ready' });
       });
       if (ids.some((id, i) => id !== taskIds[i])) await store.putApp({ ...record, taskIds: ids });
-      await applyAppAutoscaling(resources, ids, check.unit_tasks);
+      await applyAppAutoscaling(resources, ids, autoscaling);
       await functions.start({ appId, name, source });
       await store.setAppState(appId, 'ready');
       this.#apps.get(appId)!.state = 'ready';
