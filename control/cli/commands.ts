@@ -76,7 +76,7 @@ export async function tasksCommand(client: GatewayClient, io: Io): Promise<void>
  */
 export function tasksTable(tasks: TaskInfo[]): string {
   return table(
-    ['TASK ID', 'NAME', 'CLASS', 'CONFIG', 'STATE', 'USAGE', 'DEVICES', 'EXECUTORS', 'DESIRED', 'DEMAND', 'CAPACITY', 'AUTOSCALE', 'EXECUTION'],
+    ['TASK ID', 'NAME', 'CLASS', 'CONFIG', 'STATE', 'USAGE', 'DEVICES', 'DESIRED', 'DEMAND', 'CAPACITY', 'AUTOSCALE', 'EXECUTORS', 'EXECUTION'],
     tasks.map((t) => [
       t.task_id,
       t.name,
@@ -85,11 +85,11 @@ export function tasksTable(tasks: TaskInfo[]): string {
       t.state,
       String(t.usage),
       t.devices.map((d) => `${d.node}:${d.globalRank}`).join(',') || '-',
-      `${t.executors.filter((e) => e.state === 'ready').length} ready / ${t.executors.length}`,
       t.desired === null || t.desired === undefined ? '-' : String(t.desired),
       t.demand === null || t.demand === undefined ? '-' : `${t.demand.toFixed(1)} req/s`,
       t.capacity ? `${t.capacity.per_executor_rps.toFixed(1)} req/s/executor (${t.capacity.source})` : '-',
       policyText(t),
+      `${t.executors.filter((e) => e.state === 'ready').length} ready / ${t.executors.length}`,
       executionSummary(t.executors),
     ]),
   );
