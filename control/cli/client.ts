@@ -130,6 +130,15 @@ export class GatewayClient {
     return (await res.json()) as never;
   }
 
+  /** POST /tasks/register: a user-defined unit task (docs/registry.md); the check takes a few seconds. */
+  registerTask(source: string): Promise<{ name: string; class_name: string; created: boolean }> {
+    return this.#json('/tasks/register', { method: 'POST', headers: this.#headers(true), body: JSON.stringify({ source }) });
+  }
+
+  unregisterTask(name: string): Promise<{ removed: string }> {
+    return this.#json(`/tasks/register/${encodeURIComponent(name)}`, { method: 'DELETE', headers: this.#headers(true) });
+  }
+
   scale(taskId: string, numDevices: number): Promise<TaskInfo> {
     return this.#json('/task/scale', { method: 'POST', headers: this.#headers(true), body: JSON.stringify({ task_id: taskId, num_devices: numDevices }) });
   }

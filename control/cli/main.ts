@@ -135,6 +135,19 @@ program
   .option('--profile', "also show each task's stored profile (throughput–latency points, frontier, saturation)")
   .action((opts: { profile?: boolean }) => (opts.profile ? tasksWithProfilesCommand(client(), io) : tasksCommand(client(), io)));
 
+{
+  // Subcommands of `tasks`: the task registry (user-defined unit tasks, docs/registry.md).
+  const tasks = program.commands.find((c) => c.name() === 'tasks')!;
+  tasks
+    .command('register <file>')
+    .description("register a user-defined unit task (a TypeScript file default-exporting defineUnitTask); apps then import it from 'cornserve/registry/<name>'")
+    .action(async (file: string) => (await import('./registry-commands.js')).registerTaskCommand(client(), file, io));
+  tasks
+    .command('unregister <name>')
+    .description('remove a registered unit task no app or session uses')
+    .action(async (name: string) => (await import('./registry-commands.js')).unregisterTaskCommand(client(), name, io));
+}
+
 program
   .command('scale <task> <n>')
   .description('add (+N) or remove (-N) devices of a unit task; removed executors are drained first; at zero executors its requests get 503 NO_EXECUTOR (Retry-After) until it is scaled up')

@@ -3,7 +3,9 @@
  * word-count executor (examples/registry, a plain Node HTTP server) registered, then called by an app and by a
  * script session; the faults of the issue each a test.
  */
+import { execFile } from 'node:child_process';
 import { readFile } from 'node:fs/promises';
+import { promisify } from 'node:util';
 import test from 'ava';
 import { CornserveClient } from '../../../functions/client/index.js';
 import { getTaskClass, type UnitTask } from '../../../functions/sdk/index.js';
@@ -12,6 +14,7 @@ import { waitUntil } from '../../../lib/wait.js';
 import { TEST_ADMIN_TOKEN, startPlatform, type TestPlatform } from '../../helpers/platform.js';
 import { repoRoot } from '../../helpers/repo.js';
 
+const run = promisify(execFile);
 let p: TestPlatform;
 let source: string;
 let appSource: string;
@@ -111,4 +114,17 @@ test.serial('removing an unknown registered task is a 404', async (t) => {
   const res = await unregister('never-registered');
   t.is(res.status, 404);
   t.is(((await res.json()) as ErrorBody).error.code, 'TASK_DEFINITION_NOT_FOUND');
+});
+
+test.serial('cornserve tasks register FILE.ts registers the unit task and tasks unregister removes it', async (t) => {
+  const env = { ...process.env, CORNSERVE_GATEWAY_URL: p.gatewayUrl, CORNSERVE_ADMIN_TOKEN: TEST_ADMIN_TOKEN };
+  const cli = (args: string[]) => run(process.execPath, ['--import', 'tsx', `${repoRoot}/control/cli/main.ts`, ...args], { env, cwd: repoRoot });
+  const reg = await cli(['tasks', 'register', `${repoRoot}/examples/registry/word-count.ts`]);
+  t.regex(reg.stdout, /registered unit task word-count \(WordCountTask\)/);
+  t.deepEqual(await registeredNames(), ['word-count']);
+  const again = await cli(['tasks', 'register', `${repoRoot}/examples/registry/word-count.ts`]);
+  t.regex(again.stdout, /already registered with this definition/);
+  const un = await cli(['tasks', 'unregister', 'word-count']);
+  t.regex(un.stdout, /removed unit task word-count/);
+  t.deepEqual(await registeredNames(), []);
 });
