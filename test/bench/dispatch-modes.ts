@@ -12,32 +12,17 @@
 import { fileURLToPath } from 'node:url';
 import { startRedis } from '../helpers/redis.js';
 import { startServerProcess } from '../helpers/server-process.js';
-import { post, registerEcho, startUp } from './overhead.js';
+import { post, quantile, registerEcho, saturate, startUp, timeCalls } from './overhead.js';
 import { formatTable, type BenchResult } from './types.js';
 
 const ECHO_SOURCE = fileURLToPath(new URL('../../functions/apps/echo.ts', import.meta.url));
 const SATURATE_MS = 3_000;
 
-async function saturate(call: () => Promise<void>, concurrency: number, ms: number): Promise<number> {
-  let done = 0;
-  const end = Date.now() + ms;
-  await Promise.all(Array.from({ length: concurrency }, async () => {
-    while (Date.now() < end) {
-      await call();
-      done++;
-    }
-  }));
-  return done / (ms / 1000);
-}
-
+/** Median of `n` sequential calls, ms. */
 async function medianMs(call: () => Promise<void>, n: number): Promise<number> {
   const xs: number[] = [];
-  for (let i = 0; i < n; i++) {
-    const t0 = performance.now();
-    await call();
-    xs.push(performance.now() - t0);
-  }
-  return xs.sort((a, b) => a - b)[Math.floor(n / 2)]!;
+  await timeCalls(call, n, xs);
+  return quantile(xs, 0.5);
 }
 
 async function measureMode(mode: 'in-process' | 'cloudevent', redisUrl: string): Promise<BenchResult[]> {

@@ -31,12 +31,12 @@ export function post(url: URL, body: string): Promise<void> {
   });
 }
 
-const quantile = (xs: number[], q: number) => {
+export const quantile = (xs: number[], q: number) => {
   const s = [...xs].sort((a, b) => a - b);
   return s[Math.min(s.length - 1, Math.floor(q * s.length))]!;
 };
 
-async function timeCalls(call: () => Promise<void>, n: number, into: number[]): Promise<void> {
+export async function timeCalls(call: () => Promise<void>, n: number, into: number[]): Promise<void> {
   for (let i = 0; i < n; i++) {
     const t0 = process.hrtime.bigint();
     await call();
@@ -44,7 +44,7 @@ async function timeCalls(call: () => Promise<void>, n: number, into: number[]): 
   }
 }
 
-async function saturate(call: () => Promise<void>, concurrency: number, ms: number): Promise<number> {
+export async function saturate(call: () => Promise<void>, concurrency: number, ms: number): Promise<number> {
   let done = 0;
   const end = Date.now() + ms;
   await Promise.all(
