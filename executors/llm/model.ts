@@ -20,6 +20,7 @@ import { decoderGeometry, inspectHfFolder, partFile } from '../models/hf-folder.
 import { llmErrors } from './errors.js';
 import { HfTokenizer } from './hf-tokenizer.js';
 import { Tokenizer, type TextTokenizer } from './tokenizer.js';
+import { TensorParallelDecoder } from './tp-model.js';
 
 const llmConfigSchema = z.object({
   hidden_size: z.number().int().positive(),
@@ -86,6 +87,8 @@ export interface LlmModelOptions {
    * and ~3x the CPU on a busy 2-core machine).
    */
   spinning?: boolean;
+  /** Run decoder steps over this many tensor-parallel ranks (a built-in folder's tp.* shards; tp-model.ts). */
+  tensorParallel?: number;
 }
 
 export type LlmModelKind = 'builtin' | 'hf-decoder';
@@ -100,6 +103,8 @@ interface ModelParts {
   takesIds: boolean;
   /** `present` holds past + new positions (Optimum), else the new ones only. */
   presentFull: boolean;
+  /** Tensor-parallel steps, replacing the decoder's (built-in folders, tensorParallel > 1). */
+  tp?: TensorParallelDecoder;
   close: () => Promise<void>;
 }
 
@@ -155,6 +160,7 @@ export class LlmModel {
       if (isModelError(e)) throw llmErrors.modelInvalid(e.message);
       throw e;
     }
+    if ((opts.tensorParallel ?? 1) > 1) throw llmErrors.modelInvalid(`${dir}: tensor parallelism needs a built-in folder with tp.* shards`);
     const options = sessionOptions(opts); // createSession adds this process's execution provider
     const opened: ort.InferenceSession[] = [];
     const open = async (path: string) => {
@@ -214,16 +220,22 @@ export class LlmModel {
       const tokenizer = await Tokenizer.load(dir, c.tokenizer);
       if (tokenizer.vocabSize !== config.vocab) throw llmErrors.modelInvalid(`${dir}: tokenizer vocab ${tokenizer.vocabSize} ≠ model vocab ${config.vocab}`);
       const table = await embeddingTable(dir, loaded.graph('embed'), config.vocab, config.hidden);
+      const tp = (opts.tensorParallel ?? 1) > 1 ? await TensorParallelDecoder.load(dir, opts.tensorParallel!, config, sessionOptions(opts)) : undefined;
       const parts: ModelParts = {
         kind: 'builtin', name: loaded.manifest.name, modelIds: Object.keys(loaded.manifest.model_ids),
         modalities: loaded.manifest.modalities.filter((m) => m !== 'text'), decoder: loaded.graph('decoder'),
-        takesIds: false, presentFull: false, close: () => loaded.close(),
+        takesIds: false, presentFull: false, ...(tp ? { tp } : {}), close: async () => void (await Promise.all([loaded.close(), tp?.close()])),
       };
       return new LlmModel(dir, parts, config, tokenizer, table);
     } catch (e) {
       await loaded.close();
       throw e;
     }
+  }
+
+  /** Tensor-parallel ranks the steps run over (1 = the single decoder). */
+  get tensorParallel(): number {
+    return this.parts.tp?.degree ?? 1;
   }
 
   get kind(): LlmModelKind {
@@ -262,6 +274,7 @@ export class LlmModel {
     if (input.wantHidden && !this.decoder.outputNames.includes('hidden_states')) {
       throw llmErrors.badRequest(`model ${this.name} has no hidden_states output`, 'vllm_xargs');
     }
+    if (this.parts.tp) return this.parts.tp.run(input);
     const feeds: Record<string, ort.Tensor> = {
       position_ids: new ort.Tensor('int64', input.positions, [batch, seq]),
       attention_mask: new ort.Tensor('int64', input.mask, [batch, past + seq]),

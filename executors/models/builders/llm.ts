@@ -44,7 +44,7 @@ export const LLM_SPECS: Record<string, LlmSpec> = {
   },
 };
 
-export const LLM_COMMON = { maxPositions: 2048, ropeTheta: 10000, padMultiple: 16, maskValue: -1e9 };
+export const LLM_COMMON = { maxPositions: 2048, ropeTheta: 10000, padMultiple: 16, maskValue: -1e9, tpDegree: 2 };
 
 /** Special tokens after the 256 byte tokens; the vocabulary is padded with reserved ids to a multiple of 16. */
 export const SPECIAL_TOKENS = [
@@ -130,16 +130,28 @@ function splitHeads(g: GraphBuilder, x: string, heads: number, headDim: number):
   return g.transpose(g.reshape(x, [0, 0, heads, headDim]), [0, 2, 1, 3]);
 }
 
-function attentionLayer(g: GraphBuilder, p: ParamStore, x: string, l: number, s: LlmSpec, sh: Shared): string {
+/**
+ * One layer's attention. With `headRange` (a tensor-parallel shard) only those heads: q/k/v column shards, the
+ * cache of those heads, and the output projection's matching rows, so the result is a partial sum (bias on
+ * rank 0 only).
+ */
+function attentionLayer(
+  g: GraphBuilder, p: ParamStore, x: string, l: number, s: LlmSpec, sh: Shared, shard: { headRange?: readonly [number, number] } = {},
+): string {
   const hd = s.hidden / s.heads;
   const name = `layers.${l}.attn`;
-  const q = rope(g, splitHeads(g, linear(g, p, x, `${name}.q`, s.hidden, s.hidden), s.heads, hd), sh, hd);
-  const k = rope(g, splitHeads(g, linear(g, p, x, `${name}.k`, s.hidden, s.hidden), s.heads, hd), sh, hd);
-  const v = splitHeads(g, linear(g, p, x, `${name}.v`, s.hidden, s.hidden), s.heads, hd);
-  g.output(k, `present.${l}.key`, 'FLOAT', ['batch', s.heads, 'seq', hd]);
-  g.output(v, `present.${l}.value`, 'FLOAT', ['batch', s.heads, 'seq', hd]);
-  const pastK = g.input(`past_key_values.${l}.key`, 'FLOAT', ['batch', s.heads, 'past', hd]);
-  const pastV = g.input(`past_key_values.${l}.value`, 'FLOAT', ['batch', s.heads, 'past', hd]);
+  const [h0, h1] = shard.headRange ?? [0, s.heads];
+  const heads = h1 - h0;
+  const width = heads * hd;
+  const cols = shard.headRange ? { cols: [h0 * hd, h1 * hd] as const } : {};
+  const proj = (w: string) => splitHeads(g, linear(g, p, x, `${name}.${w}`, s.hidden, s.hidden, cols), heads, hd);
+  const q = rope(g, proj('q'), sh, hd);
+  const k = rope(g, proj('k'), sh, hd);
+  const v = proj('v');
+  g.output(k, `present.${l}.key`, 'FLOAT', ['batch', heads, 'seq', hd]);
+  g.output(v, `present.${l}.value`, 'FLOAT', ['batch', heads, 'seq', hd]);
+  const pastK = g.input(`past_key_values.${l}.key`, 'FLOAT', ['batch', heads, 'past', hd]);
+  const pastV = g.input(`past_key_values.${l}.value`, 'FLOAT', ['batch', heads, 'past', hd]);
 
   const scale = g.constF([1 / Math.sqrt(hd)], []);
   const scores = (keys: string, mask: string) =>
@@ -154,19 +166,18 @@ function attentionLayer(g: GraphBuilder, p: ParamStore, x: string, l: number, s:
   const ones = (t: string) => g.op('Expand', [sh.onesCol, g.concat([g.shape(t, 3, 4), g.constI64([1])], 0)]);
   const den = g.add(g.matmul(ePast, ones(ePast)), g.matmul(eNew, ones(eNew)));
   const ctx = g.div(g.add(g.matmul(ePast, pastV), g.matmul(eNew, v)), den); // [batch, heads, seq, hd]
-  const merged = g.reshape(g.transpose(ctx, [0, 2, 1, 3]), [0, 0, s.hidden]);
-  return linear(g, p, merged, `${name}.o`, s.hidden, s.hidden);
+  const merged = g.reshape(g.transpose(ctx, [0, 2, 1, 3]), [0, 0, width]);
+  return linear(g, p, merged, `${name}.o`, s.hidden, s.hidden, shard.headRange ? { rows: [h0 * hd, h1 * hd], bias: h0 === 0 } : {});
 }
 
-function buildDecoder(p: ParamStore, s: LlmSpec): GraphBuilder {
-  const g = new GraphBuilder(`${s.folder}-decoder`);
+/** Masks and rotary tables from position_ids / attention_mask; `pastInput` names the past keys input giving the past length. */
+function sharedInputs(g: GraphBuilder, x: string, s: LlmSpec, pastInput: string): Shared {
   const hd = s.hidden / s.heads;
-  let x = g.input('inputs_embeds', 'FLOAT', ['batch', 'seq', s.hidden]);
   const pos = g.input('position_ids', 'INT64', ['batch', 'seq']);
   const mask = g.input('attention_mask', 'INT64', ['batch', 'total']);
 
   // Masks: the past part of attention_mask, and the new block's own part AND a causal triangle.
-  const past = g.shape(`past_key_values.0.key`, 2, 3); // [1] (input declared in layer 0, name known)
+  const past = g.shape(pastInput, 2, 3); // [1] (the input is declared by the attention layer, name known)
   const seq = g.shape(x, 1, 2);
   const bool = (t: string) => g.cast(t, 'BOOL');
   const maskPast = g.unsqueeze(bool(g.sliceDynamic(mask, g.constI64([0]), past, g.constI64([1]))), [1, 2]);
@@ -180,21 +191,75 @@ function buildDecoder(p: ParamStore, s: LlmSpec): GraphBuilder {
   const { maxPositions } = LLM_COMMON;
   const gatherTable = (name: string, data: Float32Array) =>
     g.unsqueeze(g.gather(g.initializer(name, data, [maxPositions, hd]), pos), [1]); // [batch, 1, seq, hd]
-  const sh: Shared = {
+  return {
     cos: gatherTable('rope.cos', cos), sin: gatherTable('rope.sin', sin), maskPast, maskNew,
     negative: g.constF([LLM_COMMON.maskValue], []), onesCol: g.constF([1], [1, 1]),
   };
+}
 
-  for (let l = 0; l < s.layers; l++) {
-    x = g.add(x, attentionLayer(g, p, layerNorm(g, p, x, `layers.${l}.ln1`, s.hidden), l, s, sh));
-    x = g.add(x, mlp(g, p, layerNorm(g, p, x, `layers.${l}.ln2`, s.hidden), `layers.${l}.mlp`, s.hidden, s.mlpHidden));
-  }
+/** Final LayerNorm → hidden_states, LM head → logits. */
+function head(g: GraphBuilder, p: ParamStore, x: string, s: LlmSpec): void {
   const hidden = layerNorm(g, p, x, 'norm', s.hidden);
   g.output(hidden, 'hidden_states', 'FLOAT', ['batch', 'seq', s.hidden]);
   const w = g.initializer('lm_head.weight', p.get('lm_head.weight', [s.hidden, VOCAB_SIZE], 'matrix', 3), [s.hidden, VOCAB_SIZE]);
   const logits = g.add(g.matmul(hidden, w), g.initializer('lm_head.prior', lmHeadBias(), [VOCAB_SIZE]));
   g.output(logits, 'logits', 'FLOAT', ['batch', 'seq', VOCAB_SIZE]);
+}
+
+function buildDecoder(p: ParamStore, s: LlmSpec): GraphBuilder {
+  const g = new GraphBuilder(`${s.folder}-decoder`);
+  let x = g.input('inputs_embeds', 'FLOAT', ['batch', 'seq', s.hidden]);
+  const sh = sharedInputs(g, x, s, 'past_key_values.0.key');
+  for (let l = 0; l < s.layers; l++) {
+    x = g.add(x, attentionLayer(g, p, layerNorm(g, p, x, `layers.${l}.ln1`, s.hidden), l, s, sh));
+    x = g.add(x, mlp(g, p, layerNorm(g, p, x, `layers.${l}.ln2`, s.hidden), `layers.${l}.mlp`, s.hidden, s.mlpHidden));
+  }
+  head(g, p, x, s);
   return g;
+}
+
+/**
+ * Decoder shards for tensor-parallel degree `degree` (Megatron-style), fed `hidden` [batch, seq, hidden]:
+ * per layer and rank an attention graph (its heads' q/k/v columns, its heads' cache in and out, the output
+ * projection's rows → `partial`) and an MLP graph (fc1 columns, fc2 rows → `partial`); partials are summed
+ * across ranks and added to `hidden`. The embedding (the engine's table) and the head are replicated.
+ */
+function buildTensorParallel(p: ParamStore, s: LlmSpec, degree: number) {
+  const graphs = new Map<string, GraphBuilder>();
+  const stages: { name: string; kind: 'replicated' | 'partial-sum'; graphs: string[] }[] = [];
+  const hiddenShape = ['batch', 'seq', s.hidden];
+  const headsPer = s.heads / degree;
+  const colsPer = s.mlpHidden / degree;
+  for (let l = 0; l < s.layers; l++) {
+    const attn: string[] = [];
+    const mlps: string[] = [];
+    for (let r = 0; r < degree; r++) {
+      const a = new GraphBuilder(`${s.folder}-tp-r${r}-layer${l}-attn`);
+      const h = a.input('hidden', 'FLOAT', hiddenShape);
+      // The past input is declared by attentionLayer; sharedInputs only refers to it by name.
+      const sh = sharedInputs(a, h, s, `past_key_values.${l}.key`);
+      const part = attentionLayer(a, p, layerNorm(a, p, h, `layers.${l}.ln1`, s.hidden), l, s, sh, { headRange: [r * headsPer, (r + 1) * headsPer] });
+      a.output(part, 'partial', 'FLOAT', hiddenShape);
+      graphs.set(`tp.r${r}.layer${l}.attn`, a);
+      attn.push(`tp.r${r}.layer${l}.attn`);
+
+      const m = new GraphBuilder(`${s.folder}-tp-r${r}-layer${l}-mlp`);
+      const hm = m.input('hidden', 'FLOAT', hiddenShape);
+      const mp = mlp(m, p, layerNorm(m, p, hm, `layers.${l}.ln2`, s.hidden), `layers.${l}.mlp`, s.hidden, s.mlpHidden, {
+        colRange: [r * colsPer, (r + 1) * colsPer], outBias: r === 0,
+      });
+      m.output(mp, 'partial', 'FLOAT', hiddenShape);
+      graphs.set(`tp.r${r}.layer${l}.mlp`, m);
+      mlps.push(`tp.r${r}.layer${l}.mlp`);
+    }
+    stages.push({ name: `layer${l}.attn`, kind: 'partial-sum', graphs: attn });
+    stages.push({ name: `layer${l}.mlp`, kind: 'partial-sum', graphs: mlps });
+  }
+  const hg = new GraphBuilder(`${s.folder}-tp-head`);
+  head(hg, p, hg.input('hidden', 'FLOAT', hiddenShape), s);
+  graphs.set('tp.head', hg);
+  stages.push({ name: 'head', kind: 'replicated', graphs: Array(degree).fill('tp.head') });
+  return { graphs, stages };
 }
 
 export function buildLlm(spec: LlmSpec): BuiltModel {
@@ -202,6 +267,8 @@ export function buildLlm(spec: LlmSpec): BuiltModel {
   const files = new Map<string, Uint8Array>();
   const embed = emitGraph(files, buildEmbed(p, spec), 'embed.onnx');
   const decoder = emitGraph(files, buildDecoder(p, spec), 'decoder.onnx');
+  const tp = buildTensorParallel(p, spec, LLM_COMMON.tpDegree);
+  const tpGraphs = Object.fromEntries([...tp.graphs].map(([name, g]) => [name, emitGraph(files, g, `${name}.onnx`)]));
   files.set('tokenizer.json', Buffer.from(`${JSON.stringify(tokenizerJson(), null, 2)}\n`));
   const manifest: ManifestInput = {
     schema_version: 1,
@@ -209,7 +276,8 @@ export function buildLlm(spec: LlmSpec): BuiltModel {
     family: 'llm',
     modalities: spec.modalities,
     dtype: 'float32',
-    graphs: { embed, decoder },
+    graphs: { embed, decoder, ...tpGraphs },
+    tensor_parallel: { degree: LLM_COMMON.tpDegree, stages: tp.stages },
     model_ids: { [spec.modelId]: { hidden_size: spec.hidden, graphs: {} } },
     config: {
       hidden_size: spec.hidden,
