@@ -197,7 +197,7 @@ export class Router {
         const routes = await fromStore(`list executors of ${taskId}`, this.store.listExecutors(taskId));
         if (routes.some((r) => r.state === 'ready')) return routes;
         await new Promise<void>((resolve) => {
-          const timer = setTimeout(resolve, HOLD_POLL_MS);
+          const timer = setTimeout(() => done(), HOLD_POLL_MS);
           const done = () => {
             clearTimeout(timer);
             signal?.removeEventListener('abort', done);
