@@ -258,11 +258,13 @@ export async function upCommand(
     host: opts.host,
     devices: devices.count,
     deviceKind: devices.kind,
-    ...(opts.allowCpuFallback ? { childEnv: { [EXECUTOR_ENV.allowCpuFallback]: '1' } } : {}),
+    childEnv: {
+      ...(opts.allowCpuFallback ? { [EXECUTOR_ENV.allowCpuFallback]: '1' } : {}),
+      ...(opts.models ? { [MODELS_ENV]: modelDirs(opts.models.split(delimiter)).join(delimiter) } : {}),
+    },
     ...(opts.redis ? { redisUrl: opts.redis } : {}),
     ...(opts.adminToken ? { adminToken: opts.adminToken } : {}),
     bodyLimitBytes: Number(opts.bodyLimit),
-    ...(opts.models ? { childEnv: { [MODELS_ENV]: modelDirs(opts.models.split(delimiter)).join(delimiter) } } : {}),
     dispatch: opts.dispatch,
     ...(opts.autoscale !== false ? { autoscale: {} } : {}),
   });
