@@ -14,6 +14,7 @@ import { KubeConfig } from '@kubernetes/client-node';
 import { Registry } from 'prom-client';
 import { listen } from '../../lib/listen.js';
 import { descriptorFor } from '../descriptors/registry.js';
+import { TaskRegistry } from '../registry/task-registry.js';
 import { DEFAULT_APP_LAUNCH, KubernetesPlatform, desiredStateFromStore, kubernetesOptionsFromEnv, type ReconcileReport } from '../platform/kubernetes/index.js';
 import type { Platform } from '../platform/types.js';
 import { ResourceManagerClient } from '../resources/client.js';
@@ -59,6 +60,10 @@ export interface ResourceManagerRoleOptions {
 export function startResourceManagerRole(opts: ResourceManagerRoleOptions): Promise<RunningRole> {
   const log = logger('resource-manager');
   return role('resource-manager', opts, async (closers, store) => {
+    // Registered unit tasks first: recovering and reconciling rebuild their tasks.
+    const taskRegistry = new TaskRegistry({ store, log: logger('registry') });
+    closers.push(() => taskRegistry.close());
+    await taskRegistry.start();
     let platform: Platform;
     let sidecarUrls: Record<string, string> = {};
     let reconciled: ReconcileReport | undefined;

@@ -11,6 +11,7 @@ import { logger } from '../../lib/log.js';
 import { exitOnSignal } from '../../lib/shutdown.js';
 import { startTelemetry, stopTelemetry } from '../../lib/telemetry.js';
 import { startDispatcher } from './server.js';
+import { TaskRegistry } from '../registry/task-registry.js';
 
 const program = new Command('cornserve-dispatcher')
   .description('Cornserve task dispatcher: receives task graphs (CloudEvents), runs them on executors, streams the outputs back')
@@ -27,6 +28,9 @@ const redisUrl = opts.redis ?? process.env.CORNSERVE_STORE_URL;
 if (!redisUrl) log.warn('no --redis given: using an in-memory store that no task manager can reach');
 const store = createStore({ ...(redisUrl ? { redisUrl } : {}), prefix: opts.redisPrefix });
 await store.ready();
+// Registered unit tasks (control/registry): their classes and descriptors, following the Store's changes.
+const taskRegistry = new TaskRegistry({ store, log: logger('registry') });
+await taskRegistry.start();
 await startTelemetry('cornserve-dispatcher');
 const registry = new Registry();
 collectDefaultMetrics({ register: registry });
@@ -36,6 +40,7 @@ log.info({ url: dispatcher.url }, 'dispatcher listening');
 exitOnSignal(async (signal) => {
   log.info({ signal }, 'dispatcher stopping');
   await dispatcher.close();
+  await taskRegistry.close();
   await store.close();
   await stopTelemetry();
 });

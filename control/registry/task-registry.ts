@@ -55,7 +55,8 @@ export class TaskDefinitionNotFoundError extends CornserveError {
 export interface TaskRegistryOptions {
   store: Store;
   log: Logger;
-  check: (source: string) => Promise<TaskCheckResult>;
+  /** How sources are checked (the gateway's checkTaskSource). Absent: this process only follows the Store (resource manager, dispatcher). */
+  check?: (source: string) => Promise<TaskCheckResult>;
   /** @default a fresh folder under the OS temp dir */
   dir?: string;
 }
@@ -99,6 +100,7 @@ export class TaskRegistry {
   }
 
   async register(source: string): Promise<{ record: TaskDefinitionRecord; created: boolean }> {
+    if (!this.opts.check) throw new Error('this process follows the task registry; registering happens at the gateway');
     const checked = await this.opts.check(source);
     if (!checked.ok) throw new TaskRegistrationError(checked.problems);
     const def = checked.definition;
