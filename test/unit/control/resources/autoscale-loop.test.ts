@@ -1,0 +1,123 @@
+/**
+ * The autoscaling loop against real Stores (MemoryStore; a real redis-server it stops and restarts) with a
+ * stand-in for the resource manager's scale (the loop's one way out), so faults can be injected exactly.
+ */
+import test from 'ava';
+import { RedisStore } from '../../../../control/store/redis.js';
+import { MemoryStore } from '../../../../control/store/memory.js';
+import type { Store } from '../../../../control/store/types.js';
+import { AutoscaleLoop, type AutoscaleTarget } from '../../../../control/resources/autoscale-loop.js';
+import { counterNames, COUNTER_TTL_MS } from '../../../../control/autoscaler/signals.js';
+import { uniquePrefix } from '../../../helpers/ids.js';
+import { startRedis, type RedisServer } from '../../../helpers/redis.js';
+import { sampleTask } from '../../../helpers/store-records.js';
+
+/** Tasks with executor counts; scaleExecutors changes the count, or fails for the ids in `failing`. */
+function fakeTarget(counts: Record<string, number>, failing = new Set<string>()) {
+  const calls: Array<{ taskId: string; delta: number }> = [];
+  const target: AutoscaleTarget = {
+    runningTasks: () => Object.entries(counts).map(([taskId, executors]) => ({ taskId, executors, devicesPerExecutor: 1 })),
+    poolDevices: () => 8,
+    async scaleExecutors(taskId, delta) {
+      calls.push({ taskId, delta });
+      if (failing.has(taskId)) throw new Error('EXECUTOR_START_FAILED: the executor exited while starting');
+      counts[taskId]! += delta;
+    },
+  };
+  return { target, calls };
+}
+
+async function readyTasks(store: Store, ...ids: number[]) {
+  for (const n of ids) {
+    await store.acquireTask(sampleTask(n, { state: 'ready' }));
+  }
+  return ids.map((n) => sampleTask(n).taskId);
+}
+
+/** Invocations held at zero executors: the signal that asks for a first executor. */
+const hold = (store: Store, taskId: string) => store.addCounters([{ name: counterNames.held(taskId), delta: 1 }], COUNTER_TTL_MS);
+
+test('an executor that fails to start is backed off and reported, and never blocks another task', async (t) => {
+  const store = new MemoryStore();
+  const [a, b] = await readyTasks(store, 1, 2);
+  const { target, calls } = fakeTarget({ [a!]: 0, [b!]: 0 }, new Set([a!]));
+  const loop = new AutoscaleLoop(store, target, { backoff: { baseMs: 60_000 } });
+  t.teardown(() => loop.stop());
+  for (const id of [a!, b!]) await loop.setPolicy(id, { min: 0, max: 2, target: 2 }, 'admin', 0);
+  await hold(store, a!);
+  await hold(store, b!);
+  await loop.tick();
+  await loop.stop(); // waits for the scale operations
+  t.deepEqual(calls.map((c) => c.taskId).sort(), [a!, b!].sort());
+  const failed = await store.getAutoscale(a!);
+  t.regex(failed!.lastDecision!.reason, /FAILED to scale to 1: EXECUTOR_START_FAILED.*next attempt in \d+ s/);
+  t.is((await store.getAutoscale(b!))!.desired, 1);
+});
+
+test('a failed start is not retried before its backoff ends', async (t) => {
+  const store = new MemoryStore();
+  const [a] = await readyTasks(store, 1);
+  const { target, calls } = fakeTarget({ [a!]: 0 }, new Set([a!]));
+  const loop = new AutoscaleLoop(store, target, { backoff: { baseMs: 60_000 } });
+  await loop.setPolicy(a!, { min: 0, max: 2, target: 2 }, 'admin', 0);
+  await hold(store, a!);
+  await loop.tick();
+  await new Promise((r) => setTimeout(r, 50));
+  await loop.tick();
+  await loop.stop();
+  t.is(calls.length, 1);
+});
+
+let redis: RedisServer | undefined;
+test.before(async () => {
+  redis = await startRedis();
+});
+test.after.always(() => redis?.stop());
+
+test.serial('a Store outage pauses decisions: nothing is scaled, and decisions resume when it answers', async (t) => {
+  const prefix = uniquePrefix('autoscale');
+  const store = new RedisStore({ url: redis!.url, prefix, commandTimeoutMs: 1000 });
+  t.teardown(() => store.close());
+  const [a] = await readyTasks(store, 1);
+  const counts = { [a!]: 1 };
+  const { target, calls } = fakeTarget(counts);
+  const loop = new AutoscaleLoop(store, target, {});
+  t.teardown(() => loop.stop());
+  await loop.setPolicy(a!, { min: 1, max: 2, target: 2 }, 'admin', 1);
+  await loop.tick();
+  t.deepEqual(calls, []); // at min, idle: nothing to do
+  counts[a!] = 0; // an executor lost: below min, a decision would scale up
+  await redis!.stop();
+  t.teardown(() => redis!.restart());
+  await loop.tick();
+  t.regex(loop.paused ?? '', /Store cannot be read/);
+  t.deepEqual(calls, []);
+  await redis!.restart();
+  // redis-server here keeps no data across a restart: put the task back, as a persistent Redis would have it.
+  await readyTasks(store, 1);
+  await loop.setPolicy(a!, { min: 1, max: 2, target: 2 }, 'admin', 0);
+  await loop.tick();
+  await loop.stop();
+  t.is(loop.paused, undefined);
+  t.deepEqual(calls, [{ taskId: a!, delta: 1 }]);
+});
+
+test.serial('a restarted resource manager on the same Redis finds the policies and desired counts', async (t) => {
+  const prefix = uniquePrefix('autoscale');
+  const first = new RedisStore({ url: redis!.url, prefix });
+  const [a] = await readyTasks(first, 1);
+  const { target } = fakeTarget({ [a!]: 1 });
+  const before = new AutoscaleLoop(first, target, {});
+  await before.setPolicy(a!, { min: 0, max: 3, sloMs: 200 }, 'admin', 1);
+  await before.stop();
+  await first.close();
+
+  const second = new RedisStore({ url: redis!.url, prefix });
+  t.teardown(() => second.close());
+  const after = new AutoscaleLoop(second, target, {});
+  t.teardown(() => after.stop());
+  const status = after.status(a!, await second.getAutoscale(a!));
+  t.deepEqual(status?.policy, { min: 0, max: 3, sloMs: 200 });
+  t.is(status?.source, 'admin');
+  t.is(status?.desired, 1);
+});
