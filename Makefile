@@ -3,7 +3,7 @@ SHELL := /bin/bash
 NODE := node --import tsx
 export ONNXRUNTIME_NODE_INSTALL := skip
 
-.PHONY: all deps redis-server kubectl models run test typecheck bench clean
+.PHONY: all deps redis-server kubectl models run test typecheck bench experiment clean
 
 all: test
 
@@ -51,6 +51,10 @@ run: deps models
 
 bench: deps models
 	$(NODE) test/bench/main.ts
+
+# The disaggregation experiment in the simulator (README "Does disaggregation pay?"); QUICK=1 for the short version.
+experiment: deps
+	$(NODE) control/cli/main.ts experiment disaggregation $(if $(QUICK),--quick,) --result-dir experiment-results/disaggregation
 
 clean:
 	rm -rf node_modules build .models .bench

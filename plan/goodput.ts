@@ -10,8 +10,7 @@ import type { Candidate } from './search.js';
 export const ATTAINMENT_TARGET = 0.9;
 
 export function scenarioFor(base: Scenario, c: Candidate, rate = base.workload.rate): Scenario {
-  const replicas = Object.fromEntries(Object.entries(c.replicas).filter(([, n]) => n > 0));
-  return { ...base, deployment: { mode: c.mode === 'monolithic' ? 'monolithic' : 'manual', replicas, default: 1 }, workload: { ...base.workload, rate } };
+  return { ...base, deployment: { mode: c.mode === 'monolithic' ? 'monolithic' : 'manual', replicas: { ...c.replicas }, default: 1 }, workload: { ...base.workload, rate } };
 }
 
 export const attainment = (o: SimOutcome) => (o.results.slo_attainment as number | null) ?? 0;

@@ -62,7 +62,7 @@ export async function makePlan(sc: Scenario, o: { devices: number; minRateRps?: 
     app: o.appName,
     device: sc.cluster.device,
     cluster: { nodes: sc.cluster.nodes, devicesPerNode: sc.cluster.devicesPerNode },
-    mode: b.mode,
+    mode: b.mode === 'monolithic' ? 'monolithic' : demand.stages.some((s) => s.stage === 'encoder' && b.replicas[s.label] === 0) ? 'mixed' : 'split',
     components: demand.stages.map((s) => ({ label: s.label, stage: s.stage, replicas: b.replicas[s.label] ?? 0, devicesPerExecutor: s.devicesPerExecutor })),
     placement: placementOf(sc, b, devicesPer),
     explanation: { screenRateRps: b.screenRateRps, goodputRps: b.goodputRps, bottleneck: b.bottleneck, headroom: search.headroom },

@@ -9,8 +9,9 @@ export const planSchema = z.object({
   app: z.string().min(1),
   device: z.string().min(1),
   cluster: z.object({ nodes: z.number().int().positive(), devicesPerNode: z.number().int().positive() }).strict(),
-  /** split: every task on its own executors; monolithic: encoders run inside the LLM executors (encoderFission: false). */
-  mode: z.enum(['split', 'monolithic']),
+  /** split: every task on its own executors; mixed: some encoders (replicas 0) run inside their LLM/generator;
+   *  monolithic: every replica holds every component, encoders inside (encoderFission: false). */
+  mode: z.enum(['split', 'mixed', 'monolithic']),
   components: z.array(z.object({
     label: z.string().min(1),
     stage: z.enum(['encoder', 'llm', 'generator', 'echo']),

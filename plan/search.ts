@@ -35,6 +35,8 @@ export interface SearchInput {
   fineCandidates?: number;
   /** Also consider the monolithic plan. @default true */
   monolithic?: boolean;
+  /** Also consider plans that keep some encoders inside their host (0 executors of their own). @default true */
+  colocate?: boolean;
 }
 
 export interface Evaluated extends Screened { goodputRps: number }
@@ -56,16 +58,18 @@ export class InfeasiblePlanError extends PlanError {
   }
 }
 
-/** Work per label under a mode: monolithic folds each encoder's work into its host LLM. */
-function workUnder(stages: readonly StageDemand[], mode: Candidate['mode']): Map<string, number> {
+const inlined = (s: StageDemand, c: Candidate) => s.stage === 'encoder' && s.hostLabel !== undefined && (c.mode === 'monolithic' || c.replicas[s.label] === 0);
+
+/** Work per label: an encoder run inside its host (monolithic, or 0 executors of its own) adds its work to the host. */
+function workUnder(stages: readonly StageDemand[], c: Candidate): Map<string, number> {
   const w = new Map<string, number>();
-  for (const s of stages) w.set(s.label, (w.get(s.label) ?? 0) + (mode === 'monolithic' && s.stage === 'encoder' && s.hostLabel ? 0 : s.workMs));
-  if (mode === 'monolithic') for (const s of stages) if (s.stage === 'encoder' && s.hostLabel) w.set(s.hostLabel, (w.get(s.hostLabel) ?? 0) + s.workMs);
+  for (const s of stages) w.set(s.label, (w.get(s.label) ?? 0) + (inlined(s, c) ? 0 : s.workMs));
+  for (const s of stages) if (inlined(s, c)) w.set(s.hostLabel!, (w.get(s.hostLabel!) ?? 0) + s.workMs);
   return w;
 }
 
 export function screen(stages: readonly StageDemand[], c: Candidate): Screened {
-  const work = workUnder(stages, c.mode);
+  const work = workUnder(stages, c);
   const capacityRps: Record<string, number> = {};
   let bottleneck = '';
   let rate = Infinity;
@@ -79,8 +83,11 @@ export function screen(stages: readonly StageDemand[], c: Candidate): Screened {
   return { ...c, screenRateRps: rate, bottleneck, capacityRps };
 }
 
-/** Every vector of executors per label (each ≥ 1) whose devices fit the budget and that no label could grow. */
-export function splits(stages: readonly StageDemand[], devices: number): Array<Record<string, number>> {
+/**
+ * Every vector of executors per label (each ≥ 1; an encoder with a host also 0 when `colocate`: it then runs
+ * inside its host, a partly colocated plan) whose devices fit the budget and that no label could grow.
+ */
+export function splits(stages: readonly StageDemand[], devices: number, colocate = false): Array<Record<string, number>> {
   const out: Array<Record<string, number>> = [];
   const rec = (i: number, left: number, acc: Record<string, number>) => {
     if (i === stages.length) {
@@ -88,8 +95,9 @@ export function splits(stages: readonly StageDemand[], devices: number): Array<R
       return;
     }
     const s = stages[i]!;
-    const restMin = stages.slice(i + 1).reduce((a, x) => a + x.devicesPerExecutor, 0);
-    for (let r = 1; r * s.devicesPerExecutor + restMin <= left; r++) rec(i + 1, left - r * s.devicesPerExecutor, { ...acc, [s.label]: r });
+    const min = (x: StageDemand) => (colocate && x.stage === 'encoder' && x.hostLabel ? 0 : 1);
+    const restMin = stages.slice(i + 1).reduce((a, x) => a + min(x) * x.devicesPerExecutor, 0);
+    for (let r = min(s); r * s.devicesPerExecutor + restMin <= left; r++) rec(i + 1, left - r * s.devicesPerExecutor, { ...acc, [s.label]: r });
   };
   rec(0, devices, {});
   return out;
@@ -102,7 +110,6 @@ export function splits(stages: readonly StageDemand[], devices: number): Array<R
  */
 export function monolithicCandidate(stages: readonly StageDemand[], devices: number): Candidate | null {
   const hosts = stages.filter((s) => !(s.stage === 'encoder' && s.hostLabel));
-  if (hosts.length === stages.length) return null;
   const perReplica = hosts.reduce((a, s) => a + s.devicesPerExecutor, 0);
   const n = Math.floor(devices / perReplica);
   if (n < 1) return null;
@@ -135,7 +142,7 @@ function checkFeasible(input: SearchInput): void {
 export async function searchPlan(input: SearchInput, evaluate: (c: Screened) => Promise<number>): Promise<SearchResult> {
   checkFeasible(input);
   const stages = input.demand.stages;
-  const ranked = splits(stages, input.devices).map((r) => screen(stages, { mode: 'split', replicas: r })).sort((a, b) => b.screenRateRps - a.screenRateRps);
+  const ranked = splits(stages, input.devices, input.colocate ?? true).map((r) => screen(stages, { mode: 'split', replicas: r })).sort((a, b) => b.screenRateRps - a.screenRateRps);
   const mono = input.monolithic === false ? null : monolithicCandidate(stages, input.devices);
   const all = mono ? [...ranked, screen(stages, mono)] : ranked;
   const top = Math.max(1, input.fineCandidates ?? 4);

@@ -54,7 +54,7 @@ function need<K extends keyof StageModels>(models: StageModels, stage: K, label:
   return m as NonNullable<StageModels[K]>;
 }
 
-function makeExecutor(task: SimTask, id: string, node: number, events: EventQueue, models: StageModels, monolithic: boolean): SimExecutor {
+function makeExecutor(task: SimTask, id: string, node: number, events: EventQueue, models: StageModels): SimExecutor {
   const c = task.config;
   switch (task.stage) {
     case 'echo': return new SimEcho(id, node, events, c, need(models, 'echo', task.label));
@@ -62,8 +62,8 @@ function makeExecutor(task: SimTask, id: string, node: number, events: EventQueu
       const m = need(models, 'encoder', task.label);
       return new SimEncoder(id, node, events, String(c.modality), (c.maxBatchSize as number | undefined) ?? m.maxBatchSize, m);
     }
-    case 'llm': return new SimLlm(id, node, events, need(models, 'llm', task.label), monolithic ? models.encoder : undefined);
-    case 'generator': return new SimGenerator(id, node, events, String(c.modality ?? 'image'), need(models, 'generator', task.label), monolithic ? models.encoder : undefined);
+    case 'llm': return new SimLlm(id, node, events, need(models, 'llm', task.label), models.encoder);
+    case 'generator': return new SimGenerator(id, node, events, String(c.modality ?? 'image'), need(models, 'generator', task.label), models.encoder);
   }
 }
 
@@ -105,11 +105,16 @@ function deploy(sc: Scenario, tasks: Map<string, SimTask>, events: EventQueue) {
   let inv: Inventory = buildInventory(nodes);
   const executors = new Map<string, SimExecutor[]>();
   const monolithic = sc.deployment.mode === 'monolithic';
-  if (monolithic) {
-    for (const t of tasks.values()) if (t.stage === 'encoder') executors.set(t.taskId, []);
-    if (![...tasks.values()].some((t) => t.stage === 'llm' || t.stage === 'generator')) throw new ScenarioError('deployment.mode: monolithic needs an LLM or generator task to hold the encoders');
+  const inlined = (t: SimTask) => t.stage === 'encoder' && (monolithic || sc.deployment.replicas[t.label] === 0);
+  for (const t of tasks.values()) {
+    if (!inlined(t)) {
+      if (sc.deployment.replicas[t.label] === 0) throw new ScenarioError(`deployment.replicas.${t.label}: only an encoder may have 0 executors (it then runs inside its consumer)`);
+      continue;
+    }
+    executors.set(t.taskId, []);
+    if (![...tasks.values()].some((c) => c.stage === 'llm' || c.stage === 'generator')) throw new ScenarioError(`deployment: encoder ${t.label} runs inside its consumer, which needs an LLM or generator task`);
   }
-  const wanted = [...tasks.values()].filter((t) => !(monolithic && t.stage === 'encoder')).map((t) => ({ t, n: sc.deployment.replicas[t.label] ?? sc.deployment.default }));
+  const wanted = [...tasks.values()].filter((t) => !inlined(t)).map((t) => ({ t, n: sc.deployment.replicas[t.label] ?? sc.deployment.default }));
   const total = wanted.reduce((a, w) => a + w.n * w.t.devicesPerExecutor, 0);
   for (const { t, n } of wanted) {
     const list: SimExecutor[] = [];
@@ -117,7 +122,7 @@ function deploy(sc: Scenario, tasks: Map<string, SimTask>, events: EventQueue) {
       try {
         const a = allocate(inv, t.devicesPerExecutor, t.taskId);
         inv = a.inventory;
-        list.push(makeExecutor(t, `${t.label}#${i}`, Number(a.devices[0]!.node.slice('node-'.length)), events, sc.models, monolithic));
+        list.push(makeExecutor(t, `${t.label}#${i}`, Number(a.devices[0]!.node.slice('node-'.length)), events, sc.models));
       } catch (e) {
         if (e instanceof ScenarioError) throw e;
         throw new ScenarioError(`cluster: ${sc.cluster.nodes} × ${sc.cluster.devicesPerNode} devices cannot hold the deployment (${total} devices for ${wanted.map((w) => `${w.n} × ${w.t.label}`).join(', ')}): ${(e as Error).message}`);
@@ -134,7 +139,6 @@ export async function simulate(sc: Scenario, o: SimOptions = {}): Promise<SimOut
   const tasks = new Map<string, SimTask>();
   const byKind = await recordApp(sc, tasks);
   const executors = deploy(sc, tasks, events);
-  const monolithic = sc.deployment.mode === 'monolithic';
   const intra = LINK_PRESETS[sc.cluster.intraNode]!;
   const inter = LINK_PRESETS[sc.cluster.interNode]!;
   const models = sc.models;
@@ -172,8 +176,8 @@ export async function simulate(sc: Scenario, o: SimOptions = {}): Promise<SimOut
     const dispatch = () => {
       for (const g of graphs) {
         // Routed at once, as the dispatcher leases every invocation of a graph before any runs.
-        // Monolithic: an encoder invocation has no executor of its own; its consumer LLM runs it (inlineUnits).
-        const inline = (i: number) => monolithic && g.invocations[i]!.task.stage === 'encoder';
+        // An encoder without executors (monolithic, or given 0): its consumer runs it in its own step (inlineUnits).
+        const inline = (i: number) => executors.get(g.invocations[i]!.task.taskId)!.length === 0 && g.invocations[i]!.task.stage === 'encoder';
         const routed = g.invocations.map((inv, i) => {
           if (inline(i)) return undefined;
           const list = executors.get(inv.task.taskId)!;

@@ -8,6 +8,7 @@ import { Command, Option } from 'commander';
 import { benchCommand } from './bench.js';
 import { simulateCommand } from '../../sim/command.js';
 import { planCommand } from '../../plan/command.js';
+import { experimentCommand } from '../../experiment/command.js';
 import { DEFAULT_CLIENT_TIMEOUT_MS, GatewayClient } from './client.js';
 import { autoscaleCommand, invokeCommand, listCommand, registerCommand, scaleCommand, tasksCommand, unregisterCommand, type Io } from './commands.js';
 import { CliError } from './errors.js';
@@ -174,6 +175,7 @@ program
 program.addCommand(benchCommand(io, () => program.opts<{ gateway: string }>().gateway));
 program.addCommand(simulateCommand(io));
 program.addCommand(planCommand(io));
+program.addCommand(experimentCommand(io));
 
 /** A control-plane role as its own process: every role takes --port, --host and --redis (the shared Store). */
 const roleCommand = (name: string, description: string, port: string) =>

@@ -43,8 +43,9 @@ const scenarioSchema = z.object({
     /** manual: every task on its own executors; monolithic: encoders run inside the LLM (or generator) executor that consumes
      *  them (vLLM with its encoder inside, our LLM executor with encoderFission: false), no encoder executors. */
     mode: z.enum(['manual', 'monolithic']).default('manual'),
-    /** Executors per task label (printed by a run); tasks not named get `default`. */
-    replicas: z.record(z.string(), z.number().int().positive()).default({}),
+    /** Executors per task label (printed by a run); tasks not named get `default`. An encoder given 0 runs inside
+     *  the LLM or generator executor that consumes it (a partly colocated plan). */
+    replicas: z.record(z.string(), z.number().int().nonnegative()).default({}),
     default: z.number().int().positive().default(1),
   }).strict().default({ mode: 'manual', replicas: {}, default: 1 }),
   workload: z.record(z.string(), z.union([z.string(), z.number()])).default({}),

@@ -16,7 +16,7 @@ const rateOf = async (c: { screenRateRps: number }) => c.screenRateRps;
 test('the planner finds the known optimum of a toy split instance (2 encoders + 6 LLMs on 8 devices)', async (t) => {
   // Split plans only: with an evaluator that is the screen itself, work-conserving monolithic always ties or
   // wins (interference shows only in simulation).
-  const r = await searchPlan({ demand: toy, devices: 8, fineCandidates: 1, monolithic: false }, rateOf);
+  const r = await searchPlan({ demand: toy, devices: 8, fineCandidates: 1, monolithic: false, colocate: false }, rateOf);
   t.deepEqual(r.best.replicas, { 'encoder:image': 2, 'llm:m': 6 });
   t.is(r.best.mode, 'split');
   // Exhaustive: every e + l ≤ 8.
@@ -42,7 +42,7 @@ test('splits are maximal: no label could take another executor', (t) => {
 
 test('the fine step picks the best evaluated candidate, not the best screened one', async (t) => {
   // An evaluator that penalises the screen's favourite (as interference in a simulation can).
-  const r = await searchPlan({ demand: toy, devices: 8, fineCandidates: 3, monolithic: false }, async (c) => (c.replicas['encoder:image'] === 2 ? 100 : c.screenRateRps));
+  const r = await searchPlan({ demand: toy, devices: 8, fineCandidates: 3, monolithic: false, colocate: false }, async (c) => (c.replicas['encoder:image'] === 2 ? 100 : c.screenRateRps));
   t.not(r.best.replicas['encoder:image'], 2);
   t.true(r.best.goodputRps > 100);
 });
@@ -62,4 +62,13 @@ test('a device budget below one executor per stage is rejected', async (t) => {
 test('a required rate above every plan’s capacity is rejected, naming the bottleneck stage', async (t) => {
   const e = await t.throwsAsync(searchPlan({ demand: toy, devices: 4, minRateRps: 500 }, rateOf), { instanceOf: InfeasiblePlanError });
   t.is(e!.stage, 'llm:m');
+});
+
+test('a rarely used encoder is kept inside its host instead of taking a device of its own', async (t) => {
+  const withAudio: Demand = { ...toy, stages: [...toy.stages, { label: 'encoder:audio', stage: 'encoder', devicesPerExecutor: 1, workMs: 0.5, hostLabel: 'llm:m' }] };
+  const r = await searchPlan({ demand: withAudio, devices: 9, fineCandidates: 1, monolithic: false }, rateOf);
+  t.is(r.best.replicas['encoder:audio'], 0);
+  const fullySplit = await searchPlan({ demand: withAudio, devices: 9, fineCandidates: 1, monolithic: false, colocate: false }, rateOf);
+  t.is(fullySplit.best.replicas['encoder:audio'], 1);
+  t.true(r.best.goodputRps > fullySplit.best.goodputRps);
 });

@@ -28,3 +28,15 @@ test('in a monolithic deployment an image request’s TTFT includes its encoding
   const gap = split.results.requests[0]!.ttftMs! - mono.results.requests[0]!.ttftMs!;
   t.true(gap >= 0 && gap < encodeMs / 2, `split − monolithic TTFT = ${gap} ms: only the transfer, the encode is on both`);
 });
+
+test('an encoder given 0 executors runs inside its consumer while the others keep their own', async (t) => {
+  const o = await simulate(await parseScenario({ ...base, workload: { ...base.workload, mix: 'text:0.4,image:0.3,audio:0.3' }, deployment: { replicas: { 'llm:cornserve/tiny-vlm-a': 3, 'encoder:image': 1, 'encoder:audio': 0 } } }));
+  t.deepEqual(o.deployment.map((d) => [d.label, d.executors]).sort(), [['encoder:audio', 0], ['encoder:image', 1], ['llm:cornserve/tiny-vlm-a', 3]]);
+  t.is(o.results.completed, 200);
+  t.deepEqual(o.invariants, { overCapacity: 0, startedBeforeProducers: 0, endedTwice: 0, neverEnded: 0 });
+});
+
+test('only an encoder may have 0 executors', async (t) => {
+  const sc = await parseScenario({ ...base, deployment: { replicas: { 'llm:cornserve/tiny-vlm-a': 0, 'encoder:image': 1 } } });
+  await t.throwsAsync(simulate(sc), { message: /deployment.replicas.llm:cornserve\/tiny-vlm-a: only an encoder may have 0 executors/ });
+});

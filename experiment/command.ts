@@ -1,0 +1,71 @@
+/**
+ * `cornserve experiment disaggregation`: runs the disaggregation experiment in the simulator, prints the table,
+ * writes results.json (per scenario and system: goodput_rps, p99_ttft_ms, p99_e2el_ms, ratios vs monolithic),
+ * summary.md and the plots (the bench client's latency CDF and throughput specs).
+ */
+import { Command } from 'commander';
+import type { Io } from '../control/cli/commands.js';
+import { CliError } from '../control/cli/errors.js';
+
+const EXAMPLES = `
+Examples:
+  cornserve experiment disaggregation --quick                  # 3 scenarios, Poisson, 30 simulated s each (CI)
+  cornserve experiment disaggregation --result-dir experiment-results/disaggregation
+
+Systems at an equal device count (8 × a100-80g preset): monolithic (every replica holds every component,
+encoders inside), disaggregated (the best fully split plan), planner (cornserve plan's free choice), and two
+hand-written splits (even, proportional to each stage's work). See docs/experiment.md.
+`;
+
+const f = (v: number | null | undefined, d = 2) => (v === null || v === undefined ? '—' : v === Infinity ? '∞' : v.toFixed(d));
+
+export function experimentCommand(io: Io): Command {
+  const cmd = new Command('experiment').description('reproducible experiments run in the simulator');
+  cmd.command('disaggregation')
+    .description('monolithic vs disaggregated vs planned deployments at an equal device count: goodput, p99 TTFT/E2EL, ratios')
+    .option('--quick', 'the short version (3 scenarios, Poisson arrivals, 30 simulated s)')
+    .option('--result-dir <dir>', 'where results.json, summary.md and the plots go', 'experiment-results/disaggregation')
+    .option('--no-plots', 'skip the SVG/PNG plots')
+    .addHelpText('after', EXAMPLES)
+    .action(async (o: { quick?: boolean; resultDir: string; plots: boolean }) => {
+      const [{ scenarios, runScenario }, { mkdir, writeFile }, { writePlot }, { latencyCdfSpec, throughputSpec }] = await Promise.all([
+        import('./disaggregation.js'), import('node:fs/promises'), import('../bench/plots/render.js'), import('../bench/plots/specs.js'),
+      ]);
+      await mkdir(o.resultDir, { recursive: true });
+      const results = [];
+      for (const s of scenarios(Boolean(o.quick))) {
+        io.err(`experiment: ${s.name} (${s.about})`);
+        try {
+          results.push(await runScenario(s, io.err));
+        } catch (e) {
+          if (e instanceof Error && ['ScenarioError', 'ModelOutputError', 'PlanError', 'InfeasiblePlanError'].includes(e.name)) throw new CliError(`${s.name}: ${e.message}`);
+          throw e;
+        }
+      }
+      const rows = results.flatMap((r) => Object.entries(r.systems).map(([name, x]) =>
+        `| ${r.scenario} | ${name} | ${Object.entries(x.replicas).filter(([, n]) => n > 0).map(([l, n]) => `${n}×${l.replace('cornserve/', '')}`).join(' ')} | ${f(x.goodput_rps)} | ${f(x.p99_ttft_ms, 0)} | ${f(x.p99_e2el_ms, 0)} | ${f(x.goodput_ratio_vs_monolithic)} | ${f(x.p99_e2el_ratio_vs_monolithic)} |`));
+      const table = ['| scenario | system | executors | goodput (req/s) | p99 TTFT (ms) | p99 E2EL (ms) | goodput ÷ monolithic | monolithic p99 E2EL ÷ system |', '|---|---|---|---|---|---|---|---|', ...rows].join('\n');
+      io.out(table);
+      const plots: string[] = [];
+      if (o.plots) {
+        for (const r of results) {
+          const name = r.scenario.replace(/[^a-z0-9-]+/gi, '-');
+          plots.push(...await writePlot(o.resultDir, `${name}-e2el-cdf`, latencyCdfSpec(Object.entries(r.systems).map(([n, x]) => ({ name: n, values: ((x.fixed?.requests ?? []) as Array<{ e2elMs?: number }>).map((q) => q.e2elMs ?? NaN).filter(Number.isFinite) })), `${r.scenario}: E2EL at ${r.fixed_rate_rps.toFixed(2)} req/s`)));
+          for (const sys of ['monolithic', 'disaggregated']) {
+            const pts = r.systems[sys]?.points ?? [];
+            if (pts.length) plots.push(...await writePlot(o.resultDir, `${name}-${sys}-throughput`, throughputSpec([...pts].sort((a, b) => a.rate - b.rate).map((p) => ({ rate: p.rate, requestThroughput: p.throughput, goodput: p.goodput })), `${r.scenario} (${sys}): throughput and goodput vs rate`)));
+          }
+        }
+      }
+      const json = {
+        experiment: 'disaggregation',
+        quick: Boolean(o.quick),
+        conditions: 'simulated (cornserve simulate); device preset a100-80g from sim/presets/gpus.yaml (LLM: DistServe OPT-13B TP1 coefficients; encoder and generator rows nominal); 8 devices on 1 node; goodput = highest rate with ≥ 90% SLO attainment',
+        scenarios: results.map((r) => ({ ...r, systems: Object.fromEntries(Object.entries(r.systems).map(([n, x]) => { const { fixed: _fixed, ...rest } = x; return [n, rest]; })) })),
+      };
+      await writeFile(`${o.resultDir}/results.json`, JSON.stringify(json, null, 2));
+      await writeFile(`${o.resultDir}/summary.md`, `# Disaggregation experiment${o.quick ? ' (quick)' : ''}\n\n${json.conditions}\n\n${table}\n\n${plots.filter((p) => p.endsWith('.png')).map((p) => `![${p}](${p})`).join('\n')}\n`);
+      io.out(`\nresults: ${o.resultDir}/ (results.json, summary.md${plots.length ? `, ${plots.length} plot files` : ''})`);
+    });
+  return cmd;
+}
