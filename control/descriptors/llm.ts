@@ -20,6 +20,7 @@
 import { CornserveError } from '../../functions/sdk/errors.js';
 import type { DataForward } from '../../functions/sdk/index.js';
 import { LLMAnswerStatesTask, LLMEmbeddingTask, LLMTask, type LLMBaseTask, type LLMEmbeddingOutput } from '../../functions/tasks/llm.js';
+import { tpSuffix } from '../../functions/tasks/encoder.js';
 import { modelBasename, multimodalParts, type ChatRequest, type ContentPart } from '../../functions/tasks/openai.js';
 import type { InvocationResult, LaunchSpec, TaskDescriptor } from './types.js';
 
@@ -100,14 +101,21 @@ function hiddenStateXargs(output: LLMEmbeddingOutput): Record<string, string> {
 export const llmDescriptor: TaskDescriptor<LlmTask> = {
   name: 'default',
   taskClass: 'LLMBaseTask',
-  executorName: (task) => `llm-${modelBasename(task.config.modelId)}`,
-  launch: (task): LaunchSpec => ({
-    kind: 'llm',
-    entry: 'executors/llm/main.ts',
-    image: 'cornserve/llm',
-    args: ['--model-id', task.config.modelId, ...(task.config.receiveEmbeddings ? [] : ['--no-receive-embeddings', '--encoders'])],
-    devicesPerExecutor: 1,
-  }),
+  executorName: (task) => `llm-${modelBasename(task.config.modelId)}${tpSuffix(task.config.tensorParallel)}`,
+  launch: (task): LaunchSpec => {
+    const tp = task.config.tensorParallel ?? 1;
+    return {
+      kind: 'llm',
+      entry: 'executors/llm/main.ts',
+      image: 'cornserve/llm',
+      args: [
+        '--model-id', task.config.modelId, ...(task.config.receiveEmbeddings ? [] : ['--no-receive-embeddings', '--encoders']),
+        ...(tp > 1 ? ['--tp-size', String(tp)] : []),
+      ],
+      // tensorParallel colocated devices: the executor runs its decoder steps over as many ranks
+      devicesPerExecutor: tp,
+    };
+  },
   request: (task, input, output) => {
     const req = input as ChatRequest;
     let mapUrl: ((part: number, modality: string, url: string) => string) | undefined;

@@ -35,6 +35,7 @@ const program = new Command('llm-executor')
   .option('--max-batch <n>', 'sequences decoded together at most', int, 32)
   .option('--max-waiting <n>', 'requests waiting at most before 503', int, 1024)
   .option('--max-prefill-tokens <n>', 'padded prompt tokens per prefill call', int, 4096)
+  .option('--tp-size <n>', 'tensor-parallel ranks the decoder steps run over (the model needs shards of this degree; one device each)', int, 1)
   .option('--threads <n>', 'onnxruntime intra-op threads (0 = one per core)', int, 0)
   .option('--sidecar-socket <address>', 'the node sidecar: socket path, unix:<path> or http URL (default: $CORNSERVE_SIDECAR_URL)')
   .option('--sidecar-ranks <ranks>', 'this executor\'s sidecar ranks, comma-separated (default: $CORNSERVE_SIDECAR_RANKS)')
@@ -49,7 +50,7 @@ const program = new Command('llm-executor')
 const o = program.opts<{
   allowCpuFallback?: boolean;
   modelId: string; modelDir?: string; modelsDir?: string; port?: number; host: string; maxBatch: number; maxWaiting: number;
-  maxPrefillTokens: number; threads: number; sidecarSocket?: string; sidecarRanks?: string; receiveEmbeddings: boolean; encoders: boolean; urlAllowlist?: string; allowPrivateUrls?: string; timeoutMs: number;
+  maxPrefillTokens: number; tpSize: number; threads: number; sidecarSocket?: string; sidecarRanks?: string; receiveEmbeddings: boolean; encoders: boolean; urlAllowlist?: string; allowPrivateUrls?: string; timeoutMs: number;
 }>();
 const executorId = process.env[EXECUTOR_ENV.executorId];
 const log = logger('llm', { executor: executorId });
@@ -58,7 +59,7 @@ await startTelemetry('llm');
 
 // The model id names a folder path, a folder under $CORNSERVE_MODELS, or a built-in model (catalog.ts).
 const dir = o.modelDir ?? (await resolveModelFolder(o.modelId, { modality: 'text', family: 'llm', ...(o.modelsDir ? { builtinDir: o.modelsDir } : {}) }));
-const model = await LlmModel.load(dir, { modelId: o.modelId, ...(o.threads ? { threads: o.threads } : {}) });
+const model = await LlmModel.load(dir, { modelId: o.modelId, ...(o.threads ? { threads: o.threads } : {}), ...(o.tpSize > 1 ? { tensorParallel: o.tpSize } : {}) });
 const encoders = o.encoders
   ? await InProcessEncoders.load(model.modelIds.includes(o.modelId) ? o.modelId : model.modelIds[0]!, model.modalities, {
     ...(o.modelsDir ? { modelsDir: o.modelsDir } : {}),

@@ -98,7 +98,7 @@ export function buildLlmServer(opts: LlmServerOptions): LlmServer {
   ], { execution: describeExecution(processExecution()) }));
   app.get('/info', (_req, res) => {
     res.json({
-      kind: 'llm', executorId: opts.executorId ?? null, model: model.name, modelIds: model.modelIds,
+      kind: 'llm', executorId: opts.executorId ?? null, model: model.name, modelIds: model.modelIds, tensorParallel: model.tensorParallel,
       modalities: model.modalities, receiveEmbeddings: receive, encoders: opts.encoders?.modalities ?? [], served, receiving, ...engine.stats(),
     });
   });

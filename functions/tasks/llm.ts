@@ -1,11 +1,17 @@
 import { z } from 'zod';
 import { DataForward, Stream, UnitTask, registerTaskClass, streamOf, tensorForward } from '../sdk/index.js';
+import { tpSuffix } from './encoder.js';
 import { chatChunkSchema, chatRequestSchema, modelBasename, type ChatChunk, type ChatRequest } from './openai.js';
 
 export const llmConfigSchema = z.object({
   modelId: z.string().min(1),
   /** The LLM receives multimodal embeddings from encoders (encoder fission) instead of encoding itself. */
   receiveEmbeddings: z.boolean().default(true),
+  /**
+   * Tensor-parallel degree: each executor gets this many colocated devices and runs its decoder steps over as many
+   * ranks (the model must have shards of this degree). Absent = 1.
+   */
+  tensorParallel: z.number().int().min(1).max(8).optional(),
 });
 
 /**
@@ -16,7 +22,7 @@ export abstract class LLMBaseTask<I, O> extends UnitTask<typeof llmConfigSchema,
   static override readonly configSchema = llmConfigSchema;
 
   get name(): string {
-    return `llm-${modelBasename(this.config.modelId)}`;
+    return `llm-${modelBasename(this.config.modelId)}${tpSuffix(this.config.tensorParallel)}`;
   }
 }
 

@@ -15,6 +15,8 @@ export const mllmOptionsSchema = z.object({
   encoderModelIds: z.array(z.string().min(1)).optional(),
   /** The encoders' tensor-parallel degree (EncoderTask `tensorParallel`): devices, and shards, per encoder executor. */
   encoderTensorParallel: z.number().int().min(1).max(8).optional(),
+  /** The LLM's tensor-parallel degree (LLMTask `tensorParallel`). */
+  llmTensorParallel: z.number().int().min(1).max(8).optional(),
 });
 export type MLLMOptions = z.input<typeof mllmOptionsSchema>;
 
@@ -76,7 +78,10 @@ export class MLLMTask extends MLLMBase<Stream<ChatChunk>> {
 
   constructor(options: MLLMOptions) {
     super(options);
-    this.llm = new LLMTask({ modelId: this.options.modelId, receiveEmbeddings: this.options.encoderFission });
+    this.llm = new LLMTask({
+      modelId: this.options.modelId, receiveEmbeddings: this.options.encoderFission,
+      ...(this.options.llmTensorParallel ? { tensorParallel: this.options.llmTensorParallel } : {}),
+    });
   }
 
   invoke(req: ChatRequest): Stream<ChatChunk> {

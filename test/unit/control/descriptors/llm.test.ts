@@ -139,3 +139,13 @@ test('the request names the task\'s model id whatever the client named', (t) => 
   const { req } = request(0);
   t.is((llmDescriptor.request(new LLMTask({ modelId: MODEL }), { ...req, model: 'my-mllm-app' }, {}).body as any).model, MODEL);
 });
+
+test('LLMTask tensorParallel asks for that many colocated devices and --tp-size, under its own name', (t) => {
+  const tp = new LLMTask({ modelId: MODEL, tensorParallel: 2 });
+  const spec = llmDescriptor.launch(tp);
+  t.is(spec.devicesPerExecutor, 2);
+  t.deepEqual(spec.args.slice(-2), ['--tp-size', '2']);
+  t.is(llmDescriptor.executorName(tp), 'llm-tiny-vlm-a-tp2');
+  t.is(tp.name, 'llm-tiny-vlm-a-tp2');
+  t.is(llmDescriptor.launch(new LLMTask({ modelId: MODEL })).devicesPerExecutor, 1);
+});
