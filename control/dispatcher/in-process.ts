@@ -17,7 +17,8 @@ import { DispatchError, TaskGraph, type DispatchOptions, type DispatchResult, ty
 import { toErrorBody } from '../../lib/http.js';
 import type { Store } from '../store/types.js';
 import { dispatchGraph, type DispatchDeps } from './dispatch.js';
-import { Router } from './routing.js';
+import { Router, taskIdOfCached } from './routing.js';
+import { LoadRecorder } from '../autoscaler/signals.js';
 import { LiveServiceRecorder } from './live-service.js';
 
 /** The error the CloudEvent path would have produced from the service's reply to `e`. */
@@ -38,11 +39,14 @@ async function* translated(stream: AsyncIterable<string>): AsyncGenerator<string
 
 export class InProcessDispatcher implements GraphDispatcher {
   readonly #deps: DispatchDeps;
+  /** Autoscaling signals, as the dispatcher service records them (arrivals per task, graph shapes per app). */
+  readonly #load: LoadRecorder;
 
   constructor(
     store: Store,
     private readonly options: { appId?: string; descriptors?: DispatchDeps['descriptors'] } = {},
   ) {
+    this.#load = new LoadRecorder(store);
     this.#deps = { store, router: new Router(store), liveService: new LiveServiceRecorder(store), ...(options.descriptors ? { descriptors: options.descriptors } : {}) };
   }
 
@@ -50,8 +54,10 @@ export class InProcessDispatcher implements GraphDispatcher {
     const appId = options.appId ?? this.options.appId ?? 'unknown';
     try {
       // fromJSON as the service does: the graph is validated and gets its own objects (wiring mutates them).
+      const parsed = TaskGraph.fromJSON(graph);
+      this.#load.graph(appId === 'unknown' ? undefined : appId, parsed.invocations.map((inv) => taskIdOfCached(inv.task)));
       const result = await dispatchGraph(
-        TaskGraph.fromJSON(graph),
+        parsed,
         { deadline: options.deadline, appId, ...(options.signal ? { signal: options.signal } : {}), ...(options.traceparent ? { traceparent: options.traceparent } : {}) },
         this.#deps,
       );
