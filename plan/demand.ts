@@ -5,6 +5,7 @@
  */
 import { decodeMs, encoderMs, generatorMs, prefillMs, type StageKind, type StageModels } from '../sim/latency/models.js';
 import type { SimGraph } from '../sim/apps/record.js';
+import { unitsOf } from '../sim/run.js';
 import type { RequestKind, RequestSpec } from '../bench/workload/mix.js';
 
 export interface StageDemand {
@@ -30,16 +31,6 @@ export interface KindFloor {
 }
 
 export interface Demand { stages: StageDemand[]; floors: KindFloor[] }
-
-export function unitsFor(spec: RequestSpec, models: StageModels): number {
-  const m = models.encoder;
-  if (!m) return 0;
-  const patches = (w: number, h: number) => Math.ceil(w / m.patchSize) * Math.ceil(h / m.patchSize);
-  if (spec.image) return patches(spec.image.width, spec.image.height);
-  if (spec.video) return spec.video.frames * patches(spec.video.width, spec.video.height);
-  if (spec.audioSeconds !== undefined) return Math.ceil(spec.audioSeconds * m.audioUnitsPerSecond);
-  return 0;
-}
 
 /** Throughput cost (amortised) and idle latency of one invocation. */
 function invocationCost(stage: StageKind, models: StageModels, units: number, prompt: number, out: number): { work: number; idle: number; ttft: number; tpot: number } {
@@ -74,7 +65,7 @@ export function demandOf(byKind: ReadonlyMap<RequestKind, readonly SimGraph[]>, 
   const stages = new Map<string, StageDemand>();
   const floors = new Map<RequestKind, KindFloor & { n: number }>();
   for (const spec of specs) {
-    const units = unitsFor(spec, models);
+    const units = unitsOf(spec, models);
     const f = floors.get(spec.kind) ?? { kind: spec.kind, weight: 0, ttftMs: 0, tpotMs: 0, e2elMs: 0, ttftStage: '', e2elStage: '', tpotStage: '', n: 0 };
     f.n++;
     for (const g of byKind.get(spec.kind) ?? []) {
