@@ -6,6 +6,10 @@ import { type Env, applyStage, graphsForRank, loadRank, runStage, runTensorParal
 import { preprocessImage } from '../../../../executors/models/preprocess/image.js';
 import { preprocessVideo } from '../../../../executors/models/preprocess/video.js';
 import { visionFeeds } from '../../../../executors/models/vision-runs.js';
+import { EXECUTOR_ENV } from '../../../../control/descriptors/types.js';
+
+// Two devices, as the platform assigns a TP-2 executor (CPU "devices"; read when the first session opens).
+process.env[EXECUTOR_ENV.deviceOrdinals] = '0,1';
 
 let single: LoadedModel;
 let ranks: LoadedModel[];
