@@ -61,8 +61,13 @@ export async function tasksCommand(client: GatewayClient, io: Io): Promise<void>
   const tasks = await client.tasks();
   if (tasks.length === 0) return io.out('no unit tasks deployed');
   io.out(tasksTable(tasks));
-  // Each task's last decision and why (autoscaling on).
+  // Autoscaling (on unless --no-autoscale): each task's policy, desired count, demand, capacity, last decision and why.
   for (const t of tasks) {
+    if (t.autoscale) {
+      const demand = t.demand === null || t.demand === undefined ? '-' : `${t.demand.toFixed(1)} req/s`;
+      const capacity = t.capacity ? `${t.capacity.per_executor_rps.toFixed(1)} req/s per executor (${t.capacity.source})` : 'capacity unknown';
+      io.out(`${t.task_id}: autoscale ${policyText(t)}, desired ${t.desired ?? '-'}, demand ${demand}, ${capacity}`);
+    }
     const d = t.last_decision;
     if (d) io.out(`${t.task_id}: ${new Date(d.at).toISOString()} ${d.from} -> ${d.to}: ${d.reason}`);
     if (t.autoscale?.cold_start_ms !== undefined) io.out(`${t.task_id}: last cold start ${(t.autoscale.cold_start_ms / 1000).toFixed(1)} s`);
@@ -76,7 +81,7 @@ export async function tasksCommand(client: GatewayClient, io: Io): Promise<void>
  */
 export function tasksTable(tasks: TaskInfo[]): string {
   return table(
-    ['TASK ID', 'NAME', 'CLASS', 'CONFIG', 'STATE', 'USAGE', 'DEVICES', 'DESIRED', 'DEMAND', 'CAPACITY', 'AUTOSCALE', 'EXECUTORS', 'EXECUTION'],
+    ['TASK ID', 'NAME', 'CLASS', 'CONFIG', 'STATE', 'USAGE', 'DEVICES', 'EXECUTORS', 'EXECUTION'],
     tasks.map((t) => [
       t.task_id,
       t.name,
@@ -85,10 +90,6 @@ export function tasksTable(tasks: TaskInfo[]): string {
       t.state,
       String(t.usage),
       t.devices.map((d) => `${d.node}:${d.globalRank}`).join(',') || '-',
-      t.desired === null || t.desired === undefined ? '-' : String(t.desired),
-      t.demand === null || t.demand === undefined ? '-' : `${t.demand.toFixed(1)} req/s`,
-      t.capacity ? `${t.capacity.per_executor_rps.toFixed(1)} req/s/executor (${t.capacity.source})` : '-',
-      policyText(t),
       `${t.executors.filter((e) => e.state === 'ready').length} ready / ${t.executors.length}`,
       executionSummary(t.executors),
     ]),
