@@ -39,6 +39,7 @@ import {
 } from './errors.js';
 import { KeyedMutex, Mutex } from './mutex.js';
 import { AutoscaleLoop, type AutoscaleLoopOptions } from './autoscale-loop.js';
+import { CapacitySource } from '../autoscaler/capacity-source.js';
 import type { AutoscalePolicy } from '../autoscaler/types.js';
 import { newTaskRecord, taskFromRecord as defaultTaskFromRecord } from './task-records.js';
 import { taskIdOf } from '../store/task-id.js';
@@ -120,11 +121,16 @@ export class ResourceManager implements ResourceManagerApi {
   private readonly taskFromRecord: (record: UnitTaskRecord) => UnitTask;
   /** The autoscaling loop, when on. */
   readonly autoscaling: AutoscaleLoop | undefined;
+  /** Where the autoscaler's capacity figures come from (profiles + live stats), when autoscaling is on. */
+  private readonly capacitySource: CapacitySource | undefined;
 
   constructor(private readonly opts: ResourceManagerOptions) {
     this.descriptorOf = opts.descriptors ?? descriptorFor;
     this.taskFromRecord = opts.taskFromRecord ?? defaultTaskFromRecord;
     if (opts.autoscale) {
+      // Capacity per executor from the task's profile and its executors' live service times (the Store), unless
+      // the caller brings its own; tasks with neither fall back to the autoscaler's Little's-law default.
+      if (!opts.autoscale.capacity) this.capacitySource = new CapacitySource(opts.store, { deviceKind: this.deviceKind() });
       this.autoscaling = new AutoscaleLoop(
         opts.store,
         {
@@ -136,7 +142,7 @@ export class ResourceManager implements ResourceManagerApi {
             await this.scaleDevices(taskId, delta * m.launch.devicesPerExecutor);
           },
         },
-        opts.autoscale,
+        this.capacitySource ? { ...opts.autoscale, capacity: this.capacitySource.provider } : opts.autoscale,
       );
     }
   }
@@ -153,6 +159,7 @@ export class ResourceManager implements ResourceManagerApi {
         }
       }
       await this.commitInventory(inventory);
+      this.capacitySource?.start();
       this.autoscaling?.start();
     })().catch((e) => {
       this.initPromise = undefined;
@@ -369,6 +376,7 @@ export class ResourceManager implements ResourceManagerApi {
    */
   async close(): Promise<void> {
     this.closed = true;
+    this.capacitySource?.stop();
     await this.autoscaling?.stop();
     const all = [...this.managed.entries()];
     this.managed.clear();
