@@ -3,7 +3,7 @@
 // "install" script, so `npm ci` alone leaves a working install; `make deps` and `npm run build:addon` run it too.
 // Plain JavaScript: it runs before anything (tsx included) can be assumed to work.
 import { spawnSync } from 'node:child_process';
-import { existsSync } from 'node:fs';
+import { existsSync, statSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -31,6 +31,23 @@ function nodedirArgs() {
   if (process.env.npm_config_nodedir) return [];
   const prefix = resolve(dirname(process.execPath), '..');
   return existsSync(join(prefix, 'include', 'node', 'node_api.h')) ? [`--nodedir=${prefix}`] : [];
+}
+
+/**
+ * An addon newer than its sources is kept (`--force` rebuilds): npm runs this install script again whenever the
+ * package is linked (e.g. `npx cornserve` in a fresh clone), and a rebuild deletes build/ first, so processes
+ * starting meanwhile would find no addon.
+ */
+function upToDate() {
+  const addon = join(here, 'build', 'Release', 'cornserve_shm.node');
+  if (process.argv.includes('--force') || !existsSync(addon)) return false;
+  const built = statSync(addon).mtimeMs;
+  return ['shm.c', 'binding.gyp', 'build.mjs'].every((f) => statSync(join(here, f)).mtimeMs <= built);
+}
+
+if (upToDate()) {
+  console.log("cornserve: the sidecar's shared-memory addon is up to date (--force rebuilds it)");
+  process.exit(0);
 }
 
 const args = [nodeGypScript(), 'rebuild', ...nodedirArgs(), `--directory=${here}`];
