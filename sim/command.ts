@@ -58,6 +58,7 @@ export function simulateCommand(io: Io): Command {
         throw e;
       }
       io.err(`deployment: ${out.deployment.map((d) => `${d.executors} × ${d.label}`).join(', ')}`);
+      if (out.scaling.length) io.err(`autoscaler: ${out.scaling.length} scaling decisions (${out.scaling.slice(-3).map((d) => `${(d.atMs / 1000).toFixed(0)} s ${d.label} ${d.from}→${d.to}`).join('; ')}${out.scaling.length > 3 ? ' …' : ''})`);
       io.err(`simulated ${out.requests} requests (${out.events} events) in ${(out.wallMs / 1000).toFixed(1)} s wall: ${Math.round(out.requests / Math.max(out.wallMs / 1000, 1e-3))} requests per wall-clock second`);
       io.out(summaryText(out.results));
       const dir = opts.resultDir ?? defaultResultDir().replace(/^bench-results/, 'sim-results');

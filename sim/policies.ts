@@ -8,3 +8,6 @@ export { findForwards, wireDataForwards } from '../control/dispatcher/wiring.js'
 export { Scheduler as EricScheduler } from '../executors/eric/engine/scheduler.js';
 export { RequestQueue as GeriRequestQueue } from '../executors/geri/engine/scheduler.js';
 export { admitCount } from '../executors/llm/admission.js';
+export { freeDevices } from '../control/resources/allocation.js';
+export { Autoscaler, type AutoscalerOptions, type TaskSnapshot } from '../control/autoscaler/autoscaler.js';
+export { planPool } from '../control/autoscaler/pool.js';

@@ -21,6 +21,8 @@ import { SimLlm } from './executors/llm.js';
 import type { SimExecutor, SimJob } from './executors/types.js';
 import type { StageModels } from './latency/models.js';
 import type { Scenario } from './scenario/schema.js';
+import { SimAutoscaling, type Pool, type ScaleEvent } from './autoscale.js';
+import type { DeviceRef } from '../control/store/types.js';
 
 export interface Invariants {
   /** Executors that ever ran more batches at once than their capacity. */
@@ -37,6 +39,8 @@ export interface SimOutcome {
   invariants: Invariants;
   /** Task labels and their executor counts. */
   deployment: Array<{ label: string; taskId: string; stage: string; executors: number }>;
+  /** autoscaler mode: every executor-count change, in order. */
+  scaling: ScaleEvent[];
   events: number;
   requests: number;
   /** Wall-clock ms the event loop took. */
@@ -96,7 +100,7 @@ export async function recordApp(sc: Scenario, tasks: Map<string, SimTask>): Prom
   return byKind;
 }
 
-function deploy(sc: Scenario, tasks: Map<string, SimTask>, events: EventQueue) {
+function deploy(sc: Scenario, tasks: Map<string, SimTask>, events: EventQueue): { executors: Map<string, SimExecutor[]>; pool: Pool } {
   const labels = new Map([...tasks.values()].map((t) => [t.label, t]));
   for (const label of Object.keys(sc.deployment.replicas)) {
     if (!labels.has(label)) throw new ScenarioError(`deployment.replicas.${label}: the app has no such task (its tasks: ${[...labels.keys()].join(', ')})`);
@@ -114,7 +118,9 @@ function deploy(sc: Scenario, tasks: Map<string, SimTask>, events: EventQueue) {
     executors.set(t.taskId, []);
     if (![...tasks.values()].some((c) => c.stage === 'llm' || c.stage === 'generator')) throw new ScenarioError(`deployment: encoder ${t.label} runs inside its consumer, which needs an LLM or generator task`);
   }
-  const wanted = [...tasks.values()].filter((t) => !inlined(t)).map((t) => ({ t, n: sc.deployment.replicas[t.label] ?? sc.deployment.default }));
+  const auto = sc.deployment.autoscaler;
+  const wanted = [...tasks.values()].filter((t) => !inlined(t)).map((t) => ({ t, n: auto ? (auto.policies[t.label] ?? auto.policy).min : sc.deployment.replicas[t.label] ?? sc.deployment.default }));
+  const held = new Map<SimExecutor, DeviceRef[]>();
   const total = wanted.reduce((a, w) => a + w.n * w.t.devicesPerExecutor, 0);
   for (const { t, n } of wanted) {
     const list: SimExecutor[] = [];
@@ -122,7 +128,9 @@ function deploy(sc: Scenario, tasks: Map<string, SimTask>, events: EventQueue) {
       try {
         const a = allocate(inv, t.devicesPerExecutor, t.taskId);
         inv = a.inventory;
-        list.push(makeExecutor(t, `${t.label}#${i}`, Number(a.devices[0]!.node.slice('node-'.length)), events, sc.models));
+        const ex = makeExecutor(t, `${t.label}#${i}`, Number(a.devices[0]!.node.slice('node-'.length)), events, sc.models);
+        held.set(ex, a.devices);
+        list.push(ex);
       } catch (e) {
         if (e instanceof ScenarioError) throw e;
         throw new ScenarioError(`cluster: ${sc.cluster.nodes} × ${sc.cluster.devicesPerNode} devices cannot hold the deployment (${total} devices for ${wanted.map((w) => `${w.n} × ${w.t.label}`).join(', ')}): ${(e as Error).message}`);
@@ -130,7 +138,7 @@ function deploy(sc: Scenario, tasks: Map<string, SimTask>, events: EventQueue) {
     }
     executors.set(t.taskId, list);
   }
-  return executors;
+  return { executors, pool: { inventory: inv, devices: sc.cluster.nodes * sc.cluster.devicesPerNode, held } };
 }
 
 export async function simulate(sc: Scenario, o: SimOptions = {}): Promise<SimOutcome> {
@@ -138,7 +146,20 @@ export async function simulate(sc: Scenario, o: SimOptions = {}): Promise<SimOut
   const events = new EventQueue();
   const tasks = new Map<string, SimTask>();
   const byKind = await recordApp(sc, tasks);
-  const executors = deploy(sc, tasks, events);
+  const { executors, pool } = deploy(sc, tasks, events);
+  const everyExecutor = [...executors.values()].flat();
+  const autoscaling = sc.deployment.autoscaler
+    ? new SimAutoscaling(
+      events,
+      [...tasks.values()].filter((t) => executors.get(t.taskId)!.length > 0),
+      executors,
+      pool,
+      (t, id, node) => makeExecutor(t, id, node, events, sc.models),
+      sc.deployment.autoscaler,
+      { appId: sc.name, invocationsPerRequest: invocationsPerRequest(byKind, sc) },
+      everyExecutor,
+    )
+    : undefined;
   const intra = LINK_PRESETS[sc.cluster.intraNode]!;
   const inter = LINK_PRESETS[sc.cluster.interNode]!;
   const models = sc.models;
@@ -185,6 +206,7 @@ export async function simulate(sc: Scenario, o: SimOptions = {}): Promise<SimOut
           turns.set(inv.task.taskId, turn + 1);
           const ex = pickLeastOutstanding(list, turn)!;
           ex.outstanding++;
+          autoscaling?.invoked(inv.task.taskId);
           return ex;
         });
         const consumers = g.invocations.map(() => [] as number[]);
@@ -229,15 +251,17 @@ export async function simulate(sc: Scenario, o: SimOptions = {}): Promise<SimOut
         g.invocations.forEach((_, i) => { if (!inline(i) && waiting[i] === 0) start(i); });
       }
     };
+    autoscaling?.requestArrived();
     events.after(sc.overheadMs, dispatch);
   };
 
   // Arrivals are scheduled one ahead (the heap holds the next arrival, not the whole run's).
   let index = 0;
+  let arrivalsDone = false;
   const scheduleNext = () => {
-    if (index >= limitCount) return;
+    if (index >= limitCount) { arrivalsDone = true; return; }
     const t = arrivals.next().value as number;
-    if (t >= limitMs) return;
+    if (t >= limitMs) { arrivalsDone = true; return; }
     const i = index++;
     events.at(t, () => {
       startRequest(i, t);
@@ -245,11 +269,12 @@ export async function simulate(sc: Scenario, o: SimOptions = {}): Promise<SimOut
     });
   };
   scheduleNext();
+  autoscaling?.start(() => !arrivalsDone || ended < index);
   const t0 = performance.now();
   events.run();
   const wallMs = performance.now() - t0;
   invariants.neverEnded = index - ended;
-  for (const list of executors.values()) for (const ex of list) if (ex.maxRunning > ex.capacity) invariants.overCapacity++;
+  for (const ex of everyExecutor) if (ex.maxRunning > ex.capacity) invariants.overCapacity++;
   records.sort((a, b) => a.index - b.index);
 
   const settings: RunSettings = {
@@ -269,5 +294,15 @@ export async function simulate(sc: Scenario, o: SimOptions = {}): Promise<SimOut
   };
   const results = runResults(settings, records, { startedAt: 0, interrupted: false });
   const deployment = [...tasks.values()].map((t) => ({ label: t.label, taskId: t.taskId, stage: t.stage, executors: executors.get(t.taskId)!.length }));
-  return { results, invariants, deployment, events: events.processed, requests: index, wallMs };
+  return { results, invariants, deployment, scaling: autoscaling?.decisions ?? [], events: events.processed, requests: index, wallMs };
+}
+
+/** Mean invocations of each task per app request, over the request mix (the gateway's graph shape for the autoscaler). */
+function invocationsPerRequest(byKind: Map<RequestKind, SimGraph[]>, sc: Scenario): Record<string, number> {
+  const total = sc.workload.mix.mix.reduce((a, m) => a + m.weight, 0);
+  const out: Record<string, number> = {};
+  for (const { kind, weight } of sc.workload.mix.mix) {
+    for (const g of byKind.get(kind)!) for (const inv of g.invocations) out[inv.task.taskId] = (out[inv.task.taskId] ?? 0) + weight / total;
+  }
+  return out;
 }

@@ -10,6 +10,7 @@ import { z } from 'zod';
 import { benchConfig, type BenchConfig } from '../../bench/client/config.js';
 import { LINK_PRESETS } from '../cluster/links.js';
 import { ScenarioError } from '../apps/record.js';
+import type { AutoscaleSettings } from '../autoscale.js';
 import { probeModels, stageModelsSchema, type StageModels } from '../latency/models.js';
 
 export { ScenarioError };
@@ -22,6 +23,12 @@ export const BUILTIN_SCENARIOS = ['local-1x4', 'cluster-64x8'] as const;
 export const MEASURED_OVERHEAD_MS = 1.29;
 
 const linkName = z.string().refine((s) => s in LINK_PRESETS, { message: `a link preset (${Object.keys(LINK_PRESETS).join(', ')})` });
+
+/** min ≥ 1: the simulated dispatcher always has an executor to route to (no scale from zero). */
+const policySchema = z.union([
+  z.object({ min: z.number().int().positive(), max: z.number().int().positive(), target: z.number().positive() }).strict(),
+  z.object({ min: z.number().int().positive(), max: z.number().int().positive(), sloMs: z.number().positive() }).strict(),
+]);
 
 const scenarioSchema = z.object({
   name: z.string().min(1),
@@ -42,11 +49,28 @@ const scenarioSchema = z.object({
   deployment: z.object({
     /** manual: every task on its own executors; monolithic: encoders run inside the LLM (or generator) executor that consumes
      *  them (vLLM with its encoder inside, our LLM executor with encoderFission: false), no encoder executors. */
-    mode: z.enum(['manual', 'monolithic']).default('manual'),
+    mode: z.enum(['manual', 'monolithic', 'autoscaler']).default('manual'),
     /** Executors per task label (printed by a run); tasks not named get `default`. An encoder given 0 runs inside
      *  the LLM or generator executor that consumes it (a partly colocated plan). */
     replicas: z.record(z.string(), z.number().int().nonnegative()).default({}),
     default: z.number().int().positive().default(1),
+    /** autoscaler mode: the live Autoscaler decides every tickS of simulated time; tasks start at their policy's min. */
+    autoscaler: z.object({
+      tickS: z.number().positive().default(2),
+      coldStartS: z.number().nonnegative().default(10),
+      policy: policySchema.default({ min: 1, max: 1_000_000, target: 2 }),
+      /** Policy per task label (the others get `policy`). */
+      policies: z.record(z.string(), policySchema).default({}),
+      /** The Autoscaler's options (windows and delays in ms, as control/autoscaler/autoscaler.ts names them). */
+      options: z.object({
+        stableWindowMs: z.number().positive(),
+        panicWindowMs: z.number().positive(),
+        panicThreshold: z.number().positive(),
+        scaleDownDelayMs: z.number().nonnegative(),
+        maxScaleDownRate: z.number().min(1),
+        tolerance: z.number().nonnegative(),
+      }).partial().strict().default({}),
+    }).strict().optional(),
   }).strict().default({ mode: 'manual', replicas: {}, default: 1 }),
   workload: z.record(z.string(), z.union([z.string(), z.number()])).default({}),
   slo: z.string().optional(),
@@ -59,7 +83,7 @@ export interface Scenario {
   name: string;
   cluster: { nodes: number; devicesPerNode: number; device: string; intraNode: string; interNode: string };
   app: { file: string; api: 'chat' | 'invoke'; request?: Record<string, unknown> };
-  deployment: { mode: 'manual' | 'monolithic'; replicas: Record<string, number>; default: number };
+  deployment: { mode: 'manual' | 'monolithic' | 'autoscaler'; replicas: Record<string, number>; default: number; autoscaler?: AutoscaleSettings };
   workload: BenchConfig;
   models: StageModels;
   overheadMs: number;
@@ -121,7 +145,16 @@ export async function parseScenario(raw: unknown, overrides: Overrides = {}): Pr
   }
   const unknownKeys = Object.keys(w).filter((k) => !['requestRate', 'burstiness', 'numRequests', 'duration', 'pattern', 'seed', 'mix', 'inputLen', 'outputLen', 'rangeRatio', 'imageSize', 'audioSeconds', 'videoFrames'].includes(k));
   if (unknownKeys.length) throw new ScenarioError(`workload.${unknownKeys[0]}: unknown option`);
-  return { name: s.name, cluster: s.cluster, app: s.app, deployment: s.deployment, workload, models, overheadMs: s.overheadMs };
+  const d = s.deployment;
+  if (d.autoscaler && d.mode !== 'autoscaler') throw new ScenarioError(`deployment.autoscaler: only for mode autoscaler (mode is ${d.mode})`);
+  const a = d.mode === 'autoscaler' ? (d.autoscaler ?? scenarioSchema.shape.deployment.unwrap().shape.autoscaler.unwrap().parse({})) : undefined;
+  const deployment: Scenario['deployment'] = {
+    mode: d.mode,
+    replicas: d.replicas,
+    default: d.default,
+    ...(a ? { autoscaler: { tickMs: a.tickS * 1000, coldStartMs: a.coldStartS * 1000, policy: a.policy, policies: a.policies, options: a.options } } : {}),
+  };
+  return { name: s.name, cluster: s.cluster, app: s.app, deployment, workload, models, overheadMs: s.overheadMs };
 }
 
 /** A scenario file, or a built-in one by name. */

@@ -6,6 +6,9 @@ import { wireDataForwards } from '../../../control/dispatcher/wiring.js';
 import { Scheduler } from '../../../executors/eric/engine/scheduler.js';
 import { RequestQueue } from '../../../executors/geri/engine/scheduler.js';
 import { admitCount } from '../../../executors/llm/admission.js';
+import { freeDevices } from '../../../control/resources/allocation.js';
+import { Autoscaler } from '../../../control/autoscaler/autoscaler.js';
+import { planPool } from '../../../control/autoscaler/pool.js';
 import { SimEncoder } from '../../../sim/executors/encoder.js';
 import { SimGenerator } from '../../../sim/executors/generator.js';
 import { EventQueue } from '../../../sim/engine/queue.js';
@@ -17,6 +20,9 @@ test('the simulator decides with the live modules themselves (import identity, n
   t.is(policies.EricScheduler, Scheduler);
   t.is(policies.GeriRequestQueue, RequestQueue);
   t.is(policies.admitCount, admitCount);
+  t.is(policies.freeDevices, freeDevices);
+  t.is(policies.Autoscaler, Autoscaler);
+  t.is(policies.planPool, planPool);
 });
 
 test("the simulated encoder and generator hold the live schedulers' instances", (t) => {

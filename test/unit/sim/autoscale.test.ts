@@ -1,0 +1,37 @@
+/**
+ * The "autoscaler" deployment mode: the live Autoscaler (control/autoscaler) decides in virtual time from the
+ * simulated dispatcher's load, with cold starts and draining scale-downs.
+ */
+import test from 'ava';
+import { parseScenario } from '../../../sim/scenario/schema.js';
+import { simulate } from '../../../sim/run.js';
+
+const LLM = 'llm:cornserve/tiny-vlm-a';
+const stepScenario = {
+  name: 'step',
+  cluster: { nodes: 1, devicesPerNode: 8, device: 'local-cpu', intraNode: 'local', interNode: 'local' },
+  app: { file: 'functions/apps/mllm.ts', api: 'chat' },
+  deployment: { mode: 'autoscaler', autoscaler: { coldStartS: 5, options: { stableWindowMs: 20_000, scaleDownDelayMs: 10_000 } } },
+  // 2 req/s, then 30 req/s from 60 s to 120 s, then 2 req/s again.
+  workload: { pattern: 'step:2,30,2:60', mix: 'text:0.5,image:0.5', inputLen: 64, outputLen: 16, imageSize: '64x64', duration: 240, seed: 5 },
+};
+
+test('a step in load makes the autoscaled deployment scale up and back down, the same way for the same seed', async (t) => {
+  const a = await simulate(await parseScenario(stepScenario));
+  const llm = a.scaling.filter((d) => d.label === LLM);
+  const up = llm.find((d) => d.to > d.from);
+  t.truthy(up, 'the LLM task scales up');
+  t.true(up!.atMs >= 60_000 && up!.atMs < 120_000, `scale-up during the high step (at ${up!.atMs} ms)`);
+  const down = llm.filter((d) => d.to < d.from);
+  t.true(down.length > 0 && down.every((d) => d.atMs > 120_000), 'scale-downs only after the load falls');
+  t.is(a.deployment.find((d) => d.label === LLM)!.executors, 1, 'back to the policy min at the end');
+  t.deepEqual(a.invariants, { overCapacity: 0, startedBeforeProducers: 0, endedTwice: 0, neverEnded: 0 });
+  const b = await simulate(await parseScenario(stepScenario));
+  t.deepEqual(b.scaling, a.scaling);
+  t.is(JSON.stringify(b.results), JSON.stringify(a.results));
+});
+
+test('autoscaler settings are refused outside the autoscaler mode', async (t) => {
+  const e = await t.throwsAsync(async () => parseScenario({ ...stepScenario, deployment: { mode: 'manual', autoscaler: {} } }));
+  t.regex(e!.message, /deployment\.autoscaler: only for mode autoscaler/);
+});
