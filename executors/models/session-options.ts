@@ -68,7 +68,8 @@ export function deviceAssignmentFromEnv(env: Record<string, string | undefined>)
   const kind = (env[DEVICE_ENV.kind] ?? 'cpu').trim() || 'cpu';
   if (kind !== 'cpu' && kind !== 'cuda') throw new RangeError(`${DEVICE_ENV.kind} must be 'cpu' or 'cuda', got '${kind}'`);
   const raw = (env[DEVICE_ENV.ordinals] ?? '').trim();
-  const ordinals = raw ? raw.split(',').map((s) => Number(s.trim())) : [0];
+  // No ordinals given (an executor started by hand): CPU ranks need none; a GPU executor uses device 0.
+  const ordinals = raw ? raw.split(',').map((s) => Number(s.trim())) : kind === 'cpu' ? [] : [0];
   if (ordinals.some((o) => !Number.isInteger(o) || o < 0)) throw new RangeError(`${DEVICE_ENV.ordinals} must be comma-separated non-negative integers, got '${raw}'`);
   const tensorrt = kind === 'cuda' && truthy(env[DEVICE_ENV.tensorrt]);
   return { kind, ordinals, ...(tensorrt ? { tensorrt } : {}) };
@@ -102,7 +103,8 @@ export function resolveExecution(
 
 /** The device of tensor-parallel rank `rank` (rank 0 when the executor has one device). */
 export function sessionDevice(execution: ExecutionDevice, rank = 0, threads?: number): SessionDevice {
-  const ordinal = execution.ordinals[rank];
+  // CPU "devices" given no ordinals at all (not assigned by a platform): every rank runs on the CPU.
+  const ordinal = execution.provider === 'cpu' && execution.ordinals.length === 0 ? rank : execution.ordinals[rank];
   if (ordinal === undefined) throw new RangeError(`rank ${rank} has no device: the executor has ${execution.ordinals.length} (${execution.ordinals.join(',')})`);
   return { provider: execution.provider, ordinal, ...(threads ? { threads } : {}) };
 }
