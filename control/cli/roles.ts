@@ -72,6 +72,8 @@ export function startResourceManagerRole(opts: ResourceManagerRoleOptions): Prom
       kc.loadFromDefault();
       const k8s = new KubernetesPlatform(kubernetesOptionsFromEnv(opts.env ?? process.env, kc));
       closers.push(() => k8s.shutdown());
+      // The registry as custom resources too (`kubectl get taskdefinitions`).
+      await taskRegistry.mirrorTo(k8s);
       const report = await k8s.reconcile(
         await desiredStateFromStore(store, {
           launchFor: (record) => {

@@ -3,7 +3,7 @@
  * `kubernetes` = Deployments for executors and Knative Services for app functions.
  */
 import type { LaunchSpec } from '../descriptors/types.js';
-import type { DeviceRef, Unsubscribe } from '../store/types.js';
+import type { DeviceRef, TaskDefinitionRecord, Unsubscribe } from '../store/types.js';
 
 export interface NodeDevices {
   node: string;
@@ -72,6 +72,13 @@ export interface Platform {
   onEvent(listener: (e: PlatformEvent) => void): Unsubscribe;
   /** Stops everything it started. Idempotent. */
   shutdown(): Promise<void>;
+  /**
+   * (Added.) Mirrors a registered unit task definition where the platform keeps one (Kubernetes: TaskDefinition and
+   * ExecutionDescriptor custom resources). Applying the same record twice changes nothing. Absent/no-op locally.
+   */
+  storeTaskDefinition?(record: TaskDefinitionRecord): Promise<void>;
+  /** (Added.) Removes what storeTaskDefinition wrote; unknown names are a no-op. */
+  removeTaskDefinition?(name: string): Promise<void>;
 }
 
 /** (Added.) The part of a Platform that app functions need: what the gateway uses, in process or through the resource manager's HTTP API. */

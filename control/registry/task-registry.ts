@@ -24,6 +24,10 @@ import { registerDescriptor, unregisterDescriptors } from '../descriptors/regist
 import { httpJsonDescriptor } from '../descriptors/http-json.js';
 import { REPO_ROOT } from '../gateway/paths.js';
 import type { Store, TaskDefinitionRecord } from '../store/index.js';
+import type { Platform } from '../platform/types.js';
+
+/** Where definitions are mirrored besides the Store (the Kubernetes platform's custom resources). */
+export type TaskDefinitionMirror = Required<Pick<Platform, 'storeTaskDefinition' | 'removeTaskDefinition'>>;
 
 export const REGISTRY_DIR_PREFIX = 'cornserve-registry-';
 const SDK_URL = pathToFileURL(join(REPO_ROOT, 'functions/sdk/index.ts')).href;
@@ -69,6 +73,7 @@ export class TaskRegistry {
   /** Installs and removals one at a time (a register and the change notification it causes race otherwise). */
   readonly #lock = new Mutex();
   #unsubscribe: (() => void) | undefined;
+  #mirror: TaskDefinitionMirror | undefined;
 
   constructor(private readonly opts: TaskRegistryOptions) {
     this.dir = opts.dir ?? join(tmpdir(), ownedName(REGISTRY_DIR_PREFIX) + Date.now().toString(36));
@@ -93,6 +98,35 @@ export class TaskRegistry {
     const stored = new Map((await this.opts.store.listTaskDefinitions()).map((d) => [d.name, d]));
     for (const name of [...this.#installed.keys()]) if (stored.get(name)?.digest !== this.#installed.get(name)!.digest) await this.#uninstall(name);
     for (const d of stored.values()) if (!this.#installed.has(d.name)) await this.#install(d);
+  }
+
+  /**
+   * From now on, every definition this process installs (or forgets) is also written to (removed from) `mirror`;
+   * the ones installed already are written now. The resource manager mirrors to its Kubernetes platform: it
+   * follows every registration through the Store, whichever gateway took it.
+   */
+  async mirrorTo(mirror: TaskDefinitionMirror): Promise<void> {
+    await this.#lock.run(async () => {
+      this.#mirror = mirror;
+      for (const record of this.#installed.values()) await this.#mirrorPut(record);
+    });
+  }
+
+  // A mirror that fails is logged, not fatal: the Store is the source of truth and the next change retries.
+  async #mirrorPut(record: TaskDefinitionRecord): Promise<void> {
+    try {
+      await this.#mirror?.storeTaskDefinition(record);
+    } catch (err) {
+      this.opts.log.error({ err, task: record.name }, 'mirroring the unit task definition failed');
+    }
+  }
+
+  async #mirrorRemove(name: string): Promise<void> {
+    try {
+      await this.#mirror?.removeTaskDefinition(name);
+    } catch (err) {
+      this.opts.log.error({ err, task: name }, 'removing the mirrored unit task definition failed');
+    }
   }
 
   list(): TaskDefinitionRecord[] {
@@ -155,6 +189,7 @@ export class TaskRegistry {
     ].join('\n');
     await writeFile(join(this.dir, `${def.name}.mjs`), module);
     this.#installed.set(record.name, record);
+    await this.#mirrorPut(record);
   }
 
   async #uninstall(name: string): Promise<void> {
@@ -164,5 +199,6 @@ export class TaskRegistry {
     forgetUnitTaskClass(record.className);
     unregisterDescriptors(record.className);
     await rm(join(this.dir, `${name}.mjs`), { force: true });
+    await this.#mirrorRemove(name);
   }
 }

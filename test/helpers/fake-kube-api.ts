@@ -1,7 +1,7 @@
 /**
  * A fake Kubernetes API server for tests: node:http on a free loopback port, an in-memory object store,
  * and just enough of the real API for @kubernetes/client-node and our KubernetesPlatform:
- *  - discovery: /api, /apis, /api/v1, /apis/apps/v1, /apis/serving.knative.dev/v1 (APIResourceList);
+ *  - discovery: /api, /apis, /api/v1, /apis/apps/v1, /apis/serving.knative.dev/v1, /apis/cornserve.ai/v1 (APIResourceList);
  *  - get, list (labelSelector with =, ==, !=, exists; fieldSelector metadata.name=), watch (chunked JSON lines,
  *    from a resourceVersion or starting with synthetic ADDED events), create (POST), replace (PUT),
  *    server-side apply (PATCH application/apply-patch+yaml: needs fieldManager; an apply that changes
@@ -60,6 +60,13 @@ const RESOURCES: ResourceInfo[] = [
       ['routes', 'Route'],
     ] as const
   ).map(([name, kind]) => ({ groupVersion: 'serving.knative.dev/v1', name, kind, namespaced: true, builtin: false })),
+  // The task registry's custom resources (knative/base/registry-crds.yaml).
+  ...(
+    [
+      ['taskdefinitions', 'TaskDefinition'],
+      ['executiondescriptors', 'ExecutionDescriptor'],
+    ] as const
+  ).map(([name, kind]) => ({ groupVersion: 'cornserve.ai/v1', name, kind, namespaced: true, builtin: false })),
 ];
 
 export type KubeObject = {

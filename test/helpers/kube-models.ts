@@ -8,6 +8,7 @@ import * as core from 'kubernetes-models/v1';
 import * as apps from 'kubernetes-models/apps/v1';
 import * as rbac from 'kubernetes-models/rbac.authorization.k8s.io/v1';
 import * as policy from 'kubernetes-models/policy/v1';
+import * as apiextensions from 'kubernetes-models/apiextensions.k8s.io/v1';
 import * as serving from '@kubernetes-models/knative/serving.knative.dev/v1';
 
 type ModelClass = new (data: any) => { validate(): void };
@@ -27,6 +28,7 @@ const MODELS: Record<string, ModelClass> = {
   'rbac.authorization.k8s.io/v1/ClusterRoleBinding': rbac.ClusterRoleBinding,
   'policy/v1/PodDisruptionBudget': policy.PodDisruptionBudget,
   'serving.knative.dev/v1/Service': serving.Service,
+  'apiextensions.k8s.io/v1/CustomResourceDefinition': apiextensions.CustomResourceDefinition,
 };
 
 /** Throws (naming the object and the schema violations) unless `obj` validates against its kind's schema. */

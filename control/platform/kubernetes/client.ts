@@ -31,6 +31,8 @@ export const RESOURCE = {
   node: { apiVersion: 'v1', kind: 'Node', plural: 'nodes', namespaced: false },
   deployment: { apiVersion: 'apps/v1', kind: 'Deployment', plural: 'deployments', namespaced: true },
   knativeService: { apiVersion: 'serving.knative.dev/v1', kind: 'Service', plural: 'services', namespaced: true },
+  taskDefinition: { apiVersion: 'cornserve.ai/v1', kind: 'TaskDefinition', plural: 'taskdefinitions', namespaced: true },
+  executionDescriptor: { apiVersion: 'cornserve.ai/v1', kind: 'ExecutionDescriptor', plural: 'executiondescriptors', namespaced: true },
 } as const satisfies Record<string, ResourceRef>;
 
 function reasonOf(e: unknown): { status: number; reason: string } {

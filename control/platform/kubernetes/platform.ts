@@ -10,7 +10,7 @@
  */
 import { logger } from '../../../lib/log.js';
 import { sleep } from '../../../lib/wait.js';
-import type { Unsubscribe } from '../../store/types.js';
+import type { TaskDefinitionRecord, Unsubscribe } from '../../store/types.js';
 import type { AppFunctionInstance, AppFunctionSpec, ExecutorInstance, ExecutorSpec, Platform, PlatformEvent } from '../types.js';
 import { KubeClient, RESOURCE, type KubeObject } from './client.js';
 import { gpuNodes, type KubeNodeDevices } from './discovery.js';
@@ -21,6 +21,7 @@ import {
 import { ANNOTATION, LABEL, MANAGED_BY, appObjectName, executorObjectName, labelValue, managedSelector, sourceConfigMapOf } from './names.js';
 import { withDefaults, type KubernetesPlatformInit, type KubernetesPlatformOptions } from './options.js';
 import { lastExit, podFailed, podRestarts, podStuck } from './pod-status.js';
+import { registryResources } from './registry-resources.js';
 import { planReconcile, type DesiredState, type FoundExecutor, type ReconcileReport } from './reconcile.js';
 import { informer, waitFor, type Informer, type Verdict } from './watch.js';
 
@@ -66,6 +67,19 @@ export class KubernetesPlatform implements Platform {
   constructor(init: KubernetesPlatformInit) {
     this.options = withDefaults(init);
     this.client = new KubeClient(this.options.kubeConfig, this.options.namespace, this.options.fieldManager);
+  }
+
+  // ---------- task registry (custom resources) ----------
+
+  async storeTaskDefinition(record: TaskDefinitionRecord): Promise<void> {
+    this.checkOpen();
+    for (const obj of registryResources(record, this.options.namespace)) await this.client.apply(obj);
+  }
+
+  async removeTaskDefinition(name: string): Promise<void> {
+    this.checkOpen();
+    await this.client.delete(RESOURCE.taskDefinition, name);
+    await this.client.delete(RESOURCE.executionDescriptor, name);
   }
 
   // ---------- nodes ----------

@@ -36,7 +36,7 @@ const find = (objs: Obj[], kind: string, name: string) => {
   return o;
 };
 const podSpecOf = (o: Obj) => o.spec.template.spec;
-const CLUSTER_SCOPED = new Set(['Namespace', 'ClusterRole', 'ClusterRoleBinding']);
+const CLUSTER_SCOPED = new Set(['Namespace', 'ClusterRole', 'ClusterRoleBinding', 'CustomResourceDefinition']);
 
 for (const overlay of ['local', 'prod'] as const) {
   test(`the ${overlay} overlay renders and every object validates against its schema`, async (t) => {
@@ -142,6 +142,24 @@ test('the resource manager manages executors and app functions in its namespace 
   t.true(can('', 'pods', 'delete'));
   t.false(ns.some((r) => r.verbs.includes('*') || r.resources.includes('*') || r.resources.includes('secrets')));
 });
+
+test('the resource manager may write the task registry custom resources', async (t) => {
+  const ns = rulesOf(await render('prod'), 'cornserve-resource-manager').filter((b) => b.scope === 'namespace').flatMap((b) => b.rules);
+  for (const resource of ['taskdefinitions', 'executiondescriptors'])
+    for (const verb of ['get', 'list', 'patch', 'delete'])
+      t.true(ns.some((r) => r.apiGroups.includes('cornserve.ai') && r.resources.includes(resource) && r.verbs.includes(verb)), `${resource} ${verb}`);
+});
+
+for (const overlay of ['local', 'prod'] as const)
+  test(`the ${overlay} overlay defines the namespaced cornserve.ai/v1 TaskDefinition and ExecutionDescriptor kinds`, async (t) => {
+    const objs = await render(overlay);
+    const td = find(objs, 'CustomResourceDefinition', 'taskdefinitions.cornserve.ai').spec;
+    t.like(td, { group: 'cornserve.ai', scope: 'Namespaced', names: { kind: 'TaskDefinition', plural: 'taskdefinitions' } });
+    t.deepEqual(td.versions.map((v: any) => v.name), ['v1']);
+    t.deepEqual(td.versions[0].additionalPrinterColumns.map((c: any) => c.name), ['Class', 'Descriptor', 'Age'], 'kubectl get columns (NAME comes first by itself)');
+    const ed = find(objs, 'CustomResourceDefinition', 'executiondescriptors.cornserve.ai').spec;
+    t.like(ed, { group: 'cornserve.ai', scope: 'Namespaced', names: { kind: 'ExecutionDescriptor', plural: 'executiondescriptors' } });
+  });
 
 test('the gateway may only read Knative Services', async (t) => {
   const rules = rulesOf(await render('prod'), 'cornserve-gateway');
