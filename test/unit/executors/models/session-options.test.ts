@@ -60,3 +60,8 @@ test('a rank beyond the assigned devices is refused', (t) => {
   const e = resolveExecution({ kind: 'cpu', ordinals: [0] }, CPU_ONLY, false);
   t.throws(() => sessionDevice(e, 1), { message: /rank 1 has no device/ });
 });
+
+test('an executor started without device variables runs every tensor-parallel rank on the CPU', (t) => {
+  const e = resolveExecution(deviceAssignmentFromEnv({}), CPU_ONLY, false);
+  t.deepEqual(sessionOptionsFor(sessionDevice(e, 1)).executionProviders, ['cpu']);
+});
