@@ -73,7 +73,11 @@ export async function startUp(extraEnv: NodeJS.ProcessEnv = {}, devices = 1, arg
 
 /** Registers functions/apps/NAME.ts on a startUp() platform (throws unless its final event came). */
 export async function registerApp(url: string, name: string): Promise<void> {
-  const source = await readFile(new URL(`../../functions/apps/${name}.ts`, import.meta.url), 'utf8');
+  await registerSource(url, await readFile(new URL(`../../functions/apps/${name}.ts`, import.meta.url), 'utf8'), name);
+}
+
+/** Registers an app from its source text on a startUp() platform (throws unless its final event came). */
+export async function registerSource(url: string, source: string, name: string): Promise<void> {
   const res = await fetch(`${url}/app/register`, { method: 'POST', headers: { authorization: 'Bearer bench', 'content-type': 'application/json' }, body: JSON.stringify({ source }) });
   const text = await res.text();
   if (!text.includes('"type":"final"')) throw new Error(`registering ${name} failed: ${text}`);

@@ -1,0 +1,159 @@
+/**
+ * Autoscaling on a fixed device pool (issue 11's benchmark). Two apps share a 4-device `cornserve up` pool, each
+ * calling its own echo task with an exact capacity (serviceTimeMs 200, maxConcurrency 2: 10 req/s per
+ * executor). Their demand swaps each phase: A high / B low, then B high / A low, then A high again (HIGH needs 3
+ * executors at target 2 in flight, LOW needs 1). Three setups run on the same arrival schedule (the bench
+ * client's runner and step-pattern arrivals; one platform each, started fresh):
+ * - autoscaler: `up` as users run it (autoscaling on, default policies min 1 / max pool / target 2, default
+ *   60 s stable and 6 s panic windows: the policy API does not set windows per run);
+ * - even static split: `up --no-autoscale`, 2 + 2 executors;
+ * - best static split per phase (an oracle): `up --no-autoscale`, 3 + 1, re-split by hand at each phase
+ *   boundary (`/task/scale`, the shrinking app first so its devices are free).
+ * Goodput = requests per second that succeed within the SLO (E2EL ≤ 3 × service time), over both apps.
+ * Adaptation = time from a swap of demand to the app that went high having 3 ready executors (/tasks/list,
+ * polled every 250 ms).
+ *
+ *   node --import tsx test/bench/main.ts --only autoscale
+ */
+import { loadavg } from 'node:os';
+import { GatewayClient, type TaskInfo } from '../../control/cli/client.js';
+import { startRun } from '../../bench/client/runner.js';
+import { invokeTarget } from '../../bench/client/senders.js';
+import type { RequestRecord } from '../../bench/metrics/record.js';
+import { sloOutcome } from '../../bench/metrics/slo.js';
+import { arrivalTimesMs } from '../../bench/workload/arrivals.js';
+import { RandomSource } from '../../bench/workload/random.js';
+import { registerSource, startUp } from './overhead.js';
+import { formatTable, type BenchResult } from './types.js';
+
+const SERVICE_MS = 200;
+const MAX_CONCURRENCY = 2;
+/** req/s: HIGH needs 3 executors of 10 req/s (2.5 in flight each at target 2), LOW needs 1. */
+const HIGH = 25;
+const LOW = 6;
+const PHASE_S = 15;
+const PHASES = 3;
+const DEVICES = 4;
+const NEED_HIGH = 3;
+const SLO = { e2el_ms: 3 * SERVICE_MS };
+/** Each app's own echo task: equal capacity, different configs so they are two unit tasks (two deployments). */
+const APPS = [
+  { name: 'bench-as-a', serviceTimeMs: SERVICE_MS, rates: [HIGH, LOW, HIGH] },
+  { name: 'bench-as-b', serviceTimeMs: SERVICE_MS + 1, rates: [LOW, HIGH, LOW] },
+] as const;
+
+const appSource = (serviceTimeMs: number, name: string) => `
+import { z } from 'zod';
+import { defineApp } from 'cornserve/sdk';
+import { EchoTask, echoOutputSchema } from 'cornserve/tasks';
+const echo = new EchoTask({ serviceTimeMs: ${serviceTimeMs}, maxConcurrency: ${MAX_CONCURRENCY} });
+export default defineApp({
+  name: '${name}',
+  tasks: { echo },
+  request: z.object({ text: z.string() }),
+  response: echoOutputSchema,
+  async serve(req) { return echo.call({ text: req.text }); },
+});
+`;
+
+type Setup = 'autoscaler' | 'even' | 'oracle';
+interface Sample { atMs: number; ready: number[] }
+interface SetupResult { records: RequestRecord[]; samples: Sample[]; adaptS: number[]; splits: string }
+
+const readyOf = (t: TaskInfo | undefined) => t?.executors.filter((e) => e.state === 'ready').length ?? 0;
+const delay = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+async function runSetup(setup: Setup): Promise<SetupResult> {
+  const up = await startUp({}, DEVICES, setup === 'autoscaler' ? [] : ['--no-autoscale']);
+  try {
+    for (const a of APPS) await registerSource(up.url, appSource(a.serviceTimeMs, a.name), a.name);
+    const client = new GatewayClient(up.url, 'bench', 30_000);
+    const taskIds = async () => {
+      const tasks = await client.tasks();
+      return APPS.map((a) => tasks.find((t) => t.name === `echo-${a.serviceTimeMs}ms-x${MAX_CONCURRENCY}`)!.task_id);
+    };
+    const ids = await taskIds();
+    const scaleTo = async (i: number, executors: number) => {
+      const now = readyOf((await client.tasks()).find((t) => t.task_id === ids[i]));
+      if (executors !== now) await client.scale(ids[i]!, executors - now);
+    };
+    // Even split before the load; the oracle starts at phase 0's best split.
+    if (setup === 'even') { await scaleTo(0, 2); await scaleTo(1, 2); }
+    if (setup === 'oracle') await scaleTo(0, NEED_HIGH);
+
+    const samples: Sample[] = [];
+    const t0 = performance.now();
+    let polling = true;
+    const poller = (async () => {
+      while (polling) {
+        const tasks = await client.tasks().catch(() => undefined);
+        if (tasks) samples.push({ atMs: performance.now() - t0, ready: ids.map((id) => readyOf(tasks.find((t) => t.task_id === id))) });
+        await delay(250);
+      }
+    })();
+    const oracle = setup !== 'oracle' ? Promise.resolve() : (async () => {
+      for (let p = 1; p < PHASES; p++) {
+        await delay(t0 + p * PHASE_S * 1000 - performance.now());
+        const high = APPS.findIndex((a) => a.rates[p] === HIGH);
+        await scaleTo(1 - high, 1); // free the devices first
+        await scaleTo(high, NEED_HIGH);
+      }
+    })();
+    const runs = APPS.map((a, i) => startRun({
+      target: invokeTarget(up.url, a.name, 15_000),
+      arrivals: arrivalTimesMs({ rate: a.rates[0], burstiness: 1, pattern: { kind: 'step', rates: [...a.rates], periodS: PHASE_S } }, new RandomSource(11 + i).fork('arrivals')),
+      request: (index) => ({ index, kind: 'text', body: { text: 'x' }, inputTokens: 0 }),
+      limit: { durationMs: PHASES * PHASE_S * 1000 },
+      requestTimeoutMs: 20_000,
+      drainTimeoutMs: 20_000,
+    }));
+    const done = await Promise.all(runs.map((r) => r.done));
+    await oracle;
+    polling = false;
+    await poller;
+    // A swap at phase p is adapted once the app that went high has NEED_HIGH ready executors.
+    const adaptS = Array.from({ length: PHASES }, (_, p) => {
+      const high = APPS.findIndex((a) => a.rates[p] === HIGH);
+      const at = samples.find((s) => s.atMs >= p * PHASE_S * 1000 && s.atMs < (p + 1) * PHASE_S * 1000 && s.ready[high]! >= NEED_HIGH);
+      return at ? at.atMs / 1000 - p * PHASE_S : NaN;
+    });
+    const splitAt = (ms: number) => [...samples].reverse().find((s) => s.atMs <= ms)?.ready.join('+') ?? '?';
+    const splits = Array.from({ length: PHASES }, (_, p) => splitAt((p + 1) * PHASE_S * 1000 - 500)).join(', ');
+    return { records: done.flatMap((d) => d.records), samples, adaptS, splits };
+  } finally {
+    await up.stop();
+  }
+}
+
+export async function run(): Promise<BenchResult[]> {
+  const load0 = loadavg()[0]!;
+  const r = { autoscaler: await runSetup('autoscaler'), even: await runSetup('even'), oracle: await runSetup('oracle') };
+  const durationS = PHASES * PHASE_S;
+  const g = (s: SetupResult) => sloOutcome(s.records, SLO, durationS);
+  const [ga, ge, go] = [g(r.autoscaler), g(r.even), g(r.oracle)];
+  const fmtS = (xs: number[]) => xs.map((x) => (Number.isNaN(x) ? 'never' : `${x.toFixed(1)} s`)).join(' / ');
+  const conditions = `2 apps × echo ${SERVICE_MS} ms × ${MAX_CONCURRENCY} (10 req/s per executor), ${DEVICES} devices, ${PHASES} phases of ${PHASE_S} s at ${HIGH}/${LOW} req/s swapped, Poisson; SLO E2EL ≤ ${SLO.e2el_ms} ms; default windows (60 s stable, 6 s panic); load average ${load0.toFixed(1)} → ${loadavg()[0]!.toFixed(1)} (2 cores, shared)`;
+  const describe = (name: string, s: SetupResult, o: ReturnType<typeof g>) =>
+    `${name}: ${o.good}/${s.records.length} good, ${s.records.filter((x) => !x.ok).length} failed, ready executors A+B at each phase end ${s.splits}`;
+  const notes = `${describe('autoscaler', r.autoscaler, ga)}; ${describe('even', r.even, ge)}; ${describe('oracle', r.oracle, go)}; ${conditions}`;
+  return [
+    {
+      name: 'autoscale: goodput vs even static split', figure: ga.goodput, unit: 'req/s', baseline: ge.goodput,
+      baselineName: 'even static split 2+2', ratio: ga.goodput / ge.goodput, target: '≥ 1.5', notes: `ratio = autoscaler / even (higher is better); ${notes}`,
+    },
+    {
+      name: 'autoscale: goodput vs best static split per phase', figure: ga.goodput, unit: 'req/s', baseline: go.goodput,
+      baselineName: 'oracle 3+1, re-split at each swap', ratio: ga.goodput / go.goodput, target: '≥ 0.9', notes: 'ratio = autoscaler / oracle (higher is better)',
+    },
+    {
+      name: 'autoscale: adaptation, swap → 3 ready executors (worst swap)', figure: Math.max(...r.autoscaler.adaptS.slice(1)), unit: 's',
+      baseline: Math.max(...r.oracle.adaptS.slice(1)), baselineName: 'oracle re-split by hand', ratio: Math.max(...r.autoscaler.adaptS.slice(1)) / Math.max(...r.oracle.adaptS.slice(1)), target: '≤ 10 s',
+      notes: `per step (start, swap 1, swap 2): autoscaler ${fmtS(r.autoscaler.adaptS)}, oracle ${fmtS(r.oracle.adaptS)}; NaN/never = not reached within the phase's run; ratio = autoscaler / oracle (lower is better)`,
+    },
+  ];
+}
+
+if (import.meta.url === `file://${process.argv[1]}`) {
+  console.log(formatTable(await run()));
+  process.exit(0);
+}
