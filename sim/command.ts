@@ -36,8 +36,9 @@ export function simulateCommand(io: Io): Command {
     .option('--result-dir <dir>', 'where results.json, summary.md and plots go', undefined)
     .option('--no-itl', 'do not keep per-token gaps (saves memory on long runs; ITL metrics are then empty)')
     .option('--no-plots', 'skip the SVG/PNG plots')
+    .option('--keep-records <n>', 'per-request records kept in results.json and the plots (the first N; aggregates cover every request)', '100000')
     .addHelpText('after', EXAMPLES)
-    .action(async (file: string | undefined, opts: { scenario?: string; duration?: string; requestRate?: string; seed?: string; resultDir?: string; itl: boolean; plots: boolean }) => {
+    .action(async (file: string | undefined, opts: { scenario?: string; duration?: string; requestRate?: string; seed?: string; resultDir?: string; itl: boolean; plots: boolean; keepRecords: string }) => {
       const which = file ?? opts.scenario;
       if (!which || (file && opts.scenario)) throw new CliError('give a scenario file or --scenario NAME (one of them)');
       const [{ loadScenario }, { simulate }, { summaryText }, { writeResultDir }, { defaultResultDir }] = await Promise.all([
@@ -52,7 +53,7 @@ export function simulateCommand(io: Io): Command {
       try {
         const sc = await loadScenario(which, overrides);
         io.err(`simulate: ${sc.name}: ${sc.cluster.nodes} × ${sc.cluster.devicesPerNode} ${sc.cluster.device}, app ${sc.app.file}, ${sc.workload.rate} req/s${sc.workload.limit.durationMs ? ` for ${sc.workload.limit.durationMs / 1000} simulated s` : ''}`);
-        out = await simulate(sc, { itl: opts.itl });
+        out = await simulate(sc, { itl: opts.itl, keepRecords: positive('--keep-records', opts.keepRecords, true)! });
       } catch (e) {
         if (e instanceof Error && ['ScenarioError', 'ModelOutputError'].includes(e.name)) throw new CliError(e.message);
         throw e;

@@ -7,6 +7,7 @@
 import { allocate, buildInventory, pickLeastOutstanding, type Inventory } from './policies.js';
 import type { RequestRecord } from '../bench/metrics/record.js';
 import { runResults, type RunResults, type RunSettings } from '../bench/report/results.js';
+import { StreamingAggregate } from '../bench/metrics/stream.js';
 import { arrivalTimesMs, patternText } from '../bench/workload/arrivals.js';
 import { nextSpec, type RequestKind, type RequestSpec } from '../bench/workload/mix.js';
 import { RandomSource } from '../bench/workload/random.js';
@@ -50,7 +51,12 @@ export interface SimOutcome {
 export interface SimOptions {
   /** Keep each request's inter-token gaps (ITL metrics); off saves memory on long runs. @default true */
   itl?: boolean;
+  /** Per-request records kept in results.json (the first N by index); the aggregates always cover every request
+   *  (HDR histograms and running sums, bench/metrics/stream.ts), so memory stays bounded on long runs. @default 100000 */
+  keepRecords?: number;
 }
+
+export const DEFAULT_KEEP_RECORDS = 100_000;
 
 function need<K extends keyof StageModels>(models: StageModels, stage: K, label: string): NonNullable<StageModels[K]> {
   const m = models[stage];
@@ -143,6 +149,8 @@ function deploy(sc: Scenario, tasks: Map<string, SimTask>, events: EventQueue): 
 
 export async function simulate(sc: Scenario, o: SimOptions = {}): Promise<SimOutcome> {
   const itl = o.itl ?? true;
+  const keep = o.keepRecords ?? DEFAULT_KEEP_RECORDS;
+  const stream = new StreamingAggregate(sc.workload.slo);
   const events = new EventQueue();
   const tasks = new Map<string, SimTask>();
   const byKind = await recordApp(sc, tasks);
@@ -192,7 +200,8 @@ export async function simulate(sc: Scenario, o: SimOptions = {}): Promise<SimOut
       ended++;
       rec.e2elMs = t - sentMs;
       rec.ttftMs = firstToken >= 0 ? firstToken - sentMs : rec.e2elMs;
-      records.push(rec);
+      stream.add(rec);
+      if (rec.index < keep) records.push(rec);
     };
     const dispatch = () => {
       for (const g of graphs) {
@@ -292,7 +301,10 @@ export async function simulate(sc: Scenario, o: SimOptions = {}): Promise<SimOut
     workload: { ...w.mix },
     slo: w.slo ?? null,
   };
-  const results = runResults(settings, records, { startedAt: 0, interrupted: false });
+  // Over the cap, the aggregates come from every request (the stream); the per-request lists from the kept ones.
+  const results: RunResults = records.length < index
+    ? { ...runResults(settings, records, { startedAt: 0, interrupted: false }), ...stream.aggregates(), requests_total: index, requests_kept: records.length }
+    : runResults(settings, records, { startedAt: 0, interrupted: false });
   const deployment = [...tasks.values()].map((t) => ({ label: t.label, taskId: t.taskId, stage: t.stage, executors: executors.get(t.taskId)!.length }));
   return { results, invariants, deployment, scaling: autoscaling?.decisions ?? [], events: events.processed, requests: index, wallMs };
 }
