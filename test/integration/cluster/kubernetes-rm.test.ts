@@ -11,6 +11,8 @@ import { waitUntil } from '../../../lib/wait.js';
 import { executorObjectName, labelValue } from '../../../control/platform/kubernetes/names.js';
 import { newTaskRecord } from '../../../control/resources/task-records.js';
 import { createStore } from '../../../control/store/index.js';
+import { definitionDigest } from '../../../control/registry/task-registry.js';
+import type { TaskDefinitionJSON } from '../../../functions/sdk/index.js';
 import { taskIdOf } from '../../../control/store/task-id.js';
 import type { ExecutorRoute } from '../../../control/store/types.js';
 import { startEchoExecutor, type EchoExecutor } from '../../helpers/executors.js';
@@ -163,4 +165,28 @@ test.serial('a restarted resource-manager process adopts the running executors: 
   t.deepEqual([kept()?.metadata.uid, kept()?.metadata.resourceVersion], [before.uid, before.resourceVersion], 'the other Deployment is untouched (not re-created)');
   t.is((await echo(routes[1]!.url, 'still here')).status, 200);
   t.deepEqual(status.devices, routes[1]!.devices);
+});
+
+test.serial('a unit task registered in the store (by any gateway) appears as a TaskDefinition custom resource, and goes when unregistered', async (t) => {
+  const store = createStore({ redisUrl: redis.url });
+  t.teardown(() => store.close());
+  await store.ready();
+  const object = { type: 'object', properties: { text: { type: 'string' } }, required: ['text'], additionalProperties: false };
+  const definition: TaskDefinitionJSON = {
+    name: 'shout',
+    className: 'ShoutTask',
+    configSchema: { type: 'object', properties: {}, additionalProperties: false },
+    inputSchema: object,
+    outputSchema: object,
+    descriptor: { kind: 'http-json', path: '/shout', launch: { script: 'examples/shout.mjs', image: 'example/shout' } },
+  };
+  t.is(await store.putTaskDefinition({ name: 'shout', className: 'ShoutTask', digest: definitionDigest(definition), definition, source: '', registeredAt: Date.now() }), 'created');
+
+  const cr = await waitUntil('the TaskDefinition', () => api.get('cornserve.ai/v1', 'TaskDefinition', NS, 'shout'), { timeoutMs: 20_000 });
+  t.like(cr.spec, { className: 'ShoutTask', descriptorRef: 'shout' });
+  t.like(api.get('cornserve.ai/v1', 'ExecutionDescriptor', NS, 'shout')?.spec, { taskClass: 'ShoutTask', launch: { image: 'example/shout' } });
+
+  await store.deleteTaskDefinition('shout');
+  await waitUntil('the TaskDefinition deleted', () => api.list('cornserve.ai/v1', 'TaskDefinition', NS).length === 0, { timeoutMs: 20_000 });
+  t.deepEqual(api.list('cornserve.ai/v1', 'ExecutionDescriptor', NS), []);
 });
