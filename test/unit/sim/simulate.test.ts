@@ -10,6 +10,7 @@ import { join } from 'node:path';
 import { parseScenario } from '../../../sim/scenario/schema.js';
 import { simulate } from '../../../sim/run.js';
 import { simulateCommand } from '../../../sim/command.js';
+import { LATENCY_METRICS, PERCENTILES } from '../../../bench/metrics/aggregate.js';
 
 const base = {
   name: 'small',
@@ -71,4 +72,29 @@ test('`cornserve simulate` writes results.json with the bench keys, summary.md a
   t.true(readFileSync(join(dir, 'summary.md'), 'utf8').includes('latency-cdf.svg'));
   t.true(readFileSync(join(dir, 'latency-cdf.png')).length > 1000);
   t.regex(err.join('\n'), /requests per wall-clock second/);
+});
+
+test('a run with a record cap writes the same aggregates as one without, and only the capped records', async (t) => {
+  const full = (await simulate(await parseScenario(base))).results;
+  const capped = (await simulate(await parseScenario(base), { keepRecords: 50 })).results;
+  t.is(capped.requests.length, 50);
+  t.deepEqual(capped.requests.map((r) => r.index), [...Array(50).keys()], 'the first 50 by index');
+  t.is(capped.requests_total, 300);
+  t.is(full.requests.length, 300);
+  t.is(full.requests_total, undefined, 'no cap reached: the results are exactly the bench writer’s');
+  for (const k of ['completed', 'failed', 'total_input_tokens', 'total_output_tokens', 'duration', 'request_throughput', 'request_goodput', 'slo_attainment']) {
+    t.is(capped[k], full[k], k);
+  }
+  const close = (k: string, rel: number) => {
+    const a = capped[k] as number;
+    const b = full[k] as number;
+    t.true(Math.abs(a - b) <= rel * Math.abs(b) + 1e-9, `${k}: ${a} vs ${b}`);
+  };
+  for (const m of LATENCY_METRICS) {
+    close(`mean_${m}_ms`, 1e-9);
+    close(`std_${m}_ms`, 1e-6);
+    close(`median_${m}_ms`, 1e-3); // HDR histogram precision (3 significant digits)
+    for (const q of PERCENTILES) close(`p${q}_${m}_ms`, 1e-3);
+  }
+  t.not(capped.mean_e2el_ms, null);
 });
