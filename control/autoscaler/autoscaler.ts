@@ -37,7 +37,7 @@ export interface AutoscalerOptions {
   tolerance: number;
 }
 
-export const DEFAULT_AUTOSCALER_OPTIONS: AutoscalerOptions = {
+const DEFAULT_AUTOSCALER_OPTIONS: AutoscalerOptions = {
   stableWindowMs: 60_000,
   panicWindowMs: 6_000,
   panicThreshold: 2,

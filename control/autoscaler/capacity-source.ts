@@ -14,7 +14,7 @@ import { DEFAULT_CAPACITY_OPTIONS, estimateCapacity, type CapacityOptions, type 
 import type { Store } from '../store/types.js';
 
 /** The policy a task is read at when the caller knows none: 2 in flight per executor (the autoscaler's default target). */
-export const FALLBACK_POLICY: AutoscalePolicy = { min: 0, max: Number.MAX_SAFE_INTEGER, target: 2 };
+const FALLBACK_POLICY: AutoscalePolicy = { min: 0, max: Number.MAX_SAFE_INTEGER, target: 2 };
 
 export class CapacitySource {
   private profiles = new Map<string, TaskProfile>(); // by task id

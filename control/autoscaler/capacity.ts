@@ -66,7 +66,7 @@ export function profileLatencyAt(points: readonly ProfilePoint[], concurrency: n
 }
 
 /** The live stats that count (fresh, enough samples), merged into one sample-weighted figure; undefined when none count. */
-export function mergeLiveStats(live: readonly ExecutorLiveStats[], now: number, o: CapacityOptions = DEFAULT_CAPACITY_OPTIONS): { latencyMs: number; concurrency: number } | undefined {
+function mergeLiveStats(live: readonly ExecutorLiveStats[], now: number, o: CapacityOptions = DEFAULT_CAPACITY_OPTIONS): { latencyMs: number; concurrency: number } | undefined {
   const fresh = live.filter((s) => now - s.updatedAt <= o.maxLiveAgeMs && s.samples >= o.minSamples && s.latencyMs > 0);
   if (fresh.length === 0) return undefined;
   const weight = fresh.reduce((n, s) => n + s.samples, 0);
@@ -109,7 +109,7 @@ export function estimateCapacity(x: CapacityInputs, o: CapacityOptions = DEFAULT
 }
 
 /** Weight of a new call in the live EWMAs: about the last 1/alpha calls count. */
-export const LIVE_EWMA_ALPHA = 0.1;
+const LIVE_EWMA_ALPHA = 0.1;
 
 /** Folds one completed call into an executor's live stats (the first call starts them). */
 export function foldLiveSample(

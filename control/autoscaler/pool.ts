@@ -26,7 +26,7 @@ export interface PoolGrant {
 }
 
 /** served ÷ offered of a task given `n` executors (1 when nothing is offered; by count when capacity is unknown). */
-export function servedRatio(t: PoolTask, n: number): number {
+function servedRatio(t: PoolTask, n: number): number {
   if (t.demandRps <= 0) return n >= t.want ? 1 : n / Math.max(1, t.want);
   if (t.perExecutorRps && t.perExecutorRps > 0) return Math.min(1, (n * t.perExecutorRps) / t.demandRps);
   return Math.min(1, n / Math.max(1, t.want));
