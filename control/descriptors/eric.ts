@@ -12,6 +12,7 @@
 import { CornserveError } from '../../functions/sdk/errors.js';
 import { type EncoderInput, type EncoderOutput, type EncoderTask, tpSuffix } from '../../functions/tasks/encoder.js';
 import { modelBasename } from '../../functions/tasks/openai.js';
+import { tensorParallelLaunch } from './tensor-parallel.js';
 import type { TaskDescriptor } from './types.js';
 
 export const ericDescriptor: TaskDescriptor<EncoderTask> = {
@@ -20,7 +21,7 @@ export const ericDescriptor: TaskDescriptor<EncoderTask> = {
   executorName: (task) => `eric-${task.config.modality}-${modelBasename(task.config.modelIds[0]!)}${tpSuffix(task.config.tensorParallel)}`,
   launch: (task) => {
     const [first, ...adapters] = task.config.modelIds; // sorted and unique (the task's config schema)
-    const tp = task.config.tensorParallel ?? 1;
+    const tp = tensorParallelLaunch(task.config.tensorParallel);
     return {
       kind: 'eric',
       entry: 'executors/eric/main.ts',
@@ -28,9 +29,9 @@ export const ericDescriptor: TaskDescriptor<EncoderTask> = {
       args: [
         '--model-id', first!, '--modality', task.config.modality, '--max-batch-size', String(task.config.maxBatchSize),
         ...(adapters.length ? ['--adapter-model-ids', adapters.join(',')] : []),
-        ...(tp > 1 ? ['--tp-size', String(tp)] : []),
+        ...tp.args,
       ],
-      devicesPerExecutor: tp,
+      devicesPerExecutor: tp.devicesPerExecutor,
     };
   },
   request: (task, input, output) => {

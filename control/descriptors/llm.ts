@@ -22,6 +22,7 @@ import type { DataForward } from '../../functions/sdk/index.js';
 import { LLMAnswerStatesTask, LLMEmbeddingTask, LLMTask, type LLMBaseTask, type LLMEmbeddingOutput } from '../../functions/tasks/llm.js';
 import { tpSuffix } from '../../functions/tasks/encoder.js';
 import { modelBasename, multimodalParts, type ChatRequest, type ContentPart } from '../../functions/tasks/openai.js';
+import { tensorParallelLaunch } from './tensor-parallel.js';
 import type { InvocationResult, LaunchSpec, TaskDescriptor } from './types.js';
 
 type LlmTask = LLMBaseTask<ChatRequest, unknown>;
@@ -103,17 +104,17 @@ export const llmDescriptor: TaskDescriptor<LlmTask> = {
   taskClass: 'LLMBaseTask',
   executorName: (task) => `llm-${modelBasename(task.config.modelId)}${tpSuffix(task.config.tensorParallel)}`,
   launch: (task): LaunchSpec => {
-    const tp = task.config.tensorParallel ?? 1;
+    const tp = tensorParallelLaunch(task.config.tensorParallel);
     return {
       kind: 'llm',
       entry: 'executors/llm/main.ts',
       image: 'cornserve/llm',
       args: [
         '--model-id', task.config.modelId, ...(task.config.receiveEmbeddings ? [] : ['--no-receive-embeddings', '--encoders']),
-        ...(tp > 1 ? ['--tp-size', String(tp)] : []),
+        ...tp.args,
       ],
       // tensorParallel colocated devices: the executor runs its decoder steps over as many ranks
-      devicesPerExecutor: tp,
+      devicesPerExecutor: tp.devicesPerExecutor,
     };
   },
   request: (task, input, output) => {
