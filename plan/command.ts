@@ -61,7 +61,7 @@ export function planCommand(io: Io): Command {
     .option('--image-size <WxH>', 'image size', '1280x720')
     .option('--audio-seconds <s>', 'audio length', '5')
     .option('--video-frames <n>', 'video frames', '8')
-    .option('--pattern <p>', 'arrival pattern (constant = Poisson/gamma, on-off:ON/OFF)', 'constant')
+    .option('--pattern <p>', 'arrival pattern: constant (Poisson/gamma) | on-off:PERIOD_S[:FACTOR] | step:R1,R2,…:PERIOD_S (as cornserve bench)', 'constant')
     .option('--burstiness <b>', 'gamma shape (1 = Poisson)', '1')
     .option('--duration <s>', 'simulated seconds per evaluation', '60')
     .option('--seed <n>', 'random seed', '0')
