@@ -17,7 +17,7 @@ import { Autoscaler, defaultPolicy, type AutoscalerOptions, type CapacityProvide
 import { planPool, type PoolTask } from '../autoscaler/pool.js';
 import { LoadReader } from '../autoscaler/signals.js';
 import type { AutoscalePolicy, TaskCapacity } from '../autoscaler/types.js';
-import type { AutoscaleRecord, Store } from '../store/types.js';
+import type { AutoscalePatch, AutoscaleRecord, Store } from '../store/types.js';
 import type { AutoscaleStatus } from './types.js';
 
 const log = logger('autoscaler');
@@ -149,11 +149,10 @@ export class AutoscaleLoop {
    * The record's desired count stays.
    */
   async setPolicy(taskId: string, policy: AutoscalePolicy | undefined, source: AutoscaleRecord['source'], executors: number): Promise<AutoscaleRecord> {
-    const current = await this.store.getAutoscale(taskId);
-    if (current && source !== 'admin' && source !== 'manual' && RANK[current.source] > RANK[source]) return current;
-    const record: AutoscaleRecord = { ...(current ?? { desired: executors }), taskId, source, ...(policy ? { policy } : {}) };
-    if (!policy) delete record.policy;
-    await this.store.putAutoscale(record);
+    // One atomic Store patch: a decision recorded meanwhile (record()) is neither lost nor overwritten.
+    const outranks = source === 'admin' || source === 'manual' ? [] : (Object.keys(RANK) as Array<AutoscaleRecord['source']>).filter((s) => RANK[s] > RANK[source]);
+    const record = (await this.store.patchAutoscale(taskId, { source, policy: policy ?? null }, { create: { taskId, source, desired: executors }, unlessSource: outranks }))!;
+    if (record.source !== source) return record; // a policy of higher rank is in force
     log.info({ task: taskId, source, policy: policy ?? 'manual' }, 'autoscaling policy set');
     if (policy) void this.tick();
     return record;
@@ -191,8 +190,9 @@ export class AutoscaleLoop {
     for (const t of running) {
       if (recordOf.has(t.taskId) || !readyIds.has(t.taskId)) continue;
       const record: AutoscaleRecord = { taskId: t.taskId, policy: policyOf(t)!, source: 'default', desired: t.executors };
-      recordOf.set(t.taskId, record);
-      await this.store.putAutoscale(record).catch((err: unknown) => log.warn({ err, task: t.taskId }, 'cannot record the default policy'));
+      // Created only if still absent (a policy set meanwhile through the API wins).
+      const kept = await this.store.patchAutoscale(t.taskId, {}, { create: record }).catch((err: unknown) => log.warn({ err, task: t.taskId }, 'cannot record the default policy'));
+      recordOf.set(t.taskId, kept ?? record);
     }
 
     const auto = running.filter((t) => readyIds.has(t.taskId) && policyOf(t) && !this.busy.has(t.taskId));
@@ -260,11 +260,10 @@ export class AutoscaleLoop {
     return op;
   }
 
-  private async record(taskId: string, patch: Partial<AutoscaleRecord>): Promise<void> {
+  private async record(taskId: string, patch: AutoscalePatch): Promise<void> {
     try {
-      const current = await this.store.getAutoscale(taskId);
-      if (!current) return; // the task was torn down meanwhile
-      await this.store.putAutoscale({ ...current, ...patch });
+      // Atomic (a policy set meanwhile stays); a task torn down meanwhile has no record, and none is created.
+      await this.store.patchAutoscale(taskId, patch);
     } catch (err) {
       log.warn({ err: (err as Error).message, task: taskId }, 'cannot record the autoscale decision');
     }

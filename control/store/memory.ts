@@ -14,6 +14,8 @@ import type {
   AppRecord,
   AppState,
   ExecutorLiveStats,
+  AutoscalePatch,
+  AutoscalePatchOptions,
   AutoscaleRecord,
   ExecutorRoute,
   ExecutorState,
@@ -396,6 +398,19 @@ export class MemoryStore implements Store {
   async getAutoscale(taskId: string): Promise<AutoscaleRecord | undefined> {
     this.assertOpen();
     return copyOrUndefined(this.autoscale.get(taskId));
+  }
+
+  async patchAutoscale(taskId: string, patch: AutoscalePatch, options: AutoscalePatchOptions = {}): Promise<AutoscaleRecord | undefined> {
+    this.assertOpen();
+    const current = this.autoscale.get(taskId);
+    if (current && options.unlessSource?.includes(current.source)) return jsonCopy(current);
+    const base = current ?? options.create;
+    if (!base) return undefined;
+    const record = { ...jsonCopy(base), ...jsonCopy(patch) } as AutoscaleRecord & { policy?: AutoscaleRecord['policy'] | null };
+    if (record.policy === null) delete record.policy;
+    this.autoscale.set(taskId, record as AutoscaleRecord);
+    this.emit({ kind: 'autoscale', id: taskId, op: 'put' });
+    return jsonCopy(record as AutoscaleRecord);
   }
 
   async listAutoscale(): Promise<AutoscaleRecord[]> {

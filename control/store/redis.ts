@@ -24,6 +24,8 @@ import type {
   AppRecord,
   AppState,
   ExecutorLiveStats,
+  AutoscalePatch,
+  AutoscalePatchOptions,
   AutoscaleRecord,
   ExecutorRoute,
   ExecutorState,
@@ -545,6 +547,13 @@ export class RedisStore implements Store {
   async getAutoscale(taskId: string): Promise<AutoscaleRecord | undefined> {
     const json = await this.call('getAutoscale', () => this.redis.hget(this.keys.autoscale, taskId));
     return json === null ? undefined : (JSON.parse(json) as AutoscaleRecord);
+  }
+
+  async patchAutoscale(taskId: string, patch: AutoscalePatch, options: AutoscalePatchOptions = {}): Promise<AutoscaleRecord | undefined> {
+    const change: StoreChange = { kind: 'autoscale', id: taskId, op: 'put' };
+    const args = [taskId, ...this.publishing(change), JSON.stringify(patch), options.create ? JSON.stringify(options.create) : '', JSON.stringify(options.unlessSource ?? [])];
+    const json = await this.call('patchAutoscale', () => this.script('patch-autoscale', [this.keys.autoscale], args));
+    return typeof json === 'string' ? (JSON.parse(json) as AutoscaleRecord) : undefined;
   }
 
   async listAutoscale(): Promise<AutoscaleRecord[]> {

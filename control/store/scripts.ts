@@ -20,7 +20,8 @@ export type ScriptName =
   | 'delete-chunk'
   | 'take-expired-chunks'
   | 'renew-sidecar'
-  | 'delete-sidecar';
+  | 'delete-sidecar'
+  | 'patch-autoscale';
 
 interface ScriptSource {
   lua: string;

@@ -147,6 +147,16 @@ export interface AutoscaleRecord {
   coldStart?: { ms: number; at: number };
 }
 
+/** Fields to change in an AutoscaleRecord (`policy: null` removes the policy: manual scaling). */
+export type AutoscalePatch = Partial<Omit<AutoscaleRecord, 'taskId' | 'policy'>> & { policy?: AutoscaleRecord['policy'] | null };
+
+export interface AutoscalePatchOptions {
+  /** The record to patch when the task has none; absent = a missing record stays missing (undefined is returned). */
+  create?: AutoscaleRecord;
+  /** A record whose source is one of these is kept unchanged (a policy of higher rank is in force). */
+  unlessSource?: Array<AutoscaleRecord['source']>;
+}
+
 // ---------- change notifications ----------
 
 export type StoreChange =
@@ -261,6 +271,12 @@ export interface Store {
   // autoscaling state
   putAutoscale(record: AutoscaleRecord): Promise<void>;
   getAutoscale(taskId: string): Promise<AutoscaleRecord | undefined>;
+  /**
+   * Merges `patch` into the task's record atomically (read, merge and write in one step: concurrent patches of
+   * different fields all land). Returns the record after it (unchanged when `unlessSource` kept it), or undefined
+   * when there is none and no `create`.
+   */
+  patchAutoscale(taskId: string, patch: AutoscalePatch, options?: AutoscalePatchOptions): Promise<AutoscaleRecord | undefined>;
   listAutoscale(): Promise<AutoscaleRecord[]>;
   deleteAutoscale(taskId: string): Promise<boolean>;
   /** Publishes {kind: 'wake', id: taskId}: a dispatcher holds invocations of a task that has no executor. */

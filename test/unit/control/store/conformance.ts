@@ -698,6 +698,34 @@ export function storeConformance(name: string, makeStore: () => Promise<StoreFix
     t.is(await peer.getAutoscale('task-b'), undefined);
   });
 
+  it('patchAutoscale merges concurrent patches of different fields without losing one', async (t, { store, peer }) => {
+    await store.putAutoscale({ taskId: 'task-p', source: 'default', policy: { min: 1, max: 4, target: 2 }, desired: 1 });
+    const decision = { at: 1764085463123, from: 1, to: 3, reason: 'load' };
+    // A policy change and a decision record racing (the resource manager's loop and its HTTP API): both must land.
+    await Promise.all([
+      store.patchAutoscale('task-p', { policy: { min: 0, max: 2, sloMs: 250 }, source: 'admin' }),
+      peer.patchAutoscale('task-p', { desired: 3, lastDecision: decision }),
+      store.patchAutoscale('task-p', { coldStart: { ms: 1234, at: 1764085463999 } }),
+    ]);
+    t.deepEqual(await peer.getAutoscale('task-p'), {
+      taskId: 'task-p', source: 'admin', policy: { min: 0, max: 2, sloMs: 250 }, desired: 3, lastDecision: decision, coldStart: { ms: 1234, at: 1764085463999 },
+    });
+  });
+
+  it('patchAutoscale creates only from `create`, keeps a record of a listed source, and removes a null policy', async (t, { store, peer }) => {
+    t.is(await store.patchAutoscale('task-q', { desired: 2 }), undefined);
+    t.is(await peer.getAutoscale('task-q'), undefined);
+    const created = await store.patchAutoscale('task-q', {}, { create: { taskId: 'task-q', source: 'default', policy: { min: 1, max: 2, target: 2 }, desired: 1 } });
+    t.deepEqual(created, { taskId: 'task-q', source: 'default', policy: { min: 1, max: 2, target: 2 }, desired: 1 });
+    await store.patchAutoscale('task-q', { source: 'admin', policy: { min: 0, max: 2, target: 1 } });
+    const kept = await peer.patchAutoscale('task-q', { source: 'app', policy: { min: 2, max: 2, target: 2 } }, { unlessSource: ['admin', 'manual'] });
+    t.deepEqual(kept?.policy, { min: 0, max: 2, target: 1 });
+    t.is(kept?.source, 'admin');
+    const manual = await store.patchAutoscale('task-q', { source: 'manual', policy: null });
+    t.deepEqual(manual, { taskId: 'task-q', source: 'manual', desired: 1 });
+    t.deepEqual(await peer.getAutoscale('task-q'), manual);
+  });
+
   it('wakeTask publishes a wake change for the task', async (t, { store, peer }) => {
     const { seen } = watch(store);
     await store.subscriptionReady();
