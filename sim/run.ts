@@ -39,7 +39,7 @@ export interface SimOutcome {
   results: RunResults;
   invariants: Invariants;
   /** Task labels and their executor counts. */
-  deployment: Array<{ label: string; taskId: string; stage: string; executors: number }>;
+  deployment: Array<{ label: string; taskId: string; stage: string; executors: number; nodes: number[] }>;
   /** autoscaler mode: every executor-count change, in order. */
   scaling: ScaleEvent[];
   events: number;
@@ -108,9 +108,18 @@ export async function recordApp(sc: Scenario, tasks: Map<string, SimTask>): Prom
 
 function deploy(sc: Scenario, tasks: Map<string, SimTask>, events: EventQueue): { executors: Map<string, SimExecutor[]>; pool: Pool } {
   const labels = new Map([...tasks.values()].map((t) => [t.label, t]));
+  const from = sc.deployment.planSource;
   for (const label of Object.keys(sc.deployment.replicas)) {
-    if (!labels.has(label)) throw new ScenarioError(`deployment.replicas.${label}: the app has no such task (its tasks: ${[...labels.keys()].join(', ')})`);
+    if (!labels.has(label)) throw new ScenarioError(`${from ? `${from}: component '${label}'` : `deployment.replicas.${label}`}: the app has no such task (its tasks: ${[...labels.keys()].join(', ')})`);
   }
+  if (from) {
+    const missing = [...labels.keys()].filter((l) => !(l in sc.deployment.replicas));
+    if (missing.length) throw new ScenarioError(`${from}: the plan has no component for the app's task(s) ${missing.join(', ')}`);
+  }
+  // A plan's placement: the nodes its executors go on, label by label, in the plan's order.
+  const planNodes = new Map<string, number[]>();
+  for (const p of sc.deployment.placement ?? []) planNodes.set(p.label, [...(planNodes.get(p.label) ?? []), ...Array<number>(p.executors).fill(p.node)]);
+  const devicesPer = (t: SimTask) => sc.deployment.devicesPerExecutor?.[t.label] ?? t.devicesPerExecutor;
   const nodes = Array.from({ length: sc.cluster.nodes }, (_, i) => ({ node: `node-${i}`, devices: sc.cluster.devicesPerNode }));
   let inv: Inventory = buildInventory(nodes);
   const executors = new Map<string, SimExecutor[]>();
@@ -127,19 +136,21 @@ function deploy(sc: Scenario, tasks: Map<string, SimTask>, events: EventQueue): 
   const auto = sc.deployment.autoscaler;
   const wanted = [...tasks.values()].filter((t) => !inlined(t)).map((t) => ({ t, n: auto ? (auto.policies[t.label] ?? auto.policy).min : sc.deployment.replicas[t.label] ?? sc.deployment.default }));
   const held = new Map<SimExecutor, DeviceRef[]>();
-  const total = wanted.reduce((a, w) => a + w.n * w.t.devicesPerExecutor, 0);
+  const total = wanted.reduce((a, w) => a + w.n * devicesPer(w.t), 0);
   for (const { t, n } of wanted) {
     const list: SimExecutor[] = [];
     for (let i = 0; i < n; i++) {
       try {
-        const a = allocate(inv, t.devicesPerExecutor, t.taskId);
-        inv = a.inventory;
+        const node = planNodes.get(t.label)?.[i];
+        // Placed by the plan: the live allocation on that node alone; otherwise on the whole cluster.
+        const a = node === undefined ? allocate(inv, devicesPer(t), t.taskId) : allocate([inv[node]!], devicesPer(t), t.taskId);
+        inv = node === undefined ? a.inventory : inv.map((x, k) => (k === node ? a.inventory[0]! : x));
         const ex = makeExecutor(t, `${t.label}#${i}`, Number(a.devices[0]!.node.slice('node-'.length)), events, sc.models);
         held.set(ex, a.devices);
         list.push(ex);
       } catch (e) {
         if (e instanceof ScenarioError) throw e;
-        throw new ScenarioError(`cluster: ${sc.cluster.nodes} × ${sc.cluster.devicesPerNode} devices cannot hold the deployment (${total} devices for ${wanted.map((w) => `${w.n} × ${w.t.label}`).join(', ')}): ${(e as Error).message}`);
+        throw new ScenarioError(`${from ? `${from}: ` : ''}cluster: ${sc.cluster.nodes} × ${sc.cluster.devicesPerNode} devices cannot hold the deployment (${total} devices for ${wanted.map((w) => `${w.n} × ${w.t.label}`).join(', ')}): ${(e as Error).message}`);
       }
     }
     executors.set(t.taskId, list);
@@ -305,7 +316,7 @@ export async function simulate(sc: Scenario, o: SimOptions = {}): Promise<SimOut
   const results: RunResults = records.length < index
     ? { ...runResults(settings, records, { startedAt: 0, interrupted: false }), ...stream.aggregates(), requests_total: index, requests_kept: records.length }
     : runResults(settings, records, { startedAt: 0, interrupted: false });
-  const deployment = [...tasks.values()].map((t) => ({ label: t.label, taskId: t.taskId, stage: t.stage, executors: executors.get(t.taskId)!.length }));
+  const deployment = [...tasks.values()].map((t) => ({ label: t.label, taskId: t.taskId, stage: t.stage, executors: executors.get(t.taskId)!.length, nodes: executors.get(t.taskId)!.map((e) => e.node) }));
   return { results, invariants, deployment, scaling: autoscaling?.decisions ?? [], events: events.processed, requests: index, wallMs };
 }
 

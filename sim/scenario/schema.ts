@@ -4,6 +4,7 @@
  * is parsed by the bench client's own parser (bench/client/config.ts).
  */
 import { readFile } from 'node:fs/promises';
+import { dirname, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parse as parseYaml } from 'yaml';
 import { z } from 'zod';
@@ -12,6 +13,7 @@ import { LINK_PRESETS } from '../cluster/links.js';
 import { ScenarioError } from '../apps/record.js';
 import type { AutoscaleSettings } from '../autoscale.js';
 import { probeModels, stageModelsSchema, type StageModels } from '../latency/models.js';
+import { parsePlan, type Plan } from '../../plan/schema.js';
 
 export { ScenarioError };
 
@@ -49,7 +51,10 @@ const scenarioSchema = z.object({
   deployment: z.object({
     /** manual: every task on its own executors; monolithic: encoders run inside the LLM (or generator) executor that consumes
      *  them (vLLM with its encoder inside, our LLM executor with encoderFission: false), no encoder executors. */
-    mode: z.enum(['manual', 'monolithic', 'autoscaler']).default('manual'),
+    /** plan: a plan as `cornserve plan` writes it (plan/schema.ts), from `file` (YAML or JSON) or inline as `plan`. */
+    mode: z.enum(['manual', 'monolithic', 'autoscaler', 'plan']).default('manual'),
+    file: z.string().min(1).optional(),
+    plan: z.unknown().optional(),
     /** Executors per task label (printed by a run); tasks not named get `default`. An encoder given 0 runs inside
      *  the LLM or generator executor that consumes it (a partly colocated plan). */
     replicas: z.record(z.string(), z.number().int().nonnegative()).default({}),
@@ -83,7 +88,17 @@ export interface Scenario {
   name: string;
   cluster: { nodes: number; devicesPerNode: number; device: string; intraNode: string; interNode: string };
   app: { file: string; api: 'chat' | 'invoke'; request?: Record<string, unknown> };
-  deployment: { mode: 'manual' | 'monolithic' | 'autoscaler'; replicas: Record<string, number>; default: number; autoscaler?: AutoscaleSettings };
+  deployment: {
+    mode: 'manual' | 'monolithic' | 'autoscaler';
+    replicas: Record<string, number>;
+    default: number;
+    autoscaler?: AutoscaleSettings;
+    /** From a plan: executors per node and label (placed there, not by the allocation policy), and devices per executor. */
+    placement?: Plan['placement'];
+    devicesPerExecutor?: Record<string, number>;
+    /** Where the placement came from (error messages name it). */
+    planSource?: string;
+  };
   workload: BenchConfig;
   models: StageModels;
   overheadMs: number;
@@ -100,7 +115,7 @@ export async function loadPresets(): Promise<Record<string, { source: string; mo
 const issuesText = (e: z.ZodError) => e.issues.map((i) => `${i.path.join('.') || '(top)'}: ${i.message}`).join('; ');
 
 /** Parses and checks a scenario object (the YAML's content). */
-export async function parseScenario(raw: unknown, overrides: Overrides = {}): Promise<Scenario> {
+export async function parseScenario(raw: unknown, overrides: Overrides = {}, baseDir = process.cwd()): Promise<Scenario> {
   const r = scenarioSchema.safeParse(raw);
   if (!r.success) throw new ScenarioError(`scenario: ${issuesText(r.error)}`);
   const s = r.data;
@@ -147,6 +162,8 @@ export async function parseScenario(raw: unknown, overrides: Overrides = {}): Pr
   if (unknownKeys.length) throw new ScenarioError(`workload.${unknownKeys[0]}: unknown option`);
   const d = s.deployment;
   if (d.autoscaler && d.mode !== 'autoscaler') throw new ScenarioError(`deployment.autoscaler: only for mode autoscaler (mode is ${d.mode})`);
+  if (d.mode === 'plan') return { name: s.name, cluster: s.cluster, app: s.app, deployment: await planDeployment(d, s.cluster, baseDir), workload, models, overheadMs: s.overheadMs };
+  if (d.file !== undefined || d.plan !== undefined) throw new ScenarioError(`deployment.${d.file !== undefined ? 'file' : 'plan'}: only for mode plan (mode is ${d.mode})`);
   const a = d.mode === 'autoscaler' ? (d.autoscaler ?? scenarioSchema.shape.deployment.unwrap().shape.autoscaler.unwrap().parse({})) : undefined;
   const deployment: Scenario['deployment'] = {
     mode: d.mode,
@@ -173,5 +190,50 @@ export async function loadScenario(fileOrName: string, overrides: Overrides = {}
   } catch (e) {
     throw new ScenarioError(`scenario ${file}: not valid YAML: ${(e as Error).message}`);
   }
-  return parseScenario(raw, overrides);
+  return parseScenario(raw, overrides, builtin ? process.cwd() : dirname(resolve(file)));
+}
+
+/**
+ * A plan deployment → the simulator's: replicas per label, devices per executor and the plan's placement.
+ * Refused before the run when the plan does not fit the scenario's cluster (a node it names, or the devices it
+ * places on a node or in all); tasks the app does not have are refused when the app is recorded (run.ts).
+ */
+async function planDeployment(d: { file?: string; plan?: unknown }, cluster: Scenario['cluster'], baseDir: string): Promise<Scenario['deployment']> {
+  if ((d.file === undefined) === (d.plan === undefined)) throw new ScenarioError('deployment: mode plan needs a plan file (deployment.file) or an inline plan (deployment.plan), one of them');
+  let raw = d.plan;
+  const where = d.file !== undefined ? `deployment.file (${d.file})` : 'deployment.plan';
+  if (d.file !== undefined) {
+    const path = resolve(baseDir, d.file);
+    try {
+      raw = parseYaml(await readFile(path, 'utf8')); // YAML is a superset of JSON: `cornserve plan --out` writes either
+    } catch (e) {
+      throw new ScenarioError(`${where}: cannot read the plan ${path}: ${(e as Error).message}`);
+    }
+  }
+  let plan: Plan;
+  try {
+    plan = parsePlan(raw, where);
+  } catch (e) {
+    throw new ScenarioError((e as Error).message);
+  }
+  const devicesPer = Object.fromEntries(plan.components.map((c) => [c.label, c.devicesPerExecutor]));
+  const replicas = Object.fromEntries(plan.components.map((c) => [c.label, c.replicas]));
+  const perNode = new Map<number, number>();
+  const placed = new Map<string, number>();
+  for (const p of plan.placement) {
+    if (p.node >= cluster.nodes) throw new ScenarioError(`${where}: placement puts ${p.executors} × ${p.label} on node ${p.node}, but the cluster has ${cluster.nodes} node(s)`);
+    perNode.set(p.node, (perNode.get(p.node) ?? 0) + p.executors * devicesPer[p.label]!);
+    placed.set(p.label, (placed.get(p.label) ?? 0) + p.executors);
+  }
+  for (const [node, used] of perNode) {
+    if (used > cluster.devicesPerNode) throw new ScenarioError(`${where}: placement needs ${used} devices on node ${node}, but a node of the cluster has ${cluster.devicesPerNode}`);
+  }
+  const total = plan.components.reduce((a, c) => a + c.replicas * c.devicesPerExecutor, 0);
+  if (total > cluster.nodes * cluster.devicesPerNode) throw new ScenarioError(`${where}: the plan needs ${total} devices, the cluster has ${cluster.nodes} × ${cluster.devicesPerNode}`);
+  const monolithic = plan.mode === 'monolithic';
+  for (const c of plan.components) {
+    const inlined = c.stage === 'encoder' && (monolithic || c.replicas === 0);
+    if (!inlined && (placed.get(c.label) ?? 0) !== c.replicas) throw new ScenarioError(`${where}: placement places ${placed.get(c.label) ?? 0} × ${c.label}, its component has ${c.replicas} replicas`);
+  }
+  return { mode: monolithic ? 'monolithic' : 'manual', replicas, default: 1, placement: plan.placement, devicesPerExecutor: devicesPer, planSource: where };
 }
