@@ -8,6 +8,7 @@ import { allocate, buildInventory, pickLeastOutstanding, type Inventory } from '
 import type { RequestRecord } from '../bench/metrics/record.js';
 import { runResults, type RunResults, type RunSettings } from '../bench/report/results.js';
 import { StreamingAggregate } from '../bench/metrics/stream.js';
+import { InFlightPeaks } from '../bench/metrics/timeline.js';
 import { arrivalTimesMs, patternText } from '../bench/workload/arrivals.js';
 import { nextSpec, type RequestKind, type RequestSpec } from '../bench/workload/mix.js';
 import { RandomSource } from '../bench/workload/random.js';
@@ -187,6 +188,9 @@ export async function simulate(sc: Scenario, o: SimOptions = {}): Promise<SimOut
   const invariants: Invariants = { overCapacity: 0, startedBeforeProducers: 0, endedTwice: 0, neverEnded: 0 };
   let jobIds = 0;
   let ended = 0;
+  // The whole run's in-flight timeline (bounded peaks per bucket): the kept records cover only its beginning.
+  const timeline = new InFlightPeaks();
+  let inFlight = 0;
 
   const w = sc.workload;
   const rng = new RandomSource(w.seed);
@@ -209,6 +213,7 @@ export async function simulate(sc: Scenario, o: SimOptions = {}): Promise<SimOut
       if (--pending > 0) return;
       if (++endCount > 1) invariants.endedTwice++;
       ended++;
+      timeline.set(t, --inFlight);
       rec.e2elMs = t - sentMs;
       rec.ttftMs = firstToken >= 0 ? firstToken - sentMs : rec.e2elMs;
       stream.add(rec);
@@ -272,6 +277,7 @@ export async function simulate(sc: Scenario, o: SimOptions = {}): Promise<SimOut
       }
     };
     autoscaling?.requestArrived();
+    timeline.set(sentMs, ++inFlight);
     events.after(sc.overheadMs, dispatch);
   };
 
@@ -314,7 +320,7 @@ export async function simulate(sc: Scenario, o: SimOptions = {}): Promise<SimOut
   };
   // Over the cap, the aggregates come from every request (the stream); the per-request lists from the kept ones.
   const results: RunResults = records.length < index
-    ? { ...runResults(settings, records, { startedAt: 0, interrupted: false }), ...stream.aggregates(), requests_total: index, requests_kept: records.length }
+    ? { ...runResults(settings, records, { startedAt: 0, interrupted: false }), ...stream.aggregates(), requests_total: index, requests_kept: records.length, in_flight_timeline: timeline.points() }
     : runResults(settings, records, { startedAt: 0, interrupted: false });
   const deployment = [...tasks.values()].map((t) => ({ label: t.label, taskId: t.taskId, stage: t.stage, executors: executors.get(t.taskId)!.length, nodes: executors.get(t.taskId)!.map((e) => e.node) }));
   return { results, invariants, deployment, scaling: autoscaling?.decisions ?? [], events: events.processed, requests: index, wallMs };

@@ -7,10 +7,14 @@ import { join } from 'node:path';
 import { metricValues } from '../metrics/aggregate.js';
 import type { RequestRecord } from '../metrics/record.js';
 import { writePlot } from '../plots/render.js';
-import { inFlightSteps } from '../metrics/timeline.js';
+import { inFlightSteps, thinTimeline } from '../metrics/timeline.js';
 import { latencyCdfSpec, soakSpec, throughputSpec, timelineSpec, type ExecutorSample } from '../plots/specs.js';
 import type { RunResults, SoakResults, SweepResults } from './results.js';
 import { summaryMarkdown } from './summary.js';
+
+/** The in-flight timeline to plot, at most TIMELINE_POINTS points: the run's own (a simulator run that did not
+ *  keep every record measures it while it runs) or the records'. */
+const timelineOf = (r: RunResults) => thinTimeline((r.in_flight_timeline as Array<{ tS: number; inFlight: number }> | undefined) ?? inFlightSteps(r.requests));
 
 const rateOf = (r: RunResults) => (r.request_rate === 'inf' ? NaN : (r.request_rate as number));
 
@@ -33,7 +37,7 @@ export async function writeResultDir(dir: string, what: { run?: RunResults; swee
     if (Number.isFinite(rateOf(r))) {
       await plot('throughput', throughputSpec([{ rate: rateOf(r), requestThroughput: r.request_throughput as number, goodput: (r.request_goodput as number | null) ?? null }]));
     }
-    await plot('timeline', timelineSpec(inFlightSteps(r.requests), (r.executors_timeline as ExecutorSample[] | undefined) ?? []));
+    await plot('timeline', timelineSpec(timelineOf(r), (r.executors_timeline as ExecutorSample[] | undefined) ?? []));
     if (what.soak) await plot('soak', soakSpec(what.soak.minutes));
     await writeFile(join(dir, 'results.json'), JSON.stringify(r, null, 1));
     files.push('results.json');
@@ -46,7 +50,7 @@ export async function writeResultDir(dir: string, what: { run?: RunResults; swee
     await plot('latency-cdf', latencyCdfSpec(runs.map((r) => ({ name: `E2EL at ${r.request_rate} req/s`, values: metricValues(r.requests, 'e2el') })), 'E2EL CDF per request rate'));
     await plot('throughput', throughputSpec(runs.map((r) => ({ rate: rateOf(r), requestThroughput: r.request_throughput as number, goodput: (r.request_goodput as number | null) ?? null }))));
     const last = runs.at(-1);
-    if (last) await plot('timeline', timelineSpec(inFlightSteps(last.requests), (last.executors_timeline as ExecutorSample[] | undefined) ?? [], `In-flight requests and executors per task (at ${last.request_rate} req/s)`));
+    if (last) await plot('timeline', timelineSpec(timelineOf(last), (last.executors_timeline as ExecutorSample[] | undefined) ?? [], `In-flight requests and executors per task (at ${last.request_rate} req/s)`));
     await writeFile(join(dir, 'results.json'), JSON.stringify(what.sweep, null, 1));
     files.push('results.json');
     const md = [

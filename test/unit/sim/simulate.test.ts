@@ -11,6 +11,7 @@ import { parseScenario } from '../../../sim/scenario/schema.js';
 import { simulate } from '../../../sim/run.js';
 import { simulateCommand } from '../../../sim/command.js';
 import { LATENCY_METRICS, PERCENTILES } from '../../../bench/metrics/aggregate.js';
+import { TIMELINE_POINTS } from '../../../bench/metrics/timeline.js';
 
 const base = {
   name: 'small',
@@ -97,4 +98,14 @@ test('a run with a record cap writes the same aggregates as one without, and onl
     for (const q of PERCENTILES) close(`p${q}_${m}_ms`, 1e-3);
   }
   t.not(capped.mean_e2el_ms, null);
+});
+
+test('a capped run still plots its whole timeline, in a bounded number of points', async (t) => {
+  const sc = await parseScenario(base);
+  const capped = (await simulate(sc, { keepRecords: 10 })).results;
+  const timeline = capped.in_flight_timeline as Array<{ tS: number; inFlight: number }>;
+  t.true(timeline.length <= TIMELINE_POINTS, `${timeline.length} points`);
+  const lastSendS = Math.max(...(await simulate(sc)).results.requests.map((r) => r.sentMs)) / 1000;
+  t.true(timeline.at(-1)!.tS >= lastSendS * 0.9, `the timeline reaches ${timeline.at(-1)!.tS} s of a run whose last request was sent at ${lastSendS} s (the 10 kept records end far earlier)`);
+  t.true(timeline.some((p) => p.inFlight > 0));
 });

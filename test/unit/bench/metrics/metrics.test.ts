@@ -3,7 +3,7 @@ import { readFileSync } from 'node:fs';
 import { aggregate, distribution, runDurationS } from '../../../../bench/metrics/aggregate.js';
 import { tpotMs, type RequestRecord } from '../../../../bench/metrics/record.js';
 import { meetsSlo, parseSlo, sloOutcome } from '../../../../bench/metrics/slo.js';
-import { inFlightSteps } from '../../../../bench/metrics/timeline.js';
+import { InFlightPeaks, inFlightSteps, thinTimeline } from '../../../../bench/metrics/timeline.js';
 
 const fixture = JSON.parse(readFileSync(new URL('../fixtures/timings.json', import.meta.url), 'utf8')) as { durationS: number; records: RequestRecord[] };
 const { records, durationS } = fixture;
@@ -66,4 +66,29 @@ test('percentiles come from the histogram within 0.1% of the exact value', (t) =
 
 test('in-flight steps rise at each send and fall at each end', (t) => {
   t.deepEqual(inFlightSteps(records).map((s) => s.inFlight), [1, 2, 3, 2, 1, 2, 1, 0]);
+});
+
+test('a huge timeline is thinned to a bounded number of points that keep its peak and span', (t) => {
+  // 700k requests, one every 5 ms, each 40 ms long (8 in flight), with one burst of 500 at once at 2000 s.
+  const steps: Array<{ tS: number; inFlight: number }> = [];
+  for (let i = 0; i < 700_000; i++) steps.push({ tS: i * 0.005, inFlight: i === 400_000 ? 500 : 8 });
+  const thin = thinTimeline(steps, 1000);
+  t.true(thin.length <= 1000, `${thin.length} points`);
+  t.true(thin.length >= 500, `${thin.length} points: the buckets still cover the run`);
+  t.is(Math.max(...thin.map((p) => p.inFlight)), 500, 'the burst survives as the peak of its bucket');
+  t.true(thin.at(-1)!.tS <= 3500 && thin.at(-1)!.tS > 3000, `the last bucket starts near the end (${thin.at(-1)!.tS} s)`);
+});
+
+test('a short timeline is plotted as it is', (t) => {
+  const steps = [{ tS: 0, inFlight: 0 }, { tS: 1, inFlight: 1 }, { tS: 2, inFlight: 0 }];
+  t.deepEqual(thinTimeline(steps, 1000), steps);
+});
+
+test('peaks carry the level through buckets without a change', (t) => {
+  const p = new InFlightPeaks(4, 1000);
+  p.set(500, 3); // bucket 0 (0–1 s)
+  p.set(3500, 1); // bucket 3: buckets 1 and 2 held 3 all along
+  t.deepEqual(p.points().map((x) => x.inFlight), [3, 3, 3, 3]);
+  p.set(4500, 0); // bucket 4 does not fit 4 buckets of 1 s: they merge into 2 s buckets
+  t.deepEqual(p.points(), [{ tS: 0, inFlight: 3 }, { tS: 2, inFlight: 3 }, { tS: 4, inFlight: 1 }]);
 });
