@@ -10,6 +10,8 @@
  * which any such notification arrived is not kept: it may predate the change). Outstanding
  * counts in the cached routes follow this router's own leases (adjustOutstanding returns the count); with one
  * MemoryStore there is no other writer. A Redis store is read on every graph (other replicas lease too).
+ * With any store, whether a task with no ready executor may scale from zero (its policy's min 0) is kept per task,
+ * dropped on each `autoscale` change notification of it (and read again after MIN_ZERO_MAX_AGE_MS regardless).
  */
 import type { TaskGraph, UnitTask } from '../../functions/sdk/index.js';
 import { StoreNotFoundError, taskIdOf, type ExecutorRoute, type Store, type UnitTaskRecord } from '../store/index.js';
@@ -53,6 +55,8 @@ export interface RouteOptions {
 
 /** How often a held invocation looks for a ready executor besides the route change notifications. */
 const HOLD_POLL_MS = 250;
+/** A cached "may scale from zero" answer is read again after this long even without a notification (a lost pub/sub message). */
+const MIN_ZERO_MAX_AGE_MS = 10_000;
 
 const taskIds = new WeakMap<UnitTask, string>();
 
@@ -76,6 +80,11 @@ export class Router {
   /** taskId -> callbacks of held invocations, run on each of its route changes */
   private readonly routeWaiters = new Map<string, Set<() => void>>();
   private watchingRoutes = false;
+  /** taskId -> whether its policy allows zero executors, read at `at`; dropped on each `autoscale` change of the task */
+  private readonly minZero = new Map<string, { zero: boolean; at: number }>();
+  /** Counts `autoscale` notifications (a read that saw one arrive is not kept); undefined until subscribed. */
+  private autoscaleChanges: number | undefined;
+  private autoscaleWatchReady = false;
 
   constructor(
     private readonly store: Store,
@@ -166,8 +175,31 @@ export class Router {
 
   /** A task whose autoscaling policy allows zero executors: its invocations wait for one instead of a 503. */
   private async scalesFromZero(taskId: string): Promise<boolean> {
+    const hit = this.minZero.get(taskId);
+    if (hit && Date.now() - hit.at < MIN_ZERO_MAX_AGE_MS) return hit.zero;
+    const before = this.watchAutoscale();
     const record = await fromStore(`read the autoscaling policy of ${taskId}`, this.store.getAutoscale(taskId));
-    return record?.policy?.min === 0;
+    const zero = record?.policy?.min === 0;
+    // Kept only when the change notifications are live and none arrived during the read (it may predate it).
+    if (this.autoscaleWatchReady && this.autoscaleChanges === before) this.minZero.set(taskId, { zero, at: Date.now() });
+    return zero;
+  }
+
+  /** Subscribes (once) to `autoscale` changes, which drop the task's cached answer; returns the change count now. */
+  private watchAutoscale(): number {
+    if (this.autoscaleChanges === undefined) {
+      this.autoscaleChanges = 0;
+      this.store.subscribe((change) => {
+        if (change.kind !== 'autoscale') return;
+        this.minZero.delete(change.id);
+        this.autoscaleChanges!++;
+      });
+      this.store.subscriptionReady().then(
+        () => (this.autoscaleWatchReady = true),
+        () => {}, // no live notifications: never cache
+      );
+    }
+    return this.autoscaleChanges;
   }
 
   /**

@@ -171,3 +171,20 @@ test('a change notified while the router is reading the Store is not hidden by t
   await (await router.routeGraph(graphOf(fast)))[0]!.release();
   t.is((await router.routeGraph(graphOf(fast)))[0]!.route.executorId, 'b');
 });
+
+test('whether a task may scale from zero is read once, and read again after its autoscaling policy changes', async (t) => {
+  const store = new MemoryStore();
+  const { taskId } = await deployTask(store, fast, [{ url: URL_, executorId: 'draining', state: 'draining' }]);
+  await store.putAutoscale({ taskId, source: 'admin', policy: { min: 1, max: 2, target: 2 }, desired: 1 });
+  let reads = 0;
+  const getAutoscale = store.getAutoscale.bind(store);
+  store.getAutoscale = (id) => (reads++, getAutoscale(id));
+  const router = new Router(store);
+  for (let n = 0; n < 3; n++) t.like(await t.throwsAsync(router.routeGraph(graphOf(fast))), { code: 'NO_EXECUTOR' });
+  t.is(reads, 1);
+  // min 0 now: the router holds the invocation (here until its already aborted deadline) instead of a 503.
+  await store.patchAutoscale(taskId, { policy: { min: 0, max: 2, target: 2 } });
+  const deadline = AbortSignal.abort(new Error('deadline passed'));
+  await t.throwsAsync(router.routeGraph(graphOf(fast), { signal: deadline }), { message: 'deadline passed' });
+  t.is(reads, 2);
+});
