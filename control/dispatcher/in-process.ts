@@ -20,6 +20,12 @@ import { dispatchGraph, type DispatchDeps } from './dispatch.js';
 import { Router, taskIdOfCached } from './routing.js';
 import { LoadRecorder } from '../autoscaler/signals.js';
 import { LiveServiceRecorder } from './live-service.js';
+import { sleep } from '../../lib/wait.js';
+
+/** How long close() lets the graphs in flight finish before cutting them. */
+const DEFAULT_CLOSE_GRACE_MS = 30_000;
+/** How long close() waits for cut graphs to settle. */
+const CUT_SETTLE_MS = 5_000;
 
 /** The error the CloudEvent path would have produced from the service's reply to `e`. */
 function asDispatchError(e: unknown, status?: number): DispatchError {
@@ -29,11 +35,13 @@ function asDispatchError(e: unknown, status?: number): DispatchError {
 }
 
 /** The stream's lines, its failure rethrown as the NDJSON error line would be read (readDispatchResponse). */
-async function* translated(stream: AsyncIterable<string>): AsyncGenerator<string> {
+async function* translated(stream: AsyncIterable<string>, ended: () => void): AsyncGenerator<string> {
   try {
     yield* stream;
   } catch (e) {
     throw asDispatchError(e, 502);
+  } finally {
+    ended();
   }
 }
 
@@ -41,29 +49,76 @@ export class InProcessDispatcher implements GraphDispatcher {
   readonly #deps: DispatchDeps;
   /** Autoscaling signals, as the dispatcher service records them (arrivals per task, graph shapes per app). */
   readonly #load: LoadRecorder;
+  readonly #liveService: LiveServiceRecorder;
+  /** Graphs in flight (a streaming graph until its stream ends), and what cuts them when close()'s grace is over. */
+  readonly #inFlight = new Set<Promise<void>>();
+  readonly #cut = new AbortController();
+  #closing: Promise<void> | undefined;
 
   constructor(
     store: Store,
     private readonly options: { appId?: string; descriptors?: DispatchDeps['descriptors'] } = {},
   ) {
     this.#load = new LoadRecorder(store);
-    this.#deps = { store, router: new Router(store), liveService: new LiveServiceRecorder(store), ...(options.descriptors ? { descriptors: options.descriptors } : {}) };
+    this.#liveService = new LiveServiceRecorder(store);
+    this.#deps = { store, router: new Router(store), liveService: this.#liveService, ...(options.descriptors ? { descriptors: options.descriptors } : {}) };
   }
 
   async dispatch(graph: TaskGraphJSON, options: DispatchOptions): Promise<DispatchResult> {
+    if (this.#closing) throw new DispatchError('the dispatcher is closing: no new task graphs', 503, undefined, 'SHUTTING_DOWN');
     const appId = options.appId ?? this.options.appId ?? 'unknown';
+    let done!: () => void;
+    const tracked = new Promise<void>((resolve) => (done = resolve));
+    this.#inFlight.add(tracked);
+    const finished = () => {
+      this.#inFlight.delete(tracked);
+      done();
+    };
     try {
       // fromJSON as the service does: the graph is validated and gets its own objects (wiring mutates them).
       const parsed = TaskGraph.fromJSON(graph);
       this.#load.graph(appId === 'unknown' ? undefined : appId, parsed.invocations.map((inv) => taskIdOfCached(inv.task)));
+      const signal = options.signal ? AbortSignal.any([options.signal, this.#cut.signal]) : this.#cut.signal;
       const result = await dispatchGraph(
         parsed,
-        { deadline: options.deadline, appId, ...(options.signal ? { signal: options.signal } : {}), ...(options.traceparent ? { traceparent: options.traceparent } : {}) },
+        { deadline: options.deadline, appId, signal, ...(options.traceparent ? { traceparent: options.traceparent } : {}) },
         this.#deps,
       );
-      return result.stream ? { outputs: result.outputs, stream: translated(result.stream) } : result;
+      if (!result.stream) {
+        finished();
+        return result;
+      }
+      return { outputs: result.outputs, stream: translated(result.stream, finished) };
     } catch (e) {
+      finished();
       throw asDispatchError(e);
     }
+  }
+
+  /**
+   * Drains and releases: new graphs get 503 SHUTTING_DOWN; the ones in flight get `graceMs` to finish, then are cut
+   * (their leases are released as on any cancellation); the load signals and live service times not yet written are
+   * flushed to the Store. The Store stays the caller's to close (after this). Idempotent.
+   */
+  close(graceMs = DEFAULT_CLOSE_GRACE_MS): Promise<void> {
+    this.#closing ??= (async () => {
+      if (this.#inFlight.size > 0) {
+        const all = Promise.all([...this.#inFlight]);
+        const stopGrace = new AbortController();
+        const grace = sleep(graceMs, stopGrace.signal).then(() => 'grace over' as const, () => 'drained' as const);
+        const outcome = await Promise.race([all.then(() => 'drained' as const), grace]);
+        stopGrace.abort();
+        if (outcome === 'grace over') {
+          this.#cut.abort(new Error(`the dispatcher closed: the graph did not finish within ${graceMs} ms`));
+          // A cut graph ends at once; a stream its caller never reads does not: bounded, its leases are released anyway.
+          const stopWait = new AbortController();
+          await Promise.race([all, sleep(CUT_SETTLE_MS, stopWait.signal).catch(() => undefined)]);
+          stopWait.abort();
+        }
+      }
+      this.#liveService.close();
+      await Promise.all([this.#load.close(), this.#liveService.flush()]);
+    })();
+    return this.#closing;
   }
 }

@@ -43,5 +43,7 @@ export async function openDispatcher(env: NodeJS.ProcessEnv, o: { appId: string;
   const prefix = parsed.data[DISPATCH_ENV.storePrefix];
   const store = new RedisStore({ url: storeUrl, ...(prefix ? { prefix } : {}) });
   await store.ready();
-  return { dispatcher: new InProcessDispatcher(store, { appId: o.appId }), mode, close: () => store.close() };
+  const dispatcher = new InProcessDispatcher(store, { appId: o.appId });
+  // Drain the graphs in flight and write the pending load signals before the Store goes.
+  return { dispatcher, mode, close: () => dispatcher.close().finally(() => store.close()) };
 }

@@ -25,12 +25,14 @@ let own: RedisStore;
 const echoTask = new EchoTask({ serviceTimeMs: 0 });
 const slowTask = new EchoTask({ serviceTimeMs: 30_000 });
 const streamTask = new EchoStreamTask({ serviceTimeMs: 0 });
+const drainTask = new EchoTask({ serviceTimeMs: 1_500 });
+const cutTask = new EchoTask({ serviceTimeMs: 29_000 });
 
 test.before(async () => {
   [redis, executor] = await Promise.all([startRedis(), startEchoExecutor()]);
   store = new RedisStore({ url: redis.url, prefix: uniquePrefix('inproc') });
   await store.ready();
-  for (const [id, task] of [['x-echo', echoTask], ['x-slow', slowTask], ['x-stream', streamTask]] as const) await deployTask(store, task, [{ url: executor.url, executorId: id }]);
+  for (const [id, task] of [['x-echo', echoTask], ['x-slow', slowTask], ['x-stream', streamTask], ['x-drain', drainTask], ['x-cut', cutTask]] as const) await deployTask(store, task, [{ url: executor.url, executorId: id }]);
   service = await startDispatcher({ store });
   viaEvent = new CloudEventDispatcher(service.url, { appId: 'test' });
   // A second store client: what another process (an app function) holds.
@@ -91,5 +93,39 @@ test('an in-process lease is counted in the shared store while its call runs, an
   t.true(e instanceof DispatchError);
   t.is((e as DispatchError).code, 'DISPATCH_CANCELLED');
   await waitUntil('the lease released', async () => (await outstandingByExecutor(store))[slowId] === 0, { timeoutMs: 30_000 });
+  t.pass();
+});
+
+/** An InProcessDispatcher of its own (closed by the test) over another client of the shared store. */
+async function closable(t: import('ava').ExecutionContext): Promise<InProcessDispatcher> {
+  const client = new RedisStore({ url: redis.url, prefix: store.prefix });
+  await client.ready();
+  t.teardown(() => client.close());
+  return new InProcessDispatcher(client, { appId: 'test' });
+}
+
+test('close() lets a graph in flight finish, refuses new graphs with 503 SHUTTING_DOWN, and releases the lease', async (t) => {
+  const dispatcher = await closable(t);
+  const graph = new TaskGraph([{ task: drainTask, input: { text: 'drained' }, output: { echo: '' } }]).toJSON();
+  const pending = dispatcher.dispatch(graph, { deadline: inFive() });
+  await waitUntil('the graph in flight', async () => (await outstandingByExecutor(store))['x-drain'] === 1, { timeoutMs: 30_000 });
+  const closed = dispatcher.close(60_000);
+  const refused = await t.throwsAsync(dispatcher.dispatch(graph, { deadline: inFive() }));
+  t.like(refused, { status: 503, code: 'SHUTTING_DOWN' });
+  t.deepEqual((await pending).outputs, [{ echo: 'drained' }]);
+  await closed;
+  t.is((await outstandingByExecutor(store))['x-drain'], 0);
+});
+
+test('close() cuts a graph still running when its grace is over, and releases the lease', async (t) => {
+  const dispatcher = await closable(t);
+  const graph = new TaskGraph([{ task: cutTask, input: { text: 'x' }, output: { echo: '' } }]).toJSON();
+  const pending = dispatcher.dispatch(graph, { deadline: inFive() }).catch((e: unknown) => e);
+  await waitUntil('the graph in flight', async () => (await outstandingByExecutor(store))['x-cut'] === 1, { timeoutMs: 30_000 });
+  await dispatcher.close(50);
+  const e = await pending;
+  t.true(e instanceof DispatchError, String(e));
+  t.is((e as DispatchError).code, 'DISPATCH_CANCELLED');
+  await waitUntil('the lease released', async () => (await outstandingByExecutor(store))['x-cut'] === 0, { timeoutMs: 30_000 });
   t.pass();
 });
