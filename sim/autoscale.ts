@@ -106,7 +106,7 @@ export class SimAutoscaling {
     const count = (t: SimTask) => this.executors.get(t.taskId)!.length + (this.starting.get(t.taskId) ?? 0) - (this.cancelled.get(t.taskId) ?? 0);
     const wants = this.autoscaler.decide(now, this.tasks.map((t) => ({ taskId: t.taskId, policy: this.policyOf(t.label), executors: count(t) })));
     const grants = planPool(
-      this.tasks.map((t, i) => ({ taskId: t.taskId, current: count(t), want: wants[i]!.to, min: this.policyOf(t.label).min, devicesPerExecutor: t.devicesPerExecutor, demandRps: wants[i]!.demandRps, ...(wants[i]!.capacity ? { perExecutorRps: wants[i]!.capacity!.perExecutorRps } : {}) })),
+      this.tasks.map((t, i) => ({ taskId: t.taskId, current: count(t), want: wants[i]!.to, min: this.policyOf(t.label).min, devicesPerExecutor: t.devicesPerExecutor, demandRps: wants[i]!.currentDemandRps, ...(wants[i]!.capacity ? { perExecutorRps: wants[i]!.capacity!.perExecutorRps } : {}) })),
       this.pool.devices,
     );
     // Scale-downs first, so the devices they free can go to the scale-ups once drained.

@@ -71,6 +71,14 @@ export interface TaskWant {
   to: number;
   /** Demand (req/s) the decision used (the panic window's in panic, else the stable window's). */
   demandRps: number;
+  /**
+   * Demand (req/s) now: the arrival rate (or app rate × invocations per request) over the latest tick alone. What a
+   * full pool weighs its devices by: a task whose load just fell keeps its executors a stable window long by its
+   * own decision, but its spare capacity is judged by the load it has now, so a task whose load just rose gets the
+   * devices on the first tick after the step. Rates, not in-flight: a backlog left from an earlier overload would
+   * make the task whose load fell look like the bottleneck.
+   */
+  currentDemandRps: number;
   capacity: TaskCapacity | undefined;
   panic: boolean;
   /** Apps whose graphs use this task (by observed invocations). */
@@ -161,23 +169,28 @@ export class Autoscaler {
       const x = Math.max(byRate, w.inFlight / target);
       return w.held > 0 ? Math.max(x, 1) : x; // held invocations need at least one executor
     };
+    const latest = this.stats(t.taskId, now, TICK_SLICE_MS);
     const xs = need(stable);
-    const xp = need(panicW);
+    // The panic figure also counts the latest tick alone: a step (an app's rate × its graph) shows there on the first
+    // tick after it, while the panic window's mean still mixes in the seconds before the step.
+    const latestFirst = need(latest) > need(panicW);
+    const xp = latestFirst ? need(latest) : need(panicW);
     const { min, max } = t.policy;
     const from = t.executors;
     const apps = this.appsOf(t.taskId);
     const clamp = (n: number) => Math.min(max, Math.max(min, n));
-    const described = (w: WindowStats, windowMs: number, x: number) =>
+    const described = (w: WindowStats, over: string, x: number) =>
       `demand ${fmt(Math.max(w.arrivalRps, w.appDemandRps))} req/s` +
       (w.appDemandRps > w.arrivalRps + EPS ? ` (from app rates × invocations per request)` : '') +
       `, in-flight ${fmt(w.inFlight)}` +
       (capacity ? `, ${fmt(capacity.perExecutorRps)} req/s per executor (${capacity.source})` : '') +
-      ` over ${windowMs / 1000} s → ${fmt(x)} executors`;
+      ` over ${over} → ${fmt(x)} executors`;
     const want = (to: number, reason: string, panic: boolean, w: WindowStats): TaskWant => ({
       taskId: t.taskId,
       from,
       to,
       demandRps: Math.max(w.arrivalRps, w.appDemandRps),
+      currentDemandRps: Math.max(latest.arrivalRps, latest.appDemandRps),
       capacity,
       panic,
       apps,
@@ -192,13 +205,14 @@ export class Autoscaler {
       this.belowSince.delete(t.taskId);
       const to = clamp(Math.max(from, ceil(xp)));
       const why = from === 0 ? 'scale from zero' : panicNow ? 'panic' : 'in panic';
-      return want(to, `${why}: ${described(panicW, o.panicWindowMs, xp)}`, true, panicW);
+      const basis = latestFirst ? latest : panicW;
+      return want(to, `${why}: ${described(basis, latestFirst ? 'the latest tick' : `${o.panicWindowMs / 1000} s`, xp)}`, true, basis);
     }
 
     const up = ceil(xs);
     if (up > from) {
       this.belowSince.delete(t.taskId);
-      return want(clamp(up), `load: ${described(stable, o.stableWindowMs, xs)}`, false, stable);
+      return want(clamp(up), `load: ${described(stable, `${o.stableWindowMs / 1000} s`, xs)}`, false, stable);
     }
     // Down only to what the busiest tick of the whole stable window needed: load that just stopped keeps its executors a window long.
     const peak = this.tickTimes(t.taskId, now).reduce((m, at) => Math.max(m, need(this.stats(t.taskId, at, TICK_SLICE_MS))), xs);
@@ -210,12 +224,12 @@ export class Autoscaler {
       this.belowSince.delete(t.taskId);
       const halved = from <= 1 ? 0 : Math.ceil(from / o.maxScaleDownRate);
       const to = clamp(Math.max(down, halved));
-      return want(to, `idle capacity: ${described(stable, o.stableWindowMs, xs)}${to === halved && halved > down ? ` (at most ÷${o.maxScaleDownRate} per step)` : ''}`, false, stable);
+      return want(to, `idle capacity: ${described(stable, `${o.stableWindowMs / 1000} s`, xs)}${to === halved && halved > down ? ` (at most ÷${o.maxScaleDownRate} per step)` : ''}`, false, stable);
     }
     this.belowSince.delete(t.taskId);
     if (from < min) return want(min, `below min ${min}`, false, stable);
     if (from > max) return want(max, `above max ${max}`, false, stable);
-    return want(from, `steady: ${described(stable, o.stableWindowMs, xs)}`, false, stable);
+    return want(from, `steady: ${described(stable, `${o.stableWindowMs / 1000} s`, xs)}`, false, stable);
   }
 
   private targetInFlight(t: TaskSnapshot): number {

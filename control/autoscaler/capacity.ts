@@ -52,7 +52,12 @@ export function profileCapacityAt(profile: TaskProfile, policy: AutoscalePolicy,
   return meeting.length ? best(meeting) : points.reduce((a, b) => (b.p99Ms < a.p99Ms ? b : a));
 }
 
-/** The profile's median latency at `concurrency`, interpolated linearly between measured concurrencies (clamped at the ends). */
+/**
+ * The profile's median latency at `concurrency`: interpolated linearly between measured concurrencies, the first
+ * point's below them, and past the last one grown in proportion to concurrency (the sweep stops where throughput
+ * stops rising, so from there on more in flight only queue: Little's law, latency = in-flight ÷ throughput). A
+ * clamped figure would read a live backlog as a slower executor and cut its capacity.
+ */
 export function profileLatencyAt(points: readonly ProfilePoint[], concurrency: number): number | undefined {
   const ps = [...points].sort((a, b) => a.concurrency - b.concurrency);
   if (ps.length === 0) return undefined;
@@ -62,7 +67,8 @@ export function profileLatencyAt(points: readonly ProfilePoint[], concurrency: n
     const b = ps[i]!;
     if (concurrency <= b.concurrency) return a.p50Ms + ((b.p50Ms - a.p50Ms) * (concurrency - a.concurrency)) / (b.concurrency - a.concurrency);
   }
-  return ps[ps.length - 1]!.p50Ms;
+  const last = ps[ps.length - 1]!;
+  return (last.p50Ms * concurrency) / last.concurrency;
 }
 
 /** The live stats that count (fresh, enough samples), merged into one sample-weighted figure; undefined when none count. */
@@ -101,8 +107,11 @@ export function estimateCapacity(x: CapacityInputs, o: CapacityOptions = DEFAULT
     return { taskId: x.taskId, perExecutorRps: point.throughputRps, source: 'profile' };
   }
   if (live) {
-    // No profile: Little's law at the concurrency the policy allows (target), or at the concurrency observed (SLO).
-    const concurrency = 'target' in x.policy ? x.policy.target : Math.max(1, live.concurrency);
+    // No profile: Little's law, throughput = in-flight ÷ latency. With a target, at the target — unless more were in
+    // flight: then the executor queued them (its latency includes the wait) and in-flight ÷ latency is what it
+    // served flat out; target ÷ that latency would count the queueing as slowness (a backlog of 30 on an executor
+    // of 10 req/s would read as 0.7 req/s). With an SLO, at the concurrency observed.
+    const concurrency = 'target' in x.policy ? Math.max(x.policy.target, live.concurrency) : Math.max(1, live.concurrency);
     return { taskId: x.taskId, perExecutorRps: (concurrency * 1000) / live.latencyMs, source: 'live' };
   }
   return undefined;

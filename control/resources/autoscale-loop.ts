@@ -207,7 +207,7 @@ export class AutoscaleLoop {
         ...fixed,
         want: w.to,
         min: Math.min(policyOf(t)!.min, w.to),
-        demandRps: w.demandRps,
+        demandRps: w.currentDemandRps,
         ...(w.capacity ? { perExecutorRps: w.capacity.perExecutorRps } : {}),
       };
     });

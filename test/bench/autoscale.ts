@@ -29,9 +29,9 @@ import { formatTable, type BenchResult } from './types.js';
 const SERVICE_MS = 200;
 const MAX_CONCURRENCY = 2;
 /** req/s: HIGH needs 3 executors of 10 req/s (2.5 in flight each at target 2), LOW needs 1. */
-const HIGH = 25;
-const LOW = 6;
-const PHASE_S = 15;
+const HIGH = 24;
+const LOW = 5;
+const PHASE_S = 30;
 const PHASES = 3;
 const DEVICES = 4;
 const NEED_HIGH = 3;
@@ -57,14 +57,38 @@ export default defineApp({
 `;
 
 type Setup = 'autoscaler' | 'even' | 'oracle';
+
+/**
+ * BENCH_TIMELINE=1 prints, on stderr, every change seen by the poller: each app's executors by state and its
+ * autoscaler decisions (time since the load began, and since the last phase boundary), to see where a swap's time goes.
+ */
+class Timeline {
+  private last = new Map<number, string>();
+  constructor(private readonly setup: Setup) {}
+  sample(atMs: number, tasks: Array<TaskInfo | undefined>): void {
+    tasks.forEach((t, i) => {
+      if (!t) return;
+      const states: Record<string, number> = {};
+      for (const e of t.executors) states[e.state] = (states[e.state] ?? 0) + 1;
+      const d = t.last_decision;
+      const line = `${JSON.stringify(states)} desired ${t.desired ?? '-'} demand ${t.demand?.toFixed(1) ?? '-'} cap ${t.capacity ? `${t.capacity.per_executor_rps.toFixed(1)} ${t.capacity.source}` : '-'}` +
+        (d ? ` | decision ${d.from}→${d.to}: ${d.reason}` : '');
+      if (this.last.get(i) === line) return;
+      this.last.set(i, line);
+      const inPhase = (atMs / 1000) % PHASE_S;
+      process.stderr.write(`[timeline ${this.setup}] ${(atMs / 1000).toFixed(2)} s (phase ${Math.floor(atMs / 1000 / PHASE_S)} +${inPhase.toFixed(2)} s) ${APPS[i]!.name}: ${line}\n`);
+    });
+  }
+}
 interface Sample { atMs: number; ready: number[] }
 interface SetupResult { records: RequestRecord[]; samples: Sample[]; adaptS: number[]; splits: string }
 
 const readyOf = (t: TaskInfo | undefined) => t?.executors.filter((e) => e.state === 'ready').length ?? 0;
 const delay = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-async function runSetup(setup: Setup): Promise<SetupResult> {
-  const up = await startUp({}, DEVICES, setup === 'autoscaler' ? [] : ['--no-autoscale']);
+export async function runSetup(setup: Setup): Promise<SetupResult> {
+  // With the timeline on, the platform logs at info (its decisions, scale steps, executor starts) to stderr too.
+  const up = await startUp(process.env.BENCH_TIMELINE ? { CORNSERVE_LOG_LEVEL: 'info' } : {}, DEVICES, setup === 'autoscaler' ? [] : ['--no-autoscale']);
   try {
     for (const a of APPS) await registerSource(up.url, appSource(a.serviceTimeMs, a.name), a.name);
     const client = new GatewayClient(up.url, 'bench', 30_000);
@@ -82,12 +106,18 @@ async function runSetup(setup: Setup): Promise<SetupResult> {
     if (setup === 'oracle') await scaleTo(0, NEED_HIGH);
 
     const samples: Sample[] = [];
+    const timeline = process.env.BENCH_TIMELINE ? new Timeline(setup) : undefined;
     const t0 = performance.now();
+    if (process.env.BENCH_TIMELINE) process.stderr.write(`[timeline ${setup}] load begins at ${new Date().toISOString()}\n`);
     let polling = true;
     const poller = (async () => {
       while (polling) {
         const tasks = await client.tasks().catch(() => undefined);
-        if (tasks) samples.push({ atMs: performance.now() - t0, ready: ids.map((id) => readyOf(tasks.find((t) => t.task_id === id))) });
+        if (tasks) {
+          const atMs = performance.now() - t0;
+          samples.push({ atMs, ready: ids.map((id) => readyOf(tasks.find((t) => t.task_id === id))) });
+          if (timeline) timeline.sample(atMs, ids.map((id) => tasks.find((t) => t.task_id === id)));
+        }
         await delay(250);
       }
     })();

@@ -1,6 +1,7 @@
 import test from 'ava';
 import { Autoscaler, type TaskSnapshot } from '../../../../control/autoscaler/autoscaler.js';
 import type { AppLoad, AutoscalePolicy, TaskLoad } from '../../../../control/autoscaler/types.js';
+import { planPool } from '../../../../control/autoscaler/pool.js';
 
 const TICK = 2000;
 const fixed = (rps: number) => (taskId: string) => ({ taskId, perExecutorRps: rps, source: 'profile' as const });
@@ -109,4 +110,35 @@ test('a task shared by two apps adds up both apps\' demand', (t) => {
   t.is(Math.round(w!.demandRps), 40);
   t.is(w!.to, 4);
   t.deepEqual(w!.apps, ['x', 'y']);
+});
+
+test('a step in an app rate enters panic on the first tick after it, from the latest tick alone', (t) => {
+  const scaler = new Autoscaler({ stableWindowMs: 60_000, panicWindowMs: 6_000 }, fixed(10));
+  const counts = new Map([['echo', 1]]);
+  // 60 s at 5 req/s, then 24: the first tick after the step still has 4 s of 5 req/s in its 6 s panic window
+  // (mean 11.3 req/s, 1.1 executors: below the 2× panic threshold), but its latest tick alone needs 2.4 executors.
+  const loads = (now: number) => ({ tasks: [], apps: [app('a', now, now <= 60_000 ? 5 : 24, { echo: 1 })] });
+  run(scaler, counts, { min: 1, max: 4, target: 2 }, 2_000, 60_000, loads);
+  const first = run(scaler, counts, { min: 1, max: 4, target: 2 }, 62_000, 62_000, loads);
+  t.is(counts.get('echo'), 3, JSON.stringify(first));
+  t.regex(first[0]!.reason, /panic: .*over the latest tick/);
+});
+
+test('on a full pool the devices follow swapped demand on the first tick after the swap', (t) => {
+  const scaler = new Autoscaler({ stableWindowMs: 60_000, panicWindowMs: 6_000 }, fixed(10));
+  const counts = new Map([['a', 3], ['b', 1]]);
+  const policy = { min: 1, max: 4, target: 2 };
+  // a was high (24 req/s on 3 executors), b low (5 on 1); then they swap. a's own decision keeps its 3 executors
+  // (load that just stopped keeps its executors a stable window long), but on a pool of 4 its spare capacity is
+  // judged by its load now, so b gets the devices at once.
+  const loads = (now: number) => {
+    const swapped = now > 60_000;
+    return { tasks: [], apps: [app('x', now, swapped ? 5 : 24, { a: 1 }), app('y', now, swapped ? 24 : 5, { b: 1 })] };
+  };
+  run(scaler, counts, policy, 2_000, 60_000, loads);
+  scaler.observe(loads(62_000).tasks, loads(62_000).apps);
+  const wants = scaler.decide(62_000, [...counts].map(([taskId, executors]) => ({ taskId, executors, policy })));
+  t.deepEqual(wants.map((w) => w.to), [3, 3]); // what each wants on its own: together more than the pool
+  const grants = planPool(wants.map((w) => ({ taskId: w.taskId, current: w.from, want: w.to, min: policy.min, devicesPerExecutor: 1, demandRps: w.currentDemandRps, perExecutorRps: w.capacity!.perExecutorRps })), 4);
+  t.deepEqual(grants.map((g) => [g.taskId, g.to]), [['a', 1], ['b', 3]]);
 });

@@ -23,7 +23,16 @@ test('the profile is read at the SLO: the best point whose p99 meets it, else th
 
 test('the profile latency is interpolated between measured concurrencies', (t) => {
   t.is(profileLatencyAt(points, 3), 30);
-  t.is(profileLatencyAt(points, 16), 80);
+  t.is(profileLatencyAt(points, 0.5), 20);
+});
+
+test('past the last measured concurrency the profile latency grows in proportion (requests only queue)', (t) => {
+  t.is(profileLatencyAt(points, 16), 160);
+});
+
+test('a live backlog past the profile is read as queueing, not as a slower executor', (t) => {
+  // 40 in flight at 400 ms on the 100 req/s executor of the profile: it serves flat out, as profiled.
+  t.deepEqual(estimateCapacity({ taskId: 't', profile, live: [live(400, 40)], policy: { min: 0, max: 4, target: 2 }, now: NOW }), { taskId: 't', perExecutorRps: 100, source: 'profile' });
 });
 
 test('capacity comes from the profile when live latency agrees within the margin', (t) => {
@@ -41,7 +50,12 @@ test('stale or thin live stats do not override the profile', (t) => {
 });
 
 test('without a profile, live latency gives capacity by Little’s law at the target', (t) => {
-  t.deepEqual(estimateCapacity({ taskId: 't', profile: undefined, live: [live(40, 4)], policy: { min: 0, max: 4, target: 2 }, now: NOW }), { taskId: 't', perExecutorRps: 50, source: 'live' });
+  t.deepEqual(estimateCapacity({ taskId: 't', profile: undefined, live: [live(40, 1.5)], policy: { min: 0, max: 4, target: 2 }, now: NOW }), { taskId: 't', perExecutorRps: 50, source: 'live' });
+});
+
+test('without a profile, more in flight than the target gives capacity by Little’s law at the in-flight observed (a backlog is queueing, not slowness)', (t) => {
+  // An executor of 10 req/s with 30 queued: 3 s latency. At the target (2 ÷ 3 s) it would read as 0.7 req/s.
+  t.deepEqual(estimateCapacity({ taskId: 't', profile: undefined, live: [live(3000, 30)], policy: { min: 0, max: 4, target: 2 }, now: NOW }), { taskId: 't', perExecutorRps: 10, source: 'live' });
 });
 
 test('without a profile or live stats there is no figure (the autoscaler’s default applies)', (t) => {
