@@ -10,7 +10,8 @@ import { llmErrors } from './errors.js';
 
 export class HiddenStateStream {
   private sent = 0;
-  private readonly pending: Promise<void>[] = [];
+  /** Sends not settled yet (each removes itself when it settles, so a long generation holds only those in flight). */
+  private readonly pending = new Set<Promise<void>>();
   private error: Error | undefined;
   private ended = false;
 
@@ -30,15 +31,17 @@ export class HiddenStateStream {
   push(hidden: Float32Array): void {
     if (this.ended) return;
     const chunk = this.sent++;
-    const data = Float32Array.from(hidden);
-    this.pending.push(this.sidecar.send(tensor('f32', [1, data.length], data), this.id, this.dst, { stream: true, chunk, deadline: this.deadline })
-      .catch((e: Error) => void (this.error ??= e)));
+    const data = hidden.slice(); // a plain copy (the send reads it after an await)
+    const sent: Promise<void> = this.sidecar.send(tensor('f32', [1, data.length], data), this.id, this.dst, { stream: true, chunk, deadline: this.deadline })
+      .catch((e: Error) => void (this.error ??= e))
+      .finally(() => this.pending.delete(sent));
+    this.pending.add(sent);
   }
 
   /** Waits for every send, then ends the stream after the chunks sent; a failed send fails it instead. */
   async close(): Promise<void> {
     this.ended = true;
-    await Promise.all(this.pending);
+    await Promise.all([...this.pending]);
     if (this.error) {
       await this.fail(`a hidden state could not be sent: ${this.error.message}`);
       throw llmErrors.sidecar(`sending the hidden states ${this.id} failed: ${this.error.message}`, this.error);
@@ -53,7 +56,7 @@ export class HiddenStateStream {
   /** The generation ended without an answer: consumers waiting for the next chunk get the producer's failure. */
   async fail(reason: string): Promise<void> {
     this.ended = true;
-    await Promise.all(this.pending);
+    await Promise.all([...this.pending]);
     await this.sidecar.fail(this.id, reason, this.dst).catch(() => undefined);
   }
 }
