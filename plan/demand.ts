@@ -33,7 +33,7 @@ export interface KindFloor {
 export interface Demand { stages: StageDemand[]; floors: KindFloor[] }
 
 /** Throughput cost (amortised) and idle latency of one invocation. */
-function invocationCost(stage: StageKind, models: StageModels, units: number, prompt: number, out: number): { work: number; idle: number; ttft: number; tpot: number } {
+function invocationCost(stage: StageKind, models: StageModels, units: number, prompt: number, out: number, config: Readonly<Record<string, unknown>> = {}): { work: number; idle: number; ttft: number; tpot: number } {
   switch (stage) {
     case 'encoder': {
       const m = models.encoder!;
@@ -56,7 +56,12 @@ function invocationCost(stage: StageKind, models: StageModels, units: number, pr
       const idle = generatorMs(m, 1);
       return { work: m.steps * (m.perStep.a / (m.maxBatchSize ?? 1) + m.perStep.b), idle, ttft: idle, tpot: 0 };
     }
-    case 'echo': return { work: models.echo!.a, idle: models.echo!.a, ttft: models.echo!.a, tpot: 0 };
+    case 'echo': {
+      // As sim/executors/echo.ts: the task's own service time on top of the preset's, maxConcurrency at once.
+      const ms = (typeof config.serviceTimeMs === 'number' ? config.serviceTimeMs : 0) + models.echo!.a;
+      const parallel = typeof config.maxConcurrency === 'number' ? config.maxConcurrency : Infinity;
+      return { work: ms / parallel, idle: ms, ttft: ms, tpot: 0 };
+    }
   }
 }
 
@@ -76,7 +81,7 @@ export function demandOf(byKind: ReadonlyMap<RequestKind, readonly SimGraph[]>, 
       g.invocations.forEach((inv, i) => {
         const t = inv.task;
         const encUnits = inv.producers.reduce((a, p) => a + (g.invocations[p]!.task.stage === 'encoder' ? units : 0), 0);
-        const c = invocationCost(t.stage, models, units, spec.inputTokens + encUnits, spec.outputTokens);
+        const c = invocationCost(t.stage, models, units, spec.inputTokens + encUnits, spec.outputTokens, t.config);
         const s = stages.get(t.label) ?? { label: t.label, stage: t.stage, devicesPerExecutor: t.devicesPerExecutor, workMs: 0 };
         s.workMs += c.work * t.devicesPerExecutor;
         if (t.stage === 'encoder') {

@@ -6,6 +6,7 @@
 import { simulate, type SimOutcome } from '../sim/run.js';
 import type { Scenario } from '../sim/scenario/schema.js';
 import type { Candidate } from './search.js';
+import { PlanError } from './schema.js';
 
 export const ATTAINMENT_TARGET = 0.9;
 
@@ -18,6 +19,8 @@ export const attainment = (o: SimOutcome) => (o.results.slo_attainment as number
 export interface GoodputPoint { rate: number; attainment: number; throughput: number; goodput: number }
 
 export async function goodputOf(base: Scenario, c: Candidate, guessRps: number, o: { tolerance?: number; points?: GoodputPoint[] } = {}): Promise<number> {
+  // A deployment whose stages have no modelled work (an echo task without a concurrency limit) has no rate limit.
+  if (!Number.isFinite(guessRps)) throw new PlanError(`goodput: the plan ${Object.entries(c.replicas).map(([l, n]) => `${n} × ${l}`).join(', ')} has no modelled capacity limit (no stage costs device time), so it has no goodput to search`);
   const tol = o.tolerance ?? 0.05;
   const passes = async (rate: number) => {
     const out = await simulate(scenarioFor(base, c, rate), { itl: false });

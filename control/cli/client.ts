@@ -143,6 +143,12 @@ export class GatewayClient {
     return this.#json('/task/scale', { method: 'POST', headers: this.#headers(true), body: JSON.stringify({ task_id: taskId, num_devices: numDevices }) });
   }
 
+  /** POST /plans/apply: the reply comes once every executor the plan adds is ready (bounded at 10 minutes). */
+  async applyPlan(plan: unknown): Promise<{ tasks: TaskInfo[] }> {
+    const res = await this.#fetch('/plans/apply', { method: 'POST', headers: this.#headers(true), body: JSON.stringify(plan) }, Math.max(this.timeoutMs, 10 * 60_000));
+    return (await res.json()) as never;
+  }
+
   autoscale(taskId: string, policy: { min: number; max: number; target?: number; slo_ms?: number }): Promise<TaskInfo> {
     return this.#json('/task/autoscale', { method: 'POST', headers: this.#headers(true), body: JSON.stringify({ task_id: taskId, ...policy }) });
   }

@@ -145,3 +145,17 @@ export async function scaleCommand(client: GatewayClient, task: string, n: strin
   const t = await client.scale(task, delta);
   io.out(`${t.task_id} (${t.name}) now has ${t.devices.length} device(s) and ${t.executors.length} executor(s)`);
 }
+
+/** `cornserve apply-plan FILE`: deploys a plan file (YAML or JSON, as `cornserve plan` writes it) on the running platform. */
+export async function applyPlanCommand(client: GatewayClient, file: string, io: Io): Promise<void> {
+  let plan: unknown;
+  try {
+    const { parse } = await import('yaml');
+    plan = parse(await readFile(file, 'utf8'));
+  } catch (e) {
+    throw new CliError(`cannot read the plan ${file}: ${(e as Error).message}`);
+  }
+  io.err(`applying ${file} ...`);
+  const { tasks } = await client.applyPlan(plan);
+  for (const t of tasks) io.out(`${t.task_id} (${t.name}): ${t.executors.length} executor(s), ${t.devices.length} device(s)${t.desired !== null ? `; autoscaler starts from ${t.desired}` : ''}`);
+}

@@ -10,7 +10,7 @@ import { simulateCommand } from '../../sim/command.js';
 import { planCommand } from '../../plan/command.js';
 import { experimentCommand } from '../../experiment/command.js';
 import { DEFAULT_CLIENT_TIMEOUT_MS, GatewayClient } from './client.js';
-import { autoscaleCommand, invokeCommand, listCommand, registerCommand, scaleCommand, tasksCommand, unregisterCommand, type Io } from './commands.js';
+import { applyPlanCommand, autoscaleCommand, invokeCommand, listCommand, registerCommand, scaleCommand, tasksCommand, unregisterCommand, type Io } from './commands.js';
 import { CliError } from './errors.js';
 import { profileCommand, tasksWithProfilesCommand } from './profile.js';
 import { BODY_LIMIT_ENV, DEFAULT_BODY_LIMIT_BYTES } from '../../lib/body-limit.js';
@@ -162,6 +162,21 @@ program
   .option('--target <n>', 'in-flight requests per executor to aim for')
   .option('--slo-ms <ms>', 'latency objective per invocation, in ms')
   .action((task: string, opts: { min: string; max: string; target?: string; sloMs?: string }) => autoscaleCommand(client(), task, opts, io));
+
+program
+  .command('apply-plan <file>')
+  .description('deploy a plan file (`cornserve plan --out`) on the running platform: each task of the plan\'s app is scaled to the plan\'s executors; the whole plan is checked first (its tasks, devices per executor, the fit, autoscaling min/max) and applied all or nothing; with autoscaling on, the plan\'s counts are where the autoscaler starts (policies kept)')
+  .addHelpText('after', `
+Example:
+  cornserve plan --apps functions/apps/mllm.ts --mix text:0.3,image:0.7 --devices 4 --device local-cpu --out plan.yaml
+  cornserve register functions/apps/mllm.ts
+  cornserve apply-plan plan.yaml
+
+The plan's app must be registered. Labels name its tasks (encoder:image, llm:MODEL, ...; see \`cornserve tasks\`).
+An encoder with 0 replicas (monolithic or mixed plan) needs the app registered with the encoder inside the LLM
+(encoderFission: false). Devices per executor must match the deployed task (its tensor-parallel degree is part of
+the task's config). Placement is checked to exist and fit; the live allocation policy places the executors.`)
+  .action((file: string) => applyPlanCommand(client(), file, io));
 
 program
   .command('manifests <file>')

@@ -20,6 +20,7 @@ import { appRoutes, hotInvoke, jsonBody, rawBody } from './routes/apps.js';
 import { healthRoutes } from './routes/health.js';
 import { openaiRoutes } from './routes/openai.js';
 import { taskRoutes } from './routes/tasks.js';
+import { planRoutes } from './routes/plans.js';
 import { usageRoutes } from './routes/usage.js';
 import { profileRoutes } from './routes/profiles.js';
 import { registryRoutes } from './routes/registry.js';
@@ -78,6 +79,7 @@ export function buildGateway(deps: GatewayDeps): express.Express {
   });
   app.use(appRoutes(appDeps));
   app.use(taskRoutes({ resources: deps.resources, dispatcherUrl: deps.dispatcherUrl, metrics, agent, admin, json }));
+  app.use(planRoutes({ resources: deps.resources, apps: deps.apps, admin, json }));
   app.use(usageRoutes({ resources: deps.resources, json }));
   app.use(profileRoutes({ resources: deps.resources, admin, json }));
   if (deps.registry) app.use(registryRoutes({ registry: deps.registry, admin, json }));

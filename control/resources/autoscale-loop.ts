@@ -158,6 +158,29 @@ export class AutoscaleLoop {
     return record;
   }
 
+  /**
+   * Runs `op` with these tasks out of the loop's decisions (a plan being applied), once their scale operations
+   * in progress have ended.
+   */
+  async holding<T>(taskIds: readonly string[], op: () => Promise<T>): Promise<T> {
+    while (taskIds.some((id) => this.busy.has(id))) await Promise.allSettled(taskIds.map((id) => this.busy.get(id)));
+    let release!: () => void;
+    const held = new Promise<void>((r) => (release = r));
+    for (const id of taskIds) this.busy.set(id, held);
+    try {
+      return await op();
+    } finally {
+      for (const id of taskIds) if (this.busy.get(id) === held) this.busy.delete(id);
+      release();
+    }
+  }
+
+  /** A plan set this task's executors: the count becomes the desired count the autoscaler starts from (policy kept). */
+  async startFrom(taskId: string, from: number, to: number): Promise<void> {
+    await this.record(taskId, { desired: to, lastDecision: { at: this.now(), from, to, reason: 'plan applied (cornserve apply-plan)' } });
+    this.gauges?.desired.set({ task_id: taskId }, to);
+  }
+
   private async round(): Promise<void> {
     const now = this.now();
     const running = this.target.runningTasks();

@@ -16,7 +16,7 @@ import type { AppFunctionInstance, AppFunctionPlatform, AppFunctionSpec, Platfor
 import type { Unsubscribe } from '../store/types.js';
 import { ResourceManagerUnreachableError } from './errors.js';
 import { newTaskRecord } from './task-records.js';
-import type { DeployProgress, ResourceManagerApi, TaskStatus } from './types.js';
+import type { DeployProgress, PlanTarget, ResourceManagerApi, TaskStatus } from './types.js';
 import type { ProfileRunResult } from '../taskmanager/profiler-run.js';
 import type { TaskProfile } from '../autoscaler/types.js';
 
@@ -71,6 +71,11 @@ export class ResourceManagerClient implements ResourceManagerApi, AppFunctionPla
 
   async setAutoscale(taskId: string, policy: AutoscalePolicy, source: 'admin' | 'app'): Promise<TaskStatus> {
     return (await this.#fetch('/tasks/autoscale', { method: 'POST', body: { taskId, policy, source } }).then((r) => r.json())) as TaskStatus;
+  }
+
+  async applyPlan(targets: PlanTarget[]): Promise<TaskStatus[]> {
+    // Executors start within the health timeout each: the reply may take minutes (no client-side timeout).
+    return (await this.#fetch('/plans/apply', { method: 'POST', body: { targets }, stream: true }).then((r) => r.json())) as TaskStatus[];
   }
 
   async listTasks(): Promise<TaskStatus[]> {

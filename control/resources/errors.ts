@@ -97,3 +97,10 @@ export class AutoscalingOffError extends CornserveError {
     super('AUTOSCALING_OFF', 'autoscaling is off on this platform (started with --no-autoscale); scale tasks with `cornserve scale`', 409);
   }
 }
+
+/** A deployment plan that cannot be applied (422, naming the plan's field); nothing was changed. */
+export class InvalidPlanError extends CornserveError {
+  constructor(field: string, message: string) {
+    super('INVALID_PLAN', `${field}: ${message}; nothing was changed`, 422, { field });
+  }
+}

@@ -31,6 +31,7 @@ import {
   AutoscalingOffError,
   DeployError,
   InvalidAutoscaleError,
+  InvalidPlanError,
   InvalidScaleError,
   ResourceManagerClosedError,
   ScaleBelowMinimumError,
@@ -43,7 +44,7 @@ import { CapacitySource } from '../autoscaler/capacity-source.js';
 import type { AutoscalePolicy } from '../autoscaler/types.js';
 import { newTaskRecord, taskFromRecord as defaultTaskFromRecord } from './task-records.js';
 import { taskIdOf } from '../store/task-id.js';
-import type { DeployProgress, ResourceManagerApi, TaskStatus } from './types.js';
+import type { DeployProgress, PlanTarget, ResourceManagerApi, TaskStatus } from './types.js';
 
 export interface ResourceManagerOptions {
   store: Store;
@@ -114,6 +115,8 @@ export class ResourceManager implements ResourceManagerApi {
   private readonly managed = new Map<string, Managed>();
   private readonly taskLocks = new KeyedMutex();
   private readonly inventoryLock = new Mutex();
+  /** One plan applied at a time. */
+  private readonly planLock = new Mutex();
   private inventory: Inventory = [];
   private initPromise: Promise<void> | undefined;
   private closed = false;
@@ -222,6 +225,79 @@ export class ResourceManager implements ResourceManagerApi {
     if ('sloMs' in policy && !(policy.sloMs > 0)) throw new InvalidAutoscaleError('slo_ms', `must be > 0, got ${policy.sloMs}`);
     await this.autoscaling.setPolicy(taskId, policy, source, this.managed.get(taskId)?.tm.executors().length ?? 0);
     return (await this.status(taskId))!;
+  }
+
+  async applyPlan(targets: PlanTarget[]): Promise<TaskStatus[]> {
+    this.assertOpen();
+    await this.init();
+    return this.planLock.run(async () => {
+      const ids = targets.map((t) => t.taskId);
+      const run = () => this.applyPlanNow(targets);
+      return this.autoscaling ? this.autoscaling.holding(ids, run) : run();
+    });
+  }
+
+  /** Validates the whole plan against the running tasks and the inventory, then scales (downs first); rolls back on failure. */
+  private async applyPlanNow(targets: PlanTarget[]): Promise<TaskStatus[]> {
+    const seen = new Set<string>();
+    const current = new Map<string, number>();
+    const records = this.autoscaling ? new Map((await this.opts.store.listAutoscale()).map((r) => [r.taskId, r])) : new Map<string, AutoscaleRecord>();
+    for (const t of targets) {
+      if (seen.has(t.taskId)) throw new InvalidPlanError(t.field, `task ${t.taskId} is given twice`);
+      seen.add(t.taskId);
+      if (!Number.isInteger(t.executors) || t.executors < 0) throw new InvalidPlanError(`${t.field}.replicas`, `must be an integer >= 0, got ${t.executors}`);
+      const record = await this.opts.store.getTask(t.taskId);
+      const m = this.managed.get(t.taskId);
+      if (!record || !m) throw new InvalidPlanError(t.field, `task ${t.taskId} is not deployed on this platform`);
+      if (record.state !== 'ready') throw new InvalidPlanError(t.field, `task ${t.taskId} is ${record.state}, not ready`);
+      const per = m.launch.devicesPerExecutor;
+      if (t.devicesPerExecutor !== per) {
+        throw new InvalidPlanError(`${t.field}.devicesPerExecutor`, `the plan gives ${t.devicesPerExecutor} device(s) per executor but task ${t.taskId} runs ${per}: its tensor-parallel degree is part of the task's config (e.g. tensorParallel / tp), so deploy the app with that degree`);
+      }
+      const policy = records.get(t.taskId)?.policy;
+      if (policy && (t.executors < policy.min || t.executors > policy.max)) {
+        throw new InvalidPlanError(`${t.field}.replicas`, `${t.executors} executors is outside task ${t.taskId}'s autoscaling policy (min ${policy.min}, max ${policy.max}); change it with \`cornserve autoscale\` first`);
+      }
+      current.set(t.taskId, m.tm.executors().length);
+    }
+    // The fit, on a copy of the inventory: every planned task's devices freed, then its executors allocated by
+    // the live policy (larger executors first), next to the devices other tasks keep.
+    const nodes = [...this.inventory].sort((a, b) => a.node.localeCompare(b.node));
+    let trial = structuredClone(this.inventory);
+    for (const t of targets) trial = freeOwner(trial, t.taskId).inventory;
+    const total = this.inventory.reduce((a, n) => a + n.devices.length, 0);
+    for (const t of [...targets].sort((a, b) => b.devicesPerExecutor - a.devicesPerExecutor)) {
+      if (t.executors === 0) continue;
+      try {
+        trial = allocateChunks(trial, t.executors, t.devicesPerExecutor, t.taskId).inventory;
+      } catch (e) {
+        throw new InvalidPlanError(`${t.field}.replicas`, `${t.executors} executor(s) of ${t.devicesPerExecutor} device(s) do not fit: ${(e as Error).message} (the platform has ${total} device(s) on ${nodes.length} node(s), the plan's other tasks and every task it does not name included)`);
+      }
+      const perNode = new Map<number, number>();
+      for (const p of t.placement) {
+        const node = nodes[p.node];
+        if (!node) throw new InvalidPlanError(`${p.field}.node`, `node ${p.node} does not exist: the platform has ${nodes.length} node(s)`);
+        perNode.set(p.node, (perNode.get(p.node) ?? 0) + p.executors * t.devicesPerExecutor);
+        if (perNode.get(p.node)! > node.devices.length) throw new InvalidPlanError(`${p.field}.executors`, `${p.executors} executor(s) of ${t.devicesPerExecutor} device(s) do not fit node ${node.node} (${node.devices.length} devices)`);
+      }
+    }
+    const steps = targets.map((t) => ({ t, delta: t.executors - current.get(t.taskId)! })).filter((s) => s.delta !== 0).sort((a, b) => a.delta - b.delta);
+    const done: typeof steps = [];
+    try {
+      for (const step of steps) {
+        await this.scaleDevices(step.t.taskId, step.delta * step.t.devicesPerExecutor);
+        done.push(step);
+      }
+    } catch (e) {
+      log.warn({ err: (e as Error).message, undo: done.length }, 'applying a plan failed; rolling back');
+      for (const step of done.reverse()) {
+        await this.scaleDevices(step.t.taskId, -step.delta * step.t.devicesPerExecutor).catch((err: unknown) => log.error({ err, task: step.t.taskId }, 'rollback of a plan step failed'));
+      }
+      throw e;
+    }
+    for (const t of targets) await this.autoscaling?.startFrom(t.taskId, current.get(t.taskId)!, t.executors);
+    log.info({ plan: targets.map((t) => `${t.executors} × ${t.taskId}`) }, 'plan applied');
+    return Promise.all(targets.map(async (t) => (await this.status(t.taskId))!));
   }
 
   /** ± devices (multiples of devicesPerExecutor); removal drains. The autoscaler's way in (no manual pin). */

@@ -8,6 +8,7 @@
  *   POST   /tasks/release  {taskIds}    204
  *   POST   /tasks/scale    {taskId, delta} -> TaskStatus
  *   POST   /tasks/autoscale {taskId, policy, source} -> TaskStatus
+ *   POST   /plans/apply    {targets: PlanTarget[]} -> TaskStatus[] (all or nothing; 422 INVALID_PLAN naming the field)
  *   GET    /tasks                       -> TaskStatus[]
  *   POST   /app-functions  AppFunctionSpec -> AppFunctionInstance (after the platform has it running)
  *   DELETE /app-functions/:appId        204
@@ -53,6 +54,14 @@ const policySchema = z.union([
   z.object({ min: z.number(), max: z.number(), sloMs: z.number() }),
 ]);
 const autoscaleBody = z.object({ taskId: z.string().min(1), policy: policySchema, source: z.enum(['admin', 'app']) });
+const planTarget = z.object({
+  taskId: z.string().min(1),
+  field: z.string(),
+  executors: z.number().int(),
+  devicesPerExecutor: z.number().int().positive(),
+  placement: z.array(z.object({ node: z.number().int().nonnegative(), executors: z.number().int().positive(), field: z.string() })),
+});
+const applyPlanBody = z.object({ targets: z.array(planTarget) });
 const launchSchema = z.looseObject({ kind: z.string(), entry: z.string(), image: z.string(), args: z.array(z.string()), devicesPerExecutor: z.number() });
 const appFunctionBody = z.object({
   appId: z.string().min(1),
@@ -112,6 +121,11 @@ export function buildResourceServer(deps: ResourceServerDeps): express.Express {
   app.post('/tasks/autoscale', route(async (req, res) => {
     const { taskId, policy, source } = parseOr422(autoscaleBody, req.body, 'autoscale request');
     res.json(await resources.setAutoscale(taskId, policy, source));
+  }));
+
+  app.post('/plans/apply', route(async (req, res) => {
+    const { targets } = parseOr422(applyPlanBody, req.body, 'plan');
+    res.json(await resources.applyPlan(targets));
   }));
 
   app.get('/tasks', route(async (_req, res) => void res.json(await resources.listTasks())));

@@ -37,6 +37,17 @@ export interface TaskStatus extends UnitTaskRecord {
   autoscale?: AutoscaleStatus;
 }
 
+/** One task's share of a deployment plan (plan/apply.ts maps a plan file's labels to these). */
+export interface PlanTarget {
+  taskId: string;
+  /** The plan's field for this task, for errors (`components[1]`). */
+  field: string;
+  executors: number;
+  devicesPerExecutor: number;
+  /** Executors per node index (nodes in name order), checked to exist and fit; the allocation policy places them. */
+  placement: Array<{ node: number; executors: number; field: string }>;
+}
+
 export interface ResourceManagerApi {
   /**
    * Declares the app's unit tasks used: new ones are deployed (devices allocated, executors started and
@@ -59,4 +70,11 @@ export interface ResourceManagerApi {
    * the pool), 409 AUTOSCALING_OFF without autoscaling.
    */
   setAutoscale(taskId: string, policy: AutoscalePolicy, source: 'admin' | 'app'): Promise<TaskStatus>;
+  /**
+   * Deploys a plan's executor counts: validated first as a whole (tasks running, devices per executor, the devices
+   * fit, counts within each task's autoscaling min/max), then scale-downs, then scale-ups; a failure rolls back
+   * what was done. 422 INVALID_PLAN naming the field. With autoscaling on, the counts become the desired counts
+   * the autoscaler starts from (policies kept). Returns the tasks' status, in the order given.
+   */
+  applyPlan(targets: PlanTarget[]): Promise<TaskStatus[]>;
 }

@@ -12,24 +12,11 @@ import { taskIdOf } from '../../control/store/task-id.js';
 import { TaskGraph, runInRequestScope, type TaskGraphJSON, type UnitTask } from '../../functions/sdk/index.js';
 import { loadAppSource } from '../../functions/runtime/load.js';
 import type { StageKind } from '../latency/models.js';
+import { STAGE_OF, taskLabel } from '../../plan/labels.js';
 
 export class ScenarioError extends Error {
   override readonly name = 'ScenarioError';
 }
-
-/** Root unit-task class → the stage whose latency model runs it. */
-const STAGE_OF: Record<string, StageKind> = {
-  EncoderTask: 'encoder',
-  LLMBaseTask: 'llm',
-  EchoBaseTask: 'echo',
-  LLMTask: 'llm',
-  LLMEmbeddingTask: 'llm',
-  LLMAnswerStatesTask: 'llm',
-  ImageGeneratorTask: 'generator',
-  AudioGeneratorTask: 'generator',
-  EchoTask: 'echo',
-  EchoStreamTask: 'echo',
-};
 
 export interface SimTask {
   /** The live platform's task id (control/store taskIdOf). */
@@ -57,19 +44,13 @@ export interface RecordedApp {
   graphs: SimGraph[];
 }
 
-function labelOf(task: UnitTask, stage: StageKind): string {
-  const c = task.config as Record<string, unknown>;
-  const detail = stage === 'encoder' ? c.modality : stage === 'echo' ? descriptorFor(task).executorName(task) : (c.modelId ?? c.modelIds);
-  return `${stage}:${String(detail)}`;
-}
-
 function simTask(task: UnitTask, tasks: Map<string, SimTask>): SimTask {
   const taskId = taskIdOf(task);
   const known = tasks.get(taskId);
   if (known) return known;
   const stage = STAGE_OF[task.rootClass.name];
   if (!stage) throw new ScenarioError(`apps: task class ${task.rootClass.name} has no latency model in the simulator (known: ${Object.keys(STAGE_OF).join(', ')})`);
-  const t: SimTask = { taskId, label: labelOf(task, stage), stage, devicesPerExecutor: descriptorFor(task).launch(task).devicesPerExecutor, config: task.config as Record<string, unknown> };
+  const t: SimTask = { taskId, label: taskLabel(task, stage), stage, devicesPerExecutor: descriptorFor(task).launch(task).devicesPerExecutor, config: task.config as Record<string, unknown> };
   tasks.set(taskId, t);
   return t;
 }
