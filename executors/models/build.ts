@@ -19,6 +19,7 @@ import { buildImageGen } from './builders/image-gen.js';
 import { buildAudioGen } from './builders/audio-gen.js';
 import { LLM_SPECS, buildLlm } from './builders/llm.js';
 import { TINY_QWEN2, buildHfDecoder } from './builders/hf-decoder.js';
+import { TINY_CLIP, TINY_SIGLIP, buildHfVision } from './builders/hf-vision.js';
 import { defaultModelsDir } from './catalog.js';
 
 const HERE = dirname(fileURLToPath(import.meta.url));
@@ -32,6 +33,8 @@ export const BUILDERS: Record<string, () => BuiltModel> = {
   'tiny-lm-a': () => buildLlm(LLM_SPECS['tiny-lm-a']!),
   'tiny-lm-b': () => buildLlm(LLM_SPECS['tiny-lm-b']!),
   'tiny-qwen2': () => buildHfDecoder(TINY_QWEN2),
+  'tiny-clip': () => buildHfVision(TINY_CLIP),
+  'tiny-siglip': () => buildHfVision(TINY_SIGLIP),
 };
 
 /** sha256 over the builder sources (onnx/, builders/, manifest.ts, build.ts), in a fixed order. */

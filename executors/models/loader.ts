@@ -42,6 +42,8 @@ export interface LoadOptions {
   sessionOptions?: ort.InferenceSession.SessionOptions;
   /** Tensor-parallel rank whose device the sessions use (execution.ts; default 0). */
   rank?: number;
+  /** The folder's manifest when it has no manifest.json (a Hugging Face folder: hf-encoder.ts). */
+  manifest?: Manifest;
 }
 
 export type Session = ort.InferenceSession;
@@ -122,7 +124,7 @@ async function openGraph(dir: string, name: string, spec: GraphSpec, options: or
 
 /** Loads the manifest and opens the sessions; on any failure, sessions opened so far are released. */
 export async function loadModel(dir: string, opts: LoadOptions = {}): Promise<LoadedModel> {
-  const manifest = await loadManifest(dir);
+  const manifest = opts.manifest ?? await loadManifest(dir);
   // The one place the execution provider is chosen: this process's device (session-options.ts).
   const options = opts.sessionOptions ?? {};
   const opened: Session[] = [];

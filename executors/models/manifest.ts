@@ -38,6 +38,23 @@ export type ModelIdSpec = z.infer<typeof ModelIdSpec>;
 
 const rgb = z.tuple([z.number(), z.number(), z.number()]);
 
+const size2d = z.object({ height: z.number().int().positive(), width: z.number().int().positive() });
+
+/**
+ * For `nchw` towers served from Hugging Face folders: the steps of their preprocessor_config.json
+ * (CLIPImageProcessor / SiglipImageProcessor), applied as Python transformers does with PIL
+ * (preprocess/pil-resize.ts): resize (shortest edge, aspect kept, or an exact size), center crop, rescale, normalise.
+ */
+export const PilImageSteps = z.object({
+  resize: z.union([z.object({ shortest_edge: z.number().int().positive() }), size2d]).optional(),
+  resample: z.enum(['bilinear', 'bicubic']),
+  center_crop: size2d.optional(),
+  /** Absent: no rescale (pixel values stay 0..255). */
+  rescale_factor: z.number().positive().optional(),
+  normalize: z.boolean(),
+});
+export type PilImageSteps = z.infer<typeof PilImageSteps>;
+
 export const ImagePreprocessing = z.object({
   /**
    * `patches`: Qwen2-VL style: resize to multiples of patch_size*merge_size within [min_pixels, max_pixels],
@@ -52,7 +69,9 @@ export const ImagePreprocessing = z.object({
   min_pixels: z.number().int().positive().optional(),
   max_pixels: z.number().int().positive().optional(),
   /** For `nchw`: the fixed input size. */
-  image_size: z.object({ height: z.number().int().positive(), width: z.number().int().positive() }).optional(),
+  image_size: size2d.optional(),
+  /** For `nchw`: PIL-compatible steps from a preprocessor_config.json (else: sharp bicubic resize to image_size). */
+  pil: PilImageSteps.optional(),
   mean: rgb,
   std: rgb,
   /** Position-table size; larger grids are rejected (MODEL_INPUT_TOO_LARGE). */

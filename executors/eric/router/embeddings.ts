@@ -1,6 +1,7 @@
 /**
- * POST /embeddings: `{data: [{id, modality, model_id, url, receiver_sidecar_ranks}]}` →
- *   200 `{status: 0}` once every item's forward pass ran and its sidecar send was submitted;
+ * POST /embeddings: `{data: [{id, modality, model_id, url, receiver_sidecar_ranks}], return_embeddings?}` →
+ *   200 `{status: 0}` once every item's forward pass ran and its sidecar send was submitted; with
+ *   `return_embeddings: true` also `embeddings: [{id, shape: [rows, cols], data: number[] (row-major)}]` in item order;
  *   400 `Unsupported model ID` / `Unsupported modality` (the whole request, before any work);
  *   4xx/5xx with per-item errors (`error.details.items`) when items fail: a corrupt or oversized input, a URL
  *   that fails or times out, a model error, a failed send. Items of a failed request are not run (when the
@@ -30,7 +31,11 @@ const EmbeddingData = z.object({
 });
 /** Items per request: far above what a task graph sends, low enough that one request cannot queue unbounded work. */
 export const MAX_ITEMS_PER_REQUEST = 1024;
-export const EmbeddingRequest = z.object({ data: z.array(EmbeddingData).min(1).max(MAX_ITEMS_PER_REQUEST) });
+export const EmbeddingRequest = z.object({
+  data: z.array(EmbeddingData).min(1).max(MAX_ITEMS_PER_REQUEST),
+  /** Also answer each item's embedding as JSON (`embeddings: [{id, shape, data}]`), e.g. for an embedding app. */
+  return_embeddings: z.boolean().default(false),
+});
 export type EmbeddingData = z.infer<typeof EmbeddingData>;
 
 export interface Forward { id: string; receivers: number[][] }
@@ -85,8 +90,15 @@ function checkServed(data: EmbeddingData[], o: CompiledEricOptions, hasSidecar: 
   }
 }
 
+/** An item's embedding as JSON (the worker's `embedding` tensor, f32 [rows, cols]). */
+function returned(r: ItemResult): { id: string; shape: number[]; data: number[] } {
+  const t = r.tensors?.embedding;
+  if (!t) throw new Error(`the worker returned no embedding for item ${r.id}`);
+  return { id: r.id, shape: [...t.shape], data: Array.from(t.data as Float32Array) };
+}
+
 /** Loads the item's URL and preprocesses it in the pool: the engine-ready item. */
-async function prepare(d: EmbeddingData, ctx: CallContext, deps: EmbeddingDeps, loader: UrlLoaderOptions): Promise<Item> {
+async function prepare(d: EmbeddingData, ctx: CallContext, deps: EmbeddingDeps, loader: UrlLoaderOptions, returnEmbedding: boolean): Promise<Item> {
   const { metrics, options } = deps;
   const endLoad = metrics.stage.startTimer({ stage: 'load' });
   const loaded = await loadUrl(d.url, loader, ctx.signal);
@@ -98,13 +110,14 @@ async function prepare(d: EmbeddingData, ctx: CallContext, deps: EmbeddingDeps, 
   endPre();
   const meta: ItemMeta = {
     ...(out.meta as Partial<ItemMeta>), modality: options.modality, modelId: d.model_id, receivers: d.receiver_sidecar_ranks ?? null, deadline: ctx.deadline,
+    ...(returnEmbedding ? { returnEmbedding } : {}),
     ...(ctx.traceparent ? { traceparent: ctx.traceparent } : {}),
   };
   return { id: d.id, meta: meta as unknown as Record<string, unknown>, tensors: out.tensors };
 }
 
 export async function embed(body: unknown, ctx: CallContext, deps: EmbeddingDeps): Promise<HttpAnswer> {
-  const { data } = parseOr422(EmbeddingRequest, body, 'embedding request');
+  const { data, return_embeddings: returnEmbeddings } = parseOr422(EmbeddingRequest, body, 'embedding request');
   checkServed(data, deps.options, deps.failForwards !== undefined);
   const forwards: Forward[] = data.filter((d) => d.receiver_sidecar_ranks).map((d) => ({ id: d.id, receivers: d.receiver_sidecar_ranks! }));
   const loader: UrlLoaderOptions = {
@@ -116,7 +129,7 @@ export async function embed(body: unknown, ctx: CallContext, deps: EmbeddingDeps
     return answer;
   };
 
-  const prepared = await Promise.allSettled(data.map((d) => prepare(d, ctx, deps, loader)));
+  const prepared = await Promise.allSettled(data.map((d) => prepare(d, ctx, deps, loader, returnEmbeddings)));
   const prepErrors = prepared.map((p) => (p.status === 'rejected' ? toWire(p.reason) : undefined));
   if (prepErrors.some(Boolean)) {
     const outcomes = data.map((d, i) => outcome(d.id, prepErrors[i]));
@@ -142,7 +155,7 @@ export async function embed(body: unknown, ctx: CallContext, deps: EmbeddingDeps
   for (const r of results) if (typeof r.meta?.batchSize === 'number') deps.metrics.batchSize.observe(r.meta.batchSize);
   const outcomes = data.map((d) => outcome(d.id, requestError ?? byId.get(d.id)?.error));
   count(deps.metrics, outcomes);
-  if (!requestError && outcomes.every((o) => o.ok)) return OK;
+  if (!requestError && outcomes.every((o) => o.ok)) return returnEmbeddings ? { status: 200, body: { status: 0, embeddings: data.map((d) => returned(byId.get(d.id)!)) } } : OK;
   return fail(failure(outcomes, requestError), requestError?.message ?? 'an item of the request failed');
 }
 

@@ -17,6 +17,7 @@ import { tensor as sidecarTensor } from '../../../sidecar/tensor.js';
 import { toWire } from '../../common/errors.js';
 import { type Item, type ItemResult, tensor } from '../../common/protocol.js';
 import { type Job, serveWorker } from '../../common/worker-runtime.js';
+import { encoderManifest } from '../../models/hf-encoder.js';
 import { type LoadedModel, loadModel } from '../../models/loader.js';
 import type { ImagePreprocessing, Manifest } from '../../models/manifest.js';
 import { type VisionInput, patchify, smartResize } from '../../models/preprocess/image.js';
@@ -42,6 +43,8 @@ export interface ItemMeta {
   receivers: number[][] | null;
   /** Epoch ms (the request's deadline). */
   deadline: number;
+  /** Return the embedding to the router (tensor `embedding`) besides any forwarding. */
+  returnEmbedding?: boolean;
   /** The request's W3C traceparent: the sidecar send joins its trace. */
   traceparent?: string;
   layout?: 'patches' | 'nchw';
@@ -93,7 +96,7 @@ await serveWorker<EricWorkerData>(async (ctx) => {
     await Promise.all(opened.map((m) => m.close()));
   };
   try {
-    const body = tp ? await loadRank(modelDir, ctx.rank, { sessionOptions: SESSION }) : await loadModel(modelDir, { modelIds, sessionOptions: SESSION });
+    const body = tp ? await loadRank(modelDir, ctx.rank, { sessionOptions: SESSION }) : await loadModel(modelDir, { modelIds, sessionOptions: SESSION, manifest: await encoderManifest(modelDir, modelIds) });
     opened.push(body);
     const adapters = !tp ? body : ctx.rank === 0 ? await loadModel(modelDir, { graphs: [], modelIds, sessionOptions: SESSION }) : undefined;
     if (adapters && adapters !== body) opened.push(adapters);
@@ -121,12 +124,13 @@ await serveWorker<EricWorkerData>(async (ctx) => {
     const forward = async (it: Item, emb: Embeddings): Promise<ItemResult> => {
       const m = it.meta as unknown as ItemMeta;
       const meta = { shape: emb.shape };
-      if (!m.receivers) return { id: it.id, ok: true, meta };
+      const ok: ItemResult = { id: it.id, ok: true, meta, ...(m.returnEmbedding ? { tensors: { embedding: tensor('float32', emb.shape, emb.data) } } : {}) };
+      if (!m.receivers) return ok;
       try {
         if (!sidecar) throw new Error('this Eric has no sidecar');
         const s = sidecar;
         await withTraceparent(m.traceparent, () => s.send(sidecarTensor('f32', emb.shape, emb.data), it.id, m.receivers!, { chunk: 0, numChunks: 1, deadline: m.deadline }));
-        return { id: it.id, ok: true, meta };
+        return ok;
       } catch (e) {
         await sidecar?.fail(it.id, `embedding could not be forwarded: ${(e as Error).message}`, m.receivers).catch(() => undefined);
         return { id: it.id, ok: false, error: toWire(e) };

@@ -6,7 +6,8 @@
  */
 import sharp from 'sharp';
 import { modelErrors } from '../errors.js';
-import type { ImagePreprocessing } from '../manifest.js';
+import type { ImagePreprocessing, PilImageSteps } from '../manifest.js';
+import { pilResize } from './pil-resize.js';
 
 /** Decoded pixels, HWC uint8 RGB. */
 export interface RgbImage { data: Uint8Array; width: number; height: number }
@@ -67,12 +68,18 @@ export async function imageSize(bytes: Uint8Array): Promise<{ width: number; hei
 }
 
 /** Decodes and resizes (bicubic, exact size) to RGB. */
-export async function decodeResized(bytes: Uint8Array, width: number, height: number): Promise<RgbImage> {
+export function decodeResized(bytes: Uint8Array, width: number, height: number): Promise<RgbImage> {
+  return decodeRgb(bytes, { width, height });
+}
+
+/** Decodes to RGB (EXIF orientation applied, alpha dropped), resized by sharp only when `size` is given. */
+export async function decodeRgb(bytes: Uint8Array, size?: { width: number; height: number }): Promise<RgbImage> {
   try {
-    const { data, info } = await sharp(bytes, { failOn: 'truncated', autoOrient: true, limitInputPixels: MAX_DECODE_PIXELS })
+    let img = sharp(bytes, { failOn: 'truncated', autoOrient: true, limitInputPixels: MAX_DECODE_PIXELS })
       .removeAlpha()
-      .toColourspace('srgb')
-      .resize(width, height, { fit: 'fill', kernel: 'cubic' })
+      .toColourspace('srgb');
+    if (size) img = img.resize(size.width, size.height, { fit: 'fill', kernel: 'cubic' });
+    const { data, info } = await img
       .raw()
       .toBuffer({ resolveWithObject: true });
     if (info.channels !== 3) throw new Error(`expected 3 channels, got ${info.channels}`);
@@ -150,9 +157,57 @@ export async function preprocessImage(bytes: Uint8Array, pre: ImagePreprocessing
   return patchify(Array(pre.temporal_patch_size).fill(img), pre);
 }
 
+export interface PixelValues { pixelValues: Float32Array; dims: [1, 3, number, number] }
+
+/**
+ * transformers' get_resize_output_image_size for `{shortest_edge}` (default_to_square=False): the short side
+ * becomes `edge`, the long side int(edge * long / short).
+ */
+export function shortestEdgeSize(height: number, width: number, edge: number): { height: number; width: number } {
+  const long = Math.floor((edge * Math.max(height, width)) / Math.min(height, width));
+  return width <= height ? { height: long, width: edge } : { height: edge, width: long };
+}
+
+/**
+ * Decoded RGB → pixel_values [1, 3, H, W] as Python transformers' CLIP/SigLIP image processors compute them:
+ * PIL resize, center crop (top = ⌊(h − crop_h) / 2⌋), rescale then normalise in float32 (numpy's order and precision).
+ */
+export function pilPixelValues(img: RgbImage, pre: ImagePreprocessing & { pil: PilImageSteps }): PixelValues {
+  const { resize, resample, center_crop: crop, rescale_factor: rescale, normalize } = pre.pil;
+  let size = { height: img.height, width: img.width };
+  if (resize) size = 'shortest_edge' in resize ? shortestEdgeSize(img.height, img.width, resize.shortest_edge) : resize;
+  const resized = pilResize(img, size.width, size.height, resample);
+  const H = crop?.height ?? size.height;
+  const W = crop?.width ?? size.width;
+  if (H > size.height || W > size.width) {
+    throw modelErrors.invalid(`image resized to ${size.width}x${size.height} is smaller than the center crop ${W}x${H}`);
+  }
+  if (pre.image_size && (pre.image_size.height !== H || pre.image_size.width !== W)) {
+    throw modelErrors.unsupported(`preprocessing gives ${W}x${H} pixel_values but the model takes ${pre.image_size.width}x${pre.image_size.height}`);
+  }
+  const top = Math.floor((size.height - H) / 2);
+  const left = Math.floor((size.width - W) / 2);
+  const f = Math.fround;
+  const mean = pre.mean.map(f);
+  const std = pre.std.map(f);
+  const out = new Float32Array(3 * H * W);
+  for (let y = 0; y < H; y++) {
+    for (let x = 0; x < W; x++) {
+      const src = ((y + top) * size.width + x + left) * 3;
+      for (let c = 0; c < 3; c++) {
+        let v = f(rescale === undefined ? resized.data[src + c]! : resized.data[src + c]! * rescale);
+        if (normalize) v = f(f(v - mean[c]!) / std[c]!);
+        out[(c * H + y) * W + x] = v;
+      }
+    }
+  }
+  return { pixelValues: out, dims: [1, 3, H, W] };
+}
+
 /** For `nchw` models (CLIP/SigLIP towers): fixed-size normalised pixel_values [1, 3, H, W]. */
-export async function preprocessImageNchw(bytes: Uint8Array, pre: ImagePreprocessing): Promise<{ pixelValues: Float32Array; dims: [1, 3, number, number] }> {
+export async function preprocessImageNchw(bytes: Uint8Array, pre: ImagePreprocessing): Promise<PixelValues> {
   if (pre.layout !== 'nchw' || !pre.image_size) throw modelErrors.unsupported(`preprocessing layout '${pre.layout}' is not nchw`);
+  if (pre.pil) return pilPixelValues(await decodeRgb(bytes), { ...pre, pil: pre.pil });
   const { height: H, width: W } = pre.image_size;
   const img = await decodeResized(bytes, W, H);
   const out = new Float32Array(3 * H * W);

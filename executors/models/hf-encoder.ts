@@ -1,0 +1,104 @@
+/**
+ * Encoders from Hugging Face folders (CLIP/SigLIP `vision_model.onnx` towers) served through the manifest
+ * machinery: the folder's config.json and preprocessor_config.json become the Manifest that loader.ts, run.ts and
+ * Eric already use (an `nchw` image encoder with PIL-compatible preprocessing steps, no projector), for the model
+ * ids the folder is served under.
+ */
+import { join } from 'node:path';
+import { z } from 'zod';
+import { modelErrors } from './errors.js';
+import { type HfFolder, inspectHfFolder, partFile, readOptionalJson } from './hf-folder.js';
+import { type ImagePreprocessing, Manifest, describeIssues } from './manifest.js';
+import { PIL_RESAMPLE } from './preprocess/pil-resize.js';
+import { loadManifest } from './loader.js';
+import { MANIFEST_FILE } from './manifest.js';
+import { stat } from 'node:fs/promises';
+
+export const PREPROCESSOR_FILE = 'preprocessor_config.json';
+
+const size = z.object({ height: z.number().int().positive(), width: z.number().int().positive() });
+const rgb = z.array(z.number()).length(3).transform((v) => v as [number, number, number]);
+
+/** The fields of CLIPImageProcessor / SiglipImageProcessor that decide pixel_values (transformers' defaults). */
+const ImageProcessorConfig = z.object({
+  do_resize: z.boolean().default(true),
+  size: z.union([z.object({ shortest_edge: z.number().int().positive() }), size, z.number().int().positive()]),
+  resample: z.number().int().default(3),
+  do_center_crop: z.boolean().default(false),
+  crop_size: z.union([size, z.number().int().positive()]).optional(),
+  do_rescale: z.boolean().default(true),
+  rescale_factor: z.number().positive().default(1 / 255),
+  do_normalize: z.boolean().default(true),
+  image_mean: rgb.default([0.5, 0.5, 0.5]),
+  image_std: rgb.default([0.5, 0.5, 0.5]),
+});
+
+const square = (v: number | { height: number; width: number }) => (typeof v === 'number' ? { height: v, width: v } : v);
+
+/** preprocessor_config.json → the manifest's nchw image preprocessing; errors name the file and field. */
+export function imagePreprocessing(raw: Record<string, unknown>, where: string, patchSize: number): ImagePreprocessing {
+  const r = ImageProcessorConfig.safeParse(raw);
+  if (!r.success) throw modelErrors.manifestInvalid(`${where}: ${describeIssues(r.error)}`);
+  const c = r.data;
+  const resample = PIL_RESAMPLE[c.resample];
+  if (!resample) throw modelErrors.unsupported(`${where}: resample ${c.resample} is not supported (2 = bilinear, 3 = bicubic)`);
+  const resize = typeof c.size === 'number' ? square(c.size) : c.size;
+  if (c.do_center_crop && !c.crop_size) throw modelErrors.manifestInvalid(`${where}: crop_size: required when do_center_crop is true`);
+  const crop = c.do_center_crop ? square(c.crop_size!) : undefined;
+  // The model's input size: the crop, else an exact resize; a shortest-edge resize without a crop has no fixed size.
+  const imageSize = crop ?? (c.do_resize && 'height' in resize ? resize : undefined);
+  if (!imageSize) throw modelErrors.unsupported(`${where}: pixel_values have no fixed size (shortest_edge resize without center crop)`);
+  return {
+    layout: 'nchw', patch_size: patchSize, temporal_patch_size: 1, merge_size: 1, image_size: imageSize, mean: c.image_mean, std: c.image_std,
+    pil: {
+      ...(c.do_resize ? { resize } : {}), resample, ...(crop ? { center_crop: crop } : {}),
+      ...(c.do_rescale ? { rescale_factor: c.rescale_factor } : {}), normalize: c.do_normalize,
+    },
+  };
+}
+
+/** The output Eric serves per family: the pooled, projected embedding ([1, dim]). */
+const TOWER_OUTPUT: Record<string, { output: string; dim: (c: Record<string, unknown>, v: Record<string, unknown>) => unknown }> = {
+  clip: { output: 'image_embeds', dim: (c, v) => c.projection_dim ?? v.projection_dim },
+  siglip: { output: 'pooler_output', dim: (_c, v) => v.hidden_size },
+};
+
+/** A vision-tower folder as a Manifest serving `modelIds` (each id = the same tower, no projector). */
+export async function hfEncoderManifest(folder: HfFolder, modelIds: readonly string[]): Promise<Manifest> {
+  if (folder.kind !== 'vision-tower') {
+    throw modelErrors.unsupported(`${folder.dir} is a ${folder.kind} folder; Eric serves vision-tower folders (CLIP/SigLIP vision_model.onnx)`);
+  }
+  const family = TOWER_OUTPUT[folder.modelType.replace(/_vision_model$/, '')];
+  if (!family) throw modelErrors.unsupported(`${folder.dir}: vision tower model_type '${folder.modelType}' is not supported (clip, siglip)`);
+  const vision = (folder.config.vision_config as Record<string, unknown> | undefined) ?? folder.config;
+  const dim = family.dim(folder.config, vision);
+  const patch = vision.patch_size;
+  if (typeof dim !== 'number' || typeof patch !== 'number') {
+    throw modelErrors.manifestInvalid(`${join(folder.dir, 'config.json')}: vision_config.patch_size and the embedding size (${folder.modelType === 'clip' ? 'projection_dim' : 'vision_config.hidden_size'}) must be numbers`);
+  }
+  const where = join(folder.dir, PREPROCESSOR_FILE);
+  const raw = await readOptionalJson(where);
+  if (!raw) throw modelErrors.manifestMismatch(`${folder.dir}: a vision tower needs ${PREPROCESSOR_FILE}`);
+  const image = imagePreprocessing(raw, where, patch);
+  const { height, width } = image.image_size!;
+  const file = partFile(folder, 'vision').slice(folder.dir.length + 1);
+  return Manifest.parse({
+    schema_version: 1, name: folder.name, family: 'vision-encoder', modalities: ['image'], dtype: 'float32',
+    graphs: {
+      encoder: {
+        file,
+        inputs: [{ name: 'pixel_values', dtype: 'float32', shape: ['batch_size', 3, height, width] }],
+        outputs: [{ name: family.output, dtype: 'float32', shape: ['batch_size', dim] }],
+      },
+    },
+    model_ids: Object.fromEntries(modelIds.map((id) => [id, { hidden_size: dim }])),
+    preprocessing: { image },
+    config: { hugging_face: { model_type: folder.modelType } },
+  });
+}
+
+/** The manifest of an encoder folder of either layout: manifest.json, else a Hugging Face vision tower serving `modelIds`. */
+export async function encoderManifest(dir: string, modelIds: readonly string[]): Promise<Manifest> {
+  if (await stat(join(dir, MANIFEST_FILE)).then(() => true, () => false)) return loadManifest(dir);
+  return hfEncoderManifest(await inspectHfFolder(dir), modelIds);
+}
