@@ -219,7 +219,7 @@ function expectedIo(role: PartRole, kind: HfKind, g: DecoderGeometry | undefined
     return { inputs: [{ name: 'input_ids', type: 'int64', shape: ['batch', 'seq'] }], outputs: [{ name: 'inputs_embeds', type: 'float32', shape: ['batch', 'seq', g!.hidden] }] };
   }
   if (role === 'vision') {
-    return { inputs: [{ name: 'pixel_values', type: 'float32', shape: [] }], outputs: [], anyOutputs: ['image_embeds', 'last_hidden_state', 'image_features'] };
+    return { inputs: [{ name: 'pixel_values', type: 'float32', shape: [] }], outputs: [], anyOutputs: ['image_embeds', 'pooler_output', 'last_hidden_state', 'image_features'] };
   }
   return { inputs: [{ name: 'input_features', type: 'float32', shape: [] }], outputs: [{ name: 'last_hidden_state', type: 'float32', shape: [] }] };
 }
