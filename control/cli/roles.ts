@@ -94,17 +94,18 @@ export function startResourceManagerRole(opts: ResourceManagerRoleOptions): Prom
       sidecarUrls = local.sidecarUrls;
       platform = local.platform;
     }
+    const registry = new Registry(); // GET /metrics: the autoscaler's gauges per task (desired, actual, demand, capacity)
     const resources = new ResourceManager({
       store, platform, sidecarUrls,
       ...(opts.healthTimeoutMs ? { healthTimeoutMs: opts.healthTimeoutMs } : {}),
-      ...(opts.autoscale ? { autoscale: {} } : {}), // the same decisions drive local children or Deployments
+      ...(opts.autoscale ? { autoscale: { registry } } : {}), // the same decisions drive local children or Deployments
     });
     closers.push(() => resources.close());
     // Kubernetes: reconcile (above) adopted the running executors, which keep serving; adopt() gives them task
     // managers again (scale, restarts) without restarting them. Local: the children died with the old process.
     if (reconciled) log.info(await resources.adopt({ startedExecutors: reconciled.executors.created }), 'executors adopted');
     else log.info(await resources.recover(), 'tasks recovered');
-    const app = buildResourceServer({ resources, platform, ...(platform.kind === 'kubernetes' ? { appLaunch: DEFAULT_APP_LAUNCH } : {}) });
+    const app = buildResourceServer({ resources, platform, registry, ...(platform.kind === 'kubernetes' ? { appLaunch: DEFAULT_APP_LAUNCH } : {}) });
     const server = await listen(app, opts.port, opts.host ?? '127.0.0.1');
     closers.push(() => server.close(1_000));
     log.info({ url: server.url, platform: platform.kind }, 'resource manager listening');

@@ -19,6 +19,7 @@
  * TASK_NOT_FOUND, ...); a deploy's error comes as its stream's last line, with `status`.
  */
 import { randomUUID } from 'node:crypto';
+import type { Registry } from 'prom-client';
 import express from 'express';
 import { z } from 'zod';
 import { errorHandler, notFound, parseOr422, route, toErrorBody } from '../../lib/http.js';
@@ -37,6 +38,8 @@ export interface ResourceServerDeps {
   /** @default 32 MiB */
   bodyLimitBytes?: number;
   log?: Logger;
+  /** Served at GET /metrics (Prometheus text): the autoscaler's gauges per task in the resource-manager role. */
+  registry?: Registry;
 }
 
 const taskWire = z.object({
@@ -83,6 +86,8 @@ export function buildResourceServer(deps: ResourceServerDeps): express.Express {
   app.use(express.json({ limit: deps.bodyLimitBytes ?? 32 * 1024 * 1024 }));
 
   app.get('/health', (_req, res) => void res.json({ status: 'ok', platform: platform.kind, instance }));
+  const registry = deps.registry;
+  if (registry) app.get('/metrics', route(async (_req, res) => void res.type(registry.contentType).send(await registry.metrics())));
 
   app.post('/tasks/deploy', route(async (req, res) => {
     const { tasks } = parseOr422(deployBody, req.body, 'deploy request');

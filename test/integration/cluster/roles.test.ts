@@ -58,6 +58,16 @@ test.serial('the app answers a JSON invocation', async (t) => {
   t.deepEqual(await invokeJson({ text: 'hello' }), { echo: 'hello' });
 });
 
+test.serial('the resource-manager process serves the autoscaler gauges per task at /metrics', async (t) => {
+  const taskId = await echoTaskId();
+  const metrics = await waitUntil('the gauges of the echo task', async () => {
+    const text = await (await fetch(new URL('/metrics', rm.url))).text();
+    return text.includes(`cornserve_autoscale_desired_executors{task_id="${taskId}"}`) ? text : undefined;
+  }, { timeoutMs: 60_000, intervalMs: 250 });
+  for (const gauge of ['cornserve_autoscale_desired_executors', 'cornserve_autoscale_executors', 'cornserve_autoscale_demand_rps', 'cornserve_autoscale_capacity_rps'])
+    t.regex(metrics, new RegExp(`^${gauge}\\{task_id="${taskId}"\\} \\d`, 'm'));
+});
+
 test.serial('the app streams an invocation as NDJSON', async (t) => {
   const res = await client.invoke('echo', { text: 'hi', chunks: 3 });
   t.regex(res.headers.get('content-type') ?? '', /ndjson/);
