@@ -155,7 +155,7 @@ export class Router {
           const route = this.pick(taskId, ready);
           if (!route) throw new NoExecutorError(taskId, task.name, routes.length);
           try {
-            route.outstanding = await fromStore(`lease executor ${route.executorId}`, this.store.adjustOutstanding(route.executorId, +1));
+            this.noteOutstanding(taskId, route, await fromStore(`lease executor ${route.executorId}`, this.store.adjustOutstanding(route.executorId, +1)));
           } catch (e) {
             if (!(e instanceof StoreNotFoundError)) throw e;
             this.cached?.delete(taskId);
@@ -263,6 +263,18 @@ export class Router {
     return pickLeastOutstanding(ready, turn);
   }
 
+  /**
+   * A released lease's count goes to the route it leased AND to the route now cached for that executor: the cache
+   * may have been re-read since the lease was taken (any route change of the task drops it), and the new copy holds
+   * the count as it was at that read. Left there, an executor whose leases all ended after a re-read would keep its
+   * old count in this router and get nothing more — a backlog stuck on the others while it idles.
+   */
+  private noteOutstanding(taskId: string, leased: ExecutorRoute, n: number): void {
+    leased.outstanding = n;
+    const current = this.cached?.get(taskId)?.routes.find((r) => r.executorId === leased.executorId);
+    if (current) current.outstanding = n;
+  }
+
   private lease(invocation: number, taskId: string, route: ExecutorRoute): Lease {
     let released: Promise<void> | undefined;
     const store = this.store;
@@ -270,9 +282,9 @@ export class Router {
       invocation,
       taskId,
       route: { ...route },
-      release() {
+      release: () => {
         released ??= store.adjustOutstanding(route.executorId, -1).then(
-          (n) => void (route.outstanding = n), // the cached route (if any) follows the count
+          (n) => this.noteOutstanding(taskId, route, n),
           (err: unknown) => {
             // A deleted executor has nothing to decrement; anything else is worth a line in the log.
             if (!(err instanceof StoreNotFoundError)) log.warn({ err, executor: route.executorId }, 'could not release executor lease');

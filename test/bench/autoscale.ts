@@ -71,7 +71,7 @@ class Timeline {
       const states: Record<string, number> = {};
       for (const e of t.executors) states[e.state] = (states[e.state] ?? 0) + 1;
       const d = t.last_decision;
-      const line = `${JSON.stringify(states)} desired ${t.desired ?? '-'} demand ${t.demand?.toFixed(1) ?? '-'} cap ${t.capacity ? `${t.capacity.per_executor_rps.toFixed(1)} ${t.capacity.source}` : '-'}` +
+      const line = `${JSON.stringify(states)} outstanding [${t.executors.map((e) => e.outstanding).join(',')}] desired ${t.desired ?? '-'} demand ${t.demand?.toFixed(1) ?? '-'} cap ${t.capacity ? `${t.capacity.per_executor_rps.toFixed(1)} ${t.capacity.source}` : '-'}` +
         (d ? ` | decision ${d.from}→${d.to}: ${d.reason}` : '');
       if (this.last.get(i) === line) return;
       this.last.set(i, line);

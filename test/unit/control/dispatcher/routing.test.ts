@@ -188,3 +188,16 @@ test('whether a task may scale from zero is read once, and read again after its 
   await t.throwsAsync(router.routeGraph(graphOf(fast), { signal: deadline }), { message: 'deadline passed' });
   t.is(reads, 2);
 });
+
+test('an executor whose leases end after the route cache was re-read gets the next graph (its count is not left stale)', async (t) => {
+  const store = new MemoryStore();
+  const { taskId } = await deployTask(store, fast, [{ url: URL_, executorId: 'old' }]);
+  const router = new Router(store);
+  const backlog = [];
+  for (let n = 0; n < 5; n++) backlog.push(...(await router.routeGraph(graphOf(fast))));
+  // A scale-up: the new route drops the cache, and the next graph re-reads it with 'old' at 5 outstanding.
+  await store.putExecutor({ executorId: 'new', taskId, url: URL_, sidecarRanks: [1], devices: [], state: 'ready', outstanding: 0, startedAt: Date.now() });
+  t.is((await router.routeGraph(graphOf(fast)))[0]!.route.executorId, 'new');
+  for (const lease of backlog) await lease.release(); // 'old' worked off its backlog: 0 outstanding, 'new' has 1
+  t.is((await router.routeGraph(graphOf(fast)))[0]!.route.executorId, 'old');
+});
