@@ -15,17 +15,17 @@ import type { EricModality } from './options.js';
 const FAMILY: Record<EricModality, Family> = { image: 'vision-encoder', video: 'vision-encoder', audio: 'audio-encoder' };
 
 /**
- * A Hugging Face vision tower that the first model id names (a folder path, or a folder under $CORNSERVE_MODELS /
+ * A Hugging Face vision tower or split VLM (its vision_encoder) that the first model id names (a folder path, or a folder under $CORNSERVE_MODELS /
  * `cornserve up --models`; catalog.ts resolveModelFolder), served under every given id; undefined when the id
  * names no Hugging Face folder.
  */
 async function findHfTower(modelIds: readonly string[], modality: EricModality, modelsDir: string): Promise<CatalogEntry | undefined> {
   const dir = await resolveModelFolder(modelIds[0]!, { modality, family: FAMILY[modality], builtinDir: modelsDir }).catch(() => undefined);
   if (!dir || !(await isHfFolder(dir)) || (await stat(join(dir, MANIFEST_FILE)).then(() => true, () => false))) return undefined;
-  if (modality !== 'image') throw modelErrors.unsupported(`${dir}: Hugging Face vision towers take images, not ${modality}`);
+  if (modality !== 'image') throw modelErrors.unsupported(`${dir}: Hugging Face vision encoders take images, not ${modality}`);
   for (const id of modelIds.slice(1)) {
     const other = await resolveModelFolder(id, { modality, family: FAMILY[modality], builtinDir: modelsDir }).catch(() => undefined);
-    if (other !== dir) throw modelErrors.unsupported(`model ids ${modelIds[0]} and ${id} name different folders; one Eric serves one Hugging Face tower`);
+    if (other !== dir) throw modelErrors.unsupported(`model ids ${modelIds[0]} and ${id} name different folders; one Eric serves one Hugging Face folder`);
   }
   return { dir, manifest: await hfEncoderManifest(await inspectHfFolder(dir), modelIds) };
 }

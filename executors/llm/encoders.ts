@@ -13,6 +13,7 @@ import { findEncoder } from '../eric/model.js';
 import { loadUrl, type UrlLoaderOptions } from '../eric/router/url-loader.js';
 import { loadModel, type LoadedModel } from '../models/loader.js';
 import { isModelError, modelErrors } from '../models/errors.js';
+import type { Manifest } from '../models/manifest.js';
 import { encodeAudio, encodeImage, encodeVideo, type Embeddings } from '../models/run.js';
 import type { MediaEmbedding, MediaModality } from './prompt.js';
 
@@ -53,8 +54,9 @@ export class InProcessEncoders {
     try {
       for (const m of modalities as MediaModality[]) {
         let dir: string;
+        let manifest: Manifest;
         try {
-          ({ dir } = await findEncoder([modelId], m, 1, o.modelsDir));
+          ({ dir, manifest } = await findEncoder([modelId], m, 1, o.modelsDir));
         } catch (e) {
           if (isModelError(e) && e.code === 'MODEL_NOT_FOUND') continue;
           throw e;
@@ -63,6 +65,7 @@ export class InProcessEncoders {
           byDir.set(dir, loadModel(dir, {
             modelIds: [modelId],
             sessionOptions: ENCODER_SESSION,
+            manifest, // a Hugging Face folder's is derived (hf-encoder.ts)
           }));
         }
         byModality.set(m, await byDir.get(dir)!);

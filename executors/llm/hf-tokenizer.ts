@@ -58,6 +58,12 @@ class HfTextStream implements TokenTextStream {
   }
 }
 
+/** A multimodal placeholder token (Qwen2-VL `<|image_pad|>`): config.json's `image_token_id`. */
+export interface Placeholder { token: string; id: number }
+export type PlaceholderModality = 'image';
+/** Images only for now: a split VLM's vision_encoder is served for images (hf-manifest.ts), not yet for videos. */
+const PLACEHOLDER_CONFIG: Record<PlaceholderModality, string> = { image: 'image_token_id' };
+
 export class HfTokenizer implements TextTokenizer {
   readonly eos: ReadonlySet<number>;
   private readonly specialIds: ReadonlySet<number>;
@@ -68,6 +74,8 @@ export class HfTokenizer implements TextTokenizer {
     private readonly specials: Record<string, string | undefined>,
     eos: number[],
     readonly vocabSize: number,
+    /** Placeholder tokens by modality (a VLM's); the template writes one per part, the prompt expands it. */
+    readonly placeholders: Readonly<Partial<Record<PlaceholderModality, Placeholder>>> = {},
   ) {
     this.eos = new Set(eos);
     this.specialIds = new Set([...impl.get_added_tokens_decoder()].filter(([, t]) => t.special).map(([id]) => id));
@@ -115,7 +123,16 @@ export class HfTokenizer implements TextTokenizer {
     }
     if (!eos.length) throw llmErrors.modelInvalid(`${dir}: no EOS id (generation_config.json / config.json eos_token_id, tokenizer_config.json eos_token)`);
     const vocab = typeof config.vocab_size === 'number' ? config.vocab_size : Math.max(...impl.get_added_tokens_decoder().keys()) + 1;
-    return new HfTokenizer(impl, template, specials, eos, vocab);
+    const added = impl.get_added_tokens_decoder();
+    const placeholders: Partial<Record<PlaceholderModality, Placeholder>> = {};
+    for (const [m, key] of Object.entries(PLACEHOLDER_CONFIG) as [PlaceholderModality, string][]) {
+      const id = config[key];
+      if (typeof id !== 'number') continue;
+      const token = added.get(id)?.content;
+      if (!token) throw llmErrors.modelInvalid(`${dir}: config.json ${key} ${id} is not an added token of tokenizer.json`);
+      placeholders[m] = { token, id };
+    }
+    return new HfTokenizer(impl, template, specials, eos, vocab, placeholders);
   }
 
   get hasChatTemplate(): boolean {
@@ -145,14 +162,27 @@ export class HfTokenizer implements TextTokenizer {
     return this.impl.token_to_id(token);
   }
 
-  /** The chat as text, exactly as the template renders it with `add_generation_prompt`. */
+  /**
+   * The chat as text, exactly as the template renders it with `add_generation_prompt`. Text-only content is
+   * one string; content with media parts is passed as transformers passes it (`{type: 'text', text}`,
+   * `{type: 'image'}`), so a VLM template writes its placeholder (one per part) where the part was.
+   */
   renderText(messages: readonly ChatMessage[], addGenerationPrompt = true): string {
     if (!this.template) throw llmErrors.badRequest('this model\'s tokenizer_config.json has no chat_template', 'messages');
     const msgs = messages.map((m, i) => {
       if (typeof m.content === 'string') return { role: m.role, content: m.content };
-      const media = m.content.find((p) => p.type !== 'text');
-      if (media) throw llmErrors.multimodalUnsupported(`messages.${i}.content: this model takes text only (${media.type} given)`, `messages.${i}.content`);
-      return { role: m.role, content: m.content.map((p) => (p.type === 'text' ? p.text : '')).join('') };
+      const media = m.content.filter((p) => p.type !== 'text');
+      if (!media.length) return { role: m.role, content: m.content.map((p) => (p.type === 'text' ? p.text : '')).join('') };
+      const content = m.content.map((p) => {
+        if (p.type === 'text') return { type: 'text', text: p.text };
+        const modality = p.type.replace(/_url$/, '');
+        if (!(modality in this.placeholders)) {
+          const has = Object.keys(this.placeholders);
+          throw llmErrors.multimodalUnsupported(`messages.${i}.content: this model takes ${has.length ? `text and ${has.join(', ')}` : 'text only'} (${p.type} given)`, `messages.${i}.content`);
+        }
+        return { type: modality };
+      });
+      return { role: m.role, content };
     });
     try {
       return this.template.render({ messages: msgs, add_generation_prompt: addGenerationPrompt, ...this.specials });

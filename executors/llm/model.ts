@@ -187,7 +187,9 @@ export class LlmModel {
         maxPositions: geo.maxPositions, padMultiple: 16,
       };
       const parts: ModelParts = {
-        kind: 'hf-decoder', name: basename(dir), modelIds: [opts.modelId ?? basename(dir)], modalities: [],
+        kind: 'hf-decoder', name: basename(dir), modelIds: [opts.modelId ?? basename(dir)],
+        // A split VLM takes image embeddings (its vision_encoder runs in Eric) at its image placeholder.
+        modalities: folder.kind === 'vlm' && tokenizer.placeholders.image ? ['image'] : [],
         decoder, takesIds, presentFull: true, close,
       };
       return new LlmModel(dir, parts, config, tokenizer, table);

@@ -1,8 +1,9 @@
 /**
- * The chat template and prompt assembly. A conversation renders as
+ * The chat template and prompt assembly. With the built-in tokenizer a conversation renders as
  *   <|bos|> (<|role|> content <|end|>)* <|assistant|>
  * where text content is its UTF-8 bytes and each image / audio / video part becomes N placeholder tokens
- * (N = rows of the embedding received for it). The prompt's input embeddings are the token embeddings with
+ * (N = rows of the embedding received for it). A Hugging Face folder renders its chat_template; a VLM's
+ * template writes one placeholder token per part (`<|image_pad|>`), expanded here to N the same way. The prompt's input embeddings are the token embeddings with
  * the received rows written over the placeholder positions.
  */
 import type { ChatMessage } from '../../functions/tasks/openai.js';
@@ -19,12 +20,43 @@ export type Segment = { ids: number[] } | { media: MediaModality; url: string; p
 const PART_MODALITY: Record<string, MediaModality> = { image_url: 'image', video_url: 'video', audio_url: 'audio' };
 
 /**
- * A chat as segments. Hugging Face tokenizers render the folder's chat_template (text only for now); the
- * built-in byte-level tokenizer uses its fixed markers.
+ * A chat as segments. Hugging Face tokenizers render the folder's chat_template; the built-in byte-level
+ * tokenizer uses its fixed markers.
  */
 export function renderChat(tok: TextTokenizer, messages: readonly ChatMessage[]): Segment[] {
-  if (tok instanceof HfTokenizer) return [{ ids: tok.encode(tok.renderText(messages)) }];
+  if (tok instanceof HfTokenizer) return renderHfChat(tok, messages);
   return renderBuiltinChat(tok as Tokenizer, messages);
+}
+
+/** The multimodal parts of a chat in order, with their modality and URL. */
+function mediaParts(messages: readonly ChatMessage[]): { media: MediaModality; url: string }[] {
+  return messages.flatMap((m) => (typeof m.content === 'string' ? [] : m.content).flatMap((p) => {
+    if (p.type === 'text') return [];
+    const url = p.type === 'image_url' ? p.image_url.url : p.type === 'video_url' ? p.video_url.url : p.audio_url.url;
+    return [{ media: PART_MODALITY[p.type]!, url }];
+  }));
+}
+
+/**
+ * The rendered template's text cut at each placeholder token it wrote (a VLM's `<|image_pad|>`, one per
+ * multimodal part, in message order): text runs → ids, each placeholder → that part's segment (buildPrompt
+ * expands it to one token per embedding row, as the Qwen2-VL processor does).
+ */
+function renderHfChat(tok: HfTokenizer, messages: readonly ChatMessage[]): Segment[] {
+  const text = tok.renderText(messages);
+  const parts = mediaParts(messages);
+  if (!parts.length) return [{ ids: tok.encode(text) }];
+  const out: Segment[] = [];
+  let rest = text;
+  parts.forEach((p, part) => {
+    const token = tok.placeholders[p.media as 'image']!.token;
+    const at = rest.indexOf(token);
+    if (at < 0) throw llmErrors.modelInvalid(`chat_template wrote no ${token} for multimodal part ${part} (${p.media})`);
+    out.push({ ids: tok.encode(rest.slice(0, at)) }, { media: p.media, url: p.url, part });
+    rest = rest.slice(at + token.length);
+  });
+  out.push({ ids: tok.encode(rest) });
+  return out;
 }
 
 function renderBuiltinChat(tok: Tokenizer, messages: readonly ChatMessage[]): Segment[] {
@@ -55,7 +87,7 @@ function renderBuiltinChat(tok: Tokenizer, messages: readonly ChatMessage[]): Se
 }
 
 function placeholderId(tok: TextTokenizer, media: MediaModality): number | undefined {
-  if (tok instanceof HfTokenizer) return undefined;
+  if (tok instanceof HfTokenizer) return media === 'image' ? tok.placeholders.image?.id : undefined;
   const name = (tok as Tokenizer).spec.placeholders[media];
   return name === undefined ? undefined : (tok as Tokenizer).special(name);
 }

@@ -20,6 +20,7 @@ import { buildAudioGen } from './builders/audio-gen.js';
 import { LLM_SPECS, buildLlm } from './builders/llm.js';
 import { TINY_QWEN2, buildHfDecoder } from './builders/hf-decoder.js';
 import { TINY_CLIP, TINY_SIGLIP, buildHfVision } from './builders/hf-vision.js';
+import { buildHfVlm } from './builders/hf-vlm.js';
 import { defaultModelsDir } from './catalog.js';
 
 const HERE = dirname(fileURLToPath(import.meta.url));
@@ -35,6 +36,7 @@ export const BUILDERS: Record<string, () => BuiltModel> = {
   'tiny-qwen2': () => buildHfDecoder(TINY_QWEN2),
   'tiny-clip': () => buildHfVision(TINY_CLIP),
   'tiny-siglip': () => buildHfVision(TINY_SIGLIP),
+  'tiny-qwen2-vl': buildHfVlm,
 };
 
 /** sha256 over the builder sources (onnx/, builders/, manifest.ts, build.ts), in a fixed order. */

@@ -1,13 +1,16 @@
 /**
- * Encoders from Hugging Face folders (CLIP/SigLIP `vision_model.onnx` towers) served through the manifest
- * machinery: the folder's config.json and preprocessor_config.json become the Manifest that loader.ts, run.ts and
- * Eric already use (an `nchw` image encoder with PIL-compatible preprocessing steps, no projector), for the model
- * ids the folder is served under.
+ * Encoders from Hugging Face folders served through the manifest machinery: the folder's config.json and
+ * preprocessor_config.json become the Manifest that loader.ts, run.ts and Eric already use, for the model ids the
+ * folder is served under. No projector in either case:
+ *  - CLIP/SigLIP `vision_model.onnx` towers: an `nchw` image encoder with PIL-compatible preprocessing steps;
+ *  - a split VLM's `vision_encoder.onnx` (Qwen2-VL style): a `patches` image encoder (Qwen2VLImageProcessor:
+ *    resize to multiples of patch × merge within min / max pixels, normalise, patchify), fed `pixel_values` +
+ *    `grid_thw` (run.ts), whose merger already outputs the text hidden size.
  */
 import { join } from 'node:path';
 import { z } from 'zod';
 import { modelErrors } from './errors.js';
-import { type HfFolder, inspectHfFolder, partFile, readOptionalJson } from './hf-folder.js';
+import { type HfFolder, decoderGeometry, inspectHfFolder, partFile, readOptionalJson } from './hf-folder.js';
 import { type ImagePreprocessing, Manifest, describeIssues } from './manifest.js';
 import { PIL_RESAMPLE } from './preprocess/pil-resize.js';
 import { loadManifest } from './loader.js';
@@ -63,10 +66,61 @@ const TOWER_OUTPUT: Record<string, { output: string; dim: (c: Record<string, unk
   siglip: { output: 'pooler_output', dim: (_c, v) => v.hidden_size },
 };
 
-/** A vision-tower folder as a Manifest serving `modelIds` (each id = the same tower, no projector). */
+/** Qwen2VLImageProcessor's fields (older exports: min_pixels / max_pixels; newer: size.shortest_edge / longest_edge). */
+const Qwen2VlProcessorConfig = z.object({
+  patch_size: z.number().int().positive(),
+  temporal_patch_size: z.number().int().positive(),
+  merge_size: z.number().int().positive(),
+  min_pixels: z.number().int().positive().optional(),
+  max_pixels: z.number().int().positive().optional(),
+  size: z.object({ shortest_edge: z.number().int().positive(), longest_edge: z.number().int().positive() }).partial().optional(),
+  image_mean: rgb,
+  image_std: rgb,
+  rescale_factor: z.number().positive().default(1 / 255),
+});
+
+/** A split VLM's vision_encoder as a Manifest serving `modelIds` (image embeddings of the text hidden size). */
+async function vlmEncoderManifest(folder: HfFolder, modelIds: readonly string[]): Promise<Manifest> {
+  const where = join(folder.dir, PREPROCESSOR_FILE);
+  const raw = await readOptionalJson(where);
+  if (!raw) throw modelErrors.manifestMismatch(`${folder.dir}: a vlm's vision encoder needs ${PREPROCESSOR_FILE}`);
+  const r = Qwen2VlProcessorConfig.safeParse(raw);
+  if (!r.success) throw modelErrors.manifestInvalid(`${where}: ${describeIssues(r.error)}`);
+  const c = r.data;
+  if (Math.abs(c.rescale_factor - 1 / 255) > 1e-9) throw modelErrors.unsupported(`${where}: rescale_factor ${c.rescale_factor} is not supported (1/255)`);
+  const minPixels = c.min_pixels ?? c.size?.shortest_edge;
+  const maxPixels = c.max_pixels ?? c.size?.longest_edge;
+  if (!minPixels || !maxPixels) throw modelErrors.manifestInvalid(`${where}: min_pixels and max_pixels (or size.shortest_edge / longest_edge) are required`);
+  const hidden = decoderGeometry(folder).hidden;
+  const patchDim = 3 * c.temporal_patch_size * c.patch_size * c.patch_size;
+  return Manifest.parse({
+    schema_version: 1, name: folder.name, family: 'vision-encoder', modalities: ['image'], dtype: 'float32',
+    graphs: {
+      encoder: {
+        file: partFile(folder, 'vision').slice(folder.dir.length + 1),
+        inputs: [
+          { name: 'pixel_values', dtype: 'float32', shape: ['num_patches', patchDim] },
+          { name: 'grid_thw', dtype: 'int64', shape: ['num_images', 3] },
+        ],
+        outputs: [{ name: 'image_features', dtype: 'float32', shape: ['num_tokens', hidden] }],
+      },
+    },
+    model_ids: Object.fromEntries(modelIds.map((id) => [id, { hidden_size: hidden }])),
+    preprocessing: {
+      image: {
+        layout: 'patches', patch_size: c.patch_size, temporal_patch_size: c.temporal_patch_size, merge_size: c.merge_size,
+        min_pixels: minPixels, max_pixels: maxPixels, mean: c.image_mean, std: c.image_std,
+      },
+    },
+    config: { hugging_face: { model_type: folder.modelType } },
+  });
+}
+
+/** A vision-tower or split-VLM folder as a Manifest serving `modelIds` (each id = the same encoder, no projector). */
 export async function hfEncoderManifest(folder: HfFolder, modelIds: readonly string[]): Promise<Manifest> {
+  if (folder.kind === 'vlm') return vlmEncoderManifest(folder, modelIds);
   if (folder.kind !== 'vision-tower') {
-    throw modelErrors.unsupported(`${folder.dir} is a ${folder.kind} folder; Eric serves vision-tower folders (CLIP/SigLIP vision_model.onnx)`);
+    throw modelErrors.unsupported(`${folder.dir} is a ${folder.kind} folder; Eric serves vision-tower folders (CLIP/SigLIP vision_model.onnx) and split VLMs' vision_encoder.onnx`);
   }
   const family = TOWER_OUTPUT[folder.modelType.replace(/_vision_model$/, '')];
   if (!family) throw modelErrors.unsupported(`${folder.dir}: vision tower model_type '${folder.modelType}' is not supported (clip, siglip)`);
@@ -97,7 +151,7 @@ export async function hfEncoderManifest(folder: HfFolder, modelIds: readonly str
   });
 }
 
-/** The manifest of an encoder folder of either layout: manifest.json, else a Hugging Face vision tower serving `modelIds`. */
+/** The manifest of an encoder folder of either layout: manifest.json, else a Hugging Face vision tower or VLM serving `modelIds`. */
 export async function encoderManifest(dir: string, modelIds: readonly string[]): Promise<Manifest> {
   if (await stat(join(dir, MANIFEST_FILE)).then(() => true, () => false)) return loadManifest(dir);
   return hfEncoderManifest(await inspectHfFolder(dir), modelIds);

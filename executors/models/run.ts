@@ -9,7 +9,8 @@ import type { ImagePreprocessing } from './manifest.js';
 import { type VisionInput, preprocessImage, preprocessImageNchw } from './preprocess/image.js';
 import { preprocessVideo } from './preprocess/video.js';
 import { preprocessAudio } from './preprocess/audio.js';
-import { type Embeddings, asMatrix, f32, runSession } from './tensors.js';
+import type ort from 'onnxruntime-node';
+import { type Embeddings, asMatrix, f32, i64, runSession } from './tensors.js';
 import { encodeVisionRuns } from './vision-runs.js';
 import type { MelFeatures } from './preprocess/mel.js';
 
@@ -42,9 +43,24 @@ export async function runVision(model: LoadedModel, items: readonly VisionInput[
   const pre = imagePre(model);
   const enc = model.graph('encoder');
   const encOut = model.manifest.graphs.encoder!.outputs[0]!.name;
+  if (enc.inputNames.includes('grid_thw')) {
+    // A Hugging Face Qwen2-VL-style vision_encoder: one call per item, its patches and their grid.
+    const out: Embeddings[] = [];
+    for (const it of items) out.push(await project(model, modelId, asMatrix((await runSession(enc, qwen2VlFeeds(it), 'vision encoder'))[encOut], 'vision encoder')));
+    return out;
+  }
   const runs = { maxPatchesPerRun: pre.max_patches_per_run ?? Infinity, mergeSize: pre.merge_size };
   return (await encodeVisionRuns(items, runs, async (feeds) =>
     project(model, modelId, asMatrix((await runSession(enc, feeds, 'vision encoder'))[encOut], 'vision encoder'))))!;
+}
+
+/** A Qwen2-VL vision_encoder's inputs: `pixel_values [patches, patchDim]`, `grid_thw [1, 3]` (in patches). */
+export function qwen2VlFeeds(item: VisionInput): Record<string, ort.Tensor> {
+  const n = item.grid.t * item.grid.h * item.grid.w;
+  return {
+    pixel_values: f32(item.patches, [n, item.patchDim]),
+    grid_thw: i64(BigInt64Array.from([item.grid.t, item.grid.h, item.grid.w], BigInt), [1, 3]),
+  };
 }
 
 /** One encoded image → [tokens, hidden] (patches or nchw layout). */

@@ -34,6 +34,8 @@ export interface HfDecoderSpec {
   inputsEmbeds?: boolean;
   /** Extra special tokens (e.g. the Qwen2-VL vision markers). */
   extraSpecials?: readonly string[];
+  /** tokenizer_config.json's chat_template (default: the Qwen2-Instruct ChatML template). */
+  chatTemplate?: string;
 }
 
 export const TINY_QWEN2: HfDecoderSpec = { folder: 'tiny-qwen2', seed: 5101, hidden: 64, heads: 4, kvHeads: 2, layers: 2, intermediate: 128 };
@@ -86,7 +88,7 @@ export function hfVocab(extraSpecials: readonly string[] = []): HfVocab {
   return { vocab, specials, size: Math.ceil(next / 16) * 16 };
 }
 
-export function hfTokenizerFiles(extraSpecials: readonly string[] = []): { tokenizer: object; tokenizerConfig: object } {
+export function hfTokenizerFiles(extraSpecials: readonly string[] = [], chatTemplate = CHATML_TEMPLATE): { tokenizer: object; tokenizerConfig: object } {
   const v = hfVocab(extraSpecials);
   const added = Object.entries(v.specials).map(([content, id]) => ({
     id, content, single_word: false, lstrip: false, rstrip: false, normalized: false, special: true,
@@ -116,7 +118,7 @@ export function hfTokenizerFiles(extraSpecials: readonly string[] = []): { token
     added_tokens_decoder: Object.fromEntries(added.map(({ id, ...rest }) => [String(id), rest])),
     additional_special_tokens: ['<|im_start|>', '<|im_end|>', ...extraSpecials],
     bos_token: null,
-    chat_template: CHATML_TEMPLATE,
+    chat_template: chatTemplate,
     clean_up_tokenization_spaces: false,
     eos_token: '<|im_end|>',
     errors: 'replace',
@@ -254,7 +256,7 @@ export function qwen2Config(s: HfDecoderSpec, v: HfVocab, extra: Record<string, 
 /** Adds the decoder part files (config, generation config, tokenizer, ONNX) to `files`. */
 export function addHfDecoderFiles(files: Map<string, Uint8Array>, s: HfDecoderSpec, p: ParamStore, config: Record<string, unknown>): HfVocab {
   const v = hfVocab(s.extraSpecials);
-  const { tokenizer, tokenizerConfig } = hfTokenizerFiles(s.extraSpecials);
+  const { tokenizer, tokenizerConfig } = hfTokenizerFiles(s.extraSpecials, s.chatTemplate);
   files.set('config.json', json(config));
   files.set('generation_config.json', json({
     bos_token_id: v.specials['<|endoftext|>'], eos_token_id: [v.specials['<|im_end|>'], v.specials['<|endoftext|>']],
