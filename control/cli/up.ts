@@ -84,10 +84,10 @@ export interface CornserveOptions {
    */
   dispatch?: UpDispatch;
   /**
-   * Autoscale the unit tasks (control/resources/autoscale-loop.ts) with these options; absent = manual scaling only.
-   * `cornserve up` passes {} unless --no-autoscale.
+   * Autoscale the unit tasks (control/resources/autoscale-loop.ts) with these options (windows, tick; tests use short
+   * ones); false = manual scaling only (`cornserve up --no-autoscale`). @default {} (on, as `cornserve up`)
    */
-  autoscale?: AutoscaleLoopOptions;
+  autoscale?: AutoscaleLoopOptions | false;
 }
 
 export type UpDispatch = 'auto' | DispatchMode;
@@ -150,7 +150,8 @@ export async function startCornserve(opts: CornserveOptions = {}): Promise<Corns
       ...(opts.sidecars !== undefined ? { sidecars: opts.sidecars } : {}),
     });
     const autoscaleRegistry = new Registry();
-    const resources = new ResourceManager({ store, platform, sidecarUrls, ...(opts.autoscale ? { autoscale: { registry: autoscaleRegistry, ...opts.autoscale } } : {}) });
+    const autoscale = opts.autoscale ?? {};
+    const resources = new ResourceManager({ store, platform, sidecarUrls, ...(autoscale ? { autoscale: { registry: autoscaleRegistry, ...autoscale } } : {}) });
     closers.push(() => resources.close());
     if (opts.redisUrl) await resources.recover();
 
@@ -266,7 +267,7 @@ export async function upCommand(
     ...(opts.adminToken ? { adminToken: opts.adminToken } : {}),
     bodyLimitBytes: Number(opts.bodyLimit),
     dispatch: opts.dispatch,
-    ...(opts.autoscale !== false ? { autoscale: {} } : {}),
+    ...(opts.autoscale === false ? { autoscale: false } : {}),
   });
   printBanner(cs, io);
   const recovered = cs.apps.entries();

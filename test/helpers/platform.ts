@@ -70,6 +70,9 @@ export async function startPlatform(options: CornserveOptions = {}): Promise<Tes
     adminToken: TEST_ADMIN_TOKEN,
     sidecars: false, // echo apps forward no tensors; tests that need a sidecar pass sidecars: true (or start their own)
     logSink: (prefix, line) => void lines.push([prefix, line]),
+    // Fixed executor counts unless a test asks for autoscaling (its options) or the default (autoscale: {}):
+    // startCornserve autoscales by default, like `cornserve up`.
+    autoscale: false,
     ...options,
   });
   const url = (path: string) => new URL(path, cs.gatewayUrl);

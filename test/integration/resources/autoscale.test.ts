@@ -4,6 +4,7 @@
  */
 import test from 'ava';
 import { waitUntil } from '../../../lib/wait.js';
+import { startCornserve } from '../../../control/cli/up.js';
 import { echoAppSource, startPlatform, type TestPlatform } from '../../helpers/platform.js';
 
 const fast = { tickMs: 300, autoscaler: { stableWindowMs: 4000, panicWindowMs: 1500, scaleDownDelayMs: 1000 } };
@@ -64,4 +65,12 @@ test('sustained load scales a task up, and removed load brings it back to min wi
   t.deepEqual([...new Set(statuses)], [200]);
   const status = await p.resources.status(taskId);
   t.true(status!.autoscale!.lastDecision!.to < status!.autoscale!.lastDecision!.from, JSON.stringify(status!.autoscale));
+});
+
+test('startCornserve from code autoscales by default like `cornserve up`, and autoscale: false keeps manual scaling', async (t) => {
+  const quiet = { port: 0, devices: 1, sidecars: false, logSink: () => {} };
+  const [byDefault, manual] = await Promise.all([startCornserve(quiet), startCornserve({ ...quiet, autoscale: false })]);
+  t.teardown(() => Promise.all([byDefault.stop(), manual.stop()]));
+  t.truthy(byDefault.resources.autoscaling);
+  t.is(manual.resources.autoscaling, undefined);
 });
