@@ -13,7 +13,8 @@ Examples:
   cornserve experiment disaggregation --result-dir experiment-results/disaggregation
 
 Systems at an equal device count (8 × a100-80g preset): monolithic (every replica holds every component,
-encoders inside), disaggregated (the best fully split plan), planner (cornserve plan's free choice), and two
+encoders inside), disaggregated (the best fully split plan), autoscaler (the live autoscaler in virtual time,
+starting from that split, default policy), planner (cornserve plan's free choice), and two
 hand-written splits (even, proportional to each stage's work). See docs/experiment.md.
 `;
 
@@ -44,8 +45,10 @@ export function experimentCommand(io: Io): Command {
       }
       const rows = results.flatMap((r) => Object.entries(r.systems).map(([name, x]) =>
         `| ${r.scenario} | ${name} | ${Object.entries(x.replicas).filter(([, n]) => n > 0).map(([l, n]) => `${n}×${l.replace('cornserve/', '')}`).join(' ')} | ${f(x.goodput_rps)} | ${f(x.p99_ttft_ms, 0)} | ${f(x.p99_e2el_ms, 0)} | ${f(x.goodput_ratio_vs_monolithic)} | ${f(x.p99_e2el_ratio_vs_monolithic)} |`));
+      const ends = results.flatMap((r) => (r.systems.autoscaler?.replicas_at_end_of_fixed_run ? [`${r.scenario}: the autoscaler made ${r.systems.autoscaler.scale_events_at_fixed_rate} change(s) at ${r.fixed_rate_rps.toFixed(2)} req/s and ended at ${Object.entries(r.systems.autoscaler.replicas_at_end_of_fixed_run).filter(([, n]) => n > 0).map(([l, n]) => `${n}×${l.replace('cornserve/', '')}`).join(' ')}`] : []));
       const table = ['| scenario | system | executors | goodput (req/s) | p99 TTFT (ms) | p99 E2EL (ms) | goodput ÷ monolithic | monolithic p99 E2EL ÷ system |', '|---|---|---|---|---|---|---|---|', ...rows].join('\n');
       io.out(table);
+      for (const line of ends) io.out(line);
       const plots: string[] = [];
       if (o.plots) {
         for (const r of results) {
@@ -64,7 +67,7 @@ export function experimentCommand(io: Io): Command {
         scenarios: results.map((r) => ({ ...r, systems: Object.fromEntries(Object.entries(r.systems).map(([n, x]) => { const { fixed: _fixed, ...rest } = x; return [n, rest]; })) })),
       };
       await writeFile(`${o.resultDir}/results.json`, JSON.stringify(json, null, 2));
-      await writeFile(`${o.resultDir}/summary.md`, `# Disaggregation experiment${o.quick ? ' (quick)' : ''}\n\n${json.conditions}\n\n${table}\n\n${plots.filter((p) => p.endsWith('.png')).map((p) => `![${p}](${p})`).join('\n')}\n`);
+      await writeFile(`${o.resultDir}/summary.md`, `# Disaggregation experiment${o.quick ? ' (quick)' : ''}\n\n${json.conditions}\n\n${table}\n\n${ends.map((l) => `- ${l}`).join('\n')}\n\n${plots.filter((p) => p.endsWith('.png')).map((p) => `![${p}](${p})`).join('\n')}\n`);
       io.out(`\nresults: ${o.resultDir}/ (results.json, summary.md${plots.length ? `, ${plots.length} plot files` : ''})`);
     });
   return cmd;

@@ -3,6 +3,9 @@
  * a device budget and a GPU preset), the simulator's goodput and tail latency of
  *  - monolithic: every replica holds every component (vLLM-Omni; a vLLM with its encoder inside),
  *  - disaggregated, static: the planner's best split (cornserve plan, monolithic excluded),
+ *  - disaggregated with the autoscaler: the live Autoscaler (in the simulator's virtual time) starting from that
+ *    split, as after `cornserve apply-plan` (the platform's default policy: min 1, max the pool, 2 in flight per
+ *    executor; 2 s ticks, 10 s cold starts),
  *  - the "expert" splits a user would write: even, and proportional to each stage's work (FLOPs),
  * at an equal device count. Goodput = highest rate with ≥ 90% SLO attainment; p99s at one fixed rate (the
  * monolithic system's goodput, where it is at its limit).
@@ -14,6 +17,8 @@ import { goodputOf, scenarioFor, type GoodputPoint } from '../plan/goodput.js';
 import { monolithicCandidate, screen, searchPlan, type Candidate } from '../plan/search.js';
 import type { StageDemand } from '../plan/demand.js';
 import type { RunResults } from '../bench/report/results.js';
+import type { AutoscaleSettings } from '../sim/autoscale.js';
+import { defaultPolicy } from '../control/autoscaler/autoscaler.js';
 
 export interface ExperimentScenario {
   name: string;
@@ -77,6 +82,10 @@ export interface SystemResult {
   p99_e2el_ratio_vs_monolithic?: number;
   /** The goodput search's runs (rate, attainment, throughput, goodput). */
   points: GoodputPoint[];
+  /** Autoscaler system: executor-count changes in the run at the fixed rate. */
+  scale_events_at_fixed_rate?: number;
+  /** Autoscaler system: executors per label when the run at the fixed rate ended (it started from `replicas`). */
+  replicas_at_end_of_fixed_run?: Record<string, number>;
   /** The run at the fixed rate (for latency CDFs). */
   fixed?: RunResults;
 }
@@ -91,9 +100,14 @@ export interface ScenarioResult {
   systems: Record<string, SystemResult>;
 }
 
-async function measure(sc: Scenario, c: Candidate, guess: number): Promise<SystemResult> {
+/** The autoscaler system's settings: the live platform's defaults (control/autoscaler, control/resources/autoscale-loop.ts). */
+export function autoscalerSettings(devices: number): AutoscaleSettings {
+  return { tickMs: 2000, coldStartMs: 10_000, policy: defaultPolicy(devices), policies: {}, options: {} };
+}
+
+async function measure(sc: Scenario, c: Candidate, guess: number, autoscaler?: AutoscaleSettings): Promise<SystemResult> {
   const points: GoodputPoint[] = [];
-  const goodput = await goodputOf(sc, c, guess, { points });
+  const goodput = await goodputOf(sc, c, guess, { points, ...(autoscaler ? { autoscaler } : {}) });
   return { replicas: c.replicas, goodput_rps: goodput, p99_ttft_ms: null, p99_e2el_ms: null, slo_attainment_at_fixed_rate: null, points };
 }
 
@@ -109,27 +123,33 @@ export async function runScenario(s: ExperimentScenario, log: (line: string) => 
   const split = await searchPlan({ demand, devices: s.devices, monolithic: false, colocate: false, fineCandidates: 3 }, evaluate);
   const planned = await searchPlan({ demand, devices: s.devices, fineCandidates: 3 }, evaluate);
   const experts = expertPlans(stagesNoHosts, s.devices);
-  const candidates: Array<[string, Candidate]> = [
+  const autoscaler = autoscalerSettings(s.devices);
+  const candidates: Array<[string, Candidate, AutoscaleSettings?]> = [
     ...(mono ? [['monolithic', mono] as [string, Candidate]] : []),
     ['disaggregated', split.best],
+    ['autoscaler', split.best, autoscaler],
     ['planner', planned.best],
     ['expert-even', experts.even],
     ['expert-flops', experts.flops],
   ];
   const searched: Record<string, number> = { disaggregated: split.best.goodputRps, planner: planned.best.goodputRps };
-  for (const [name, c] of candidates) {
-    systems[name] = searched[name] !== undefined ? { replicas: c.replicas, goodput_rps: searched[name]!, p99_ttft_ms: null, p99_e2el_ms: null, slo_attainment_at_fixed_rate: null, points: [] } : await measure(sc, c, screen(demand.stages, c).screenRateRps * 0.8);
+  for (const [name, c, auto] of candidates) {
+    systems[name] = searched[name] !== undefined ? { replicas: c.replicas, goodput_rps: searched[name]!, p99_ttft_ms: null, p99_e2el_ms: null, slo_attainment_at_fixed_rate: null, points: [] } : await measure(sc, c, screen(demand.stages, c).screenRateRps * 0.8, auto);
     log(`  ${s.name}: ${name} (${Object.entries(c.replicas).filter(([, n]) => n > 0).map(([l, n]) => `${n} × ${l}`).join(', ')}): goodput ${systems[name]!.goodput_rps.toFixed(2)} req/s`);
   }
   const base = systems.monolithic ?? systems.disaggregated!;
   const fixedRate = base.goodput_rps > 0 ? base.goodput_rps : 0.1;
-  for (const [name, c] of candidates) {
-    const out = await simulate(scenarioFor(sc, c, fixedRate), { itl: false });
+  for (const [name, c, auto] of candidates) {
+    const out = await simulate(scenarioFor(sc, c, fixedRate, auto), { itl: false });
     const r = systems[name]!;
     r.p99_ttft_ms = out.results.p99_ttft_ms as number | null;
     r.p99_e2el_ms = out.results.p99_e2el_ms as number | null;
     r.slo_attainment_at_fixed_rate = out.results.slo_attainment as number | null;
     r.fixed = out.results;
+    if (auto) {
+      r.scale_events_at_fixed_rate = out.scaling.length;
+      r.replicas_at_end_of_fixed_run = { ...c.replicas, ...Object.fromEntries(out.scaling.map((e) => [e.label, e.to])) };
+    }
   }
   if (systems.monolithic) {
     const m = systems.monolithic;

@@ -5,25 +5,30 @@
  */
 import { simulate, type SimOutcome } from '../sim/run.js';
 import type { Scenario } from '../sim/scenario/schema.js';
+import type { AutoscaleSettings } from '../sim/autoscale.js';
 import type { Candidate } from './search.js';
 import { PlanError } from './schema.js';
 
 export const ATTAINMENT_TARGET = 0.9;
 
-export function scenarioFor(base: Scenario, c: Candidate, rate = base.workload.rate): Scenario {
-  return { ...base, deployment: { mode: c.mode === 'monolithic' ? 'monolithic' : 'manual', replicas: { ...c.replicas }, default: 1 }, workload: { ...base.workload, rate } };
+/** The scenario running candidate `c` at `rate`; with `autoscaler`, the live autoscaler starts from c's counts. */
+export function scenarioFor(base: Scenario, c: Candidate, rate = base.workload.rate, autoscaler?: AutoscaleSettings): Scenario {
+  const deployment: Scenario['deployment'] = autoscaler
+    ? { mode: 'autoscaler', replicas: { ...c.replicas }, default: 1, autoscaler }
+    : { mode: c.mode === 'monolithic' ? 'monolithic' : 'manual', replicas: { ...c.replicas }, default: 1 };
+  return { ...base, deployment, workload: { ...base.workload, rate } };
 }
 
 export const attainment = (o: SimOutcome) => (o.results.slo_attainment as number | null) ?? 0;
 
 export interface GoodputPoint { rate: number; attainment: number; throughput: number; goodput: number }
 
-export async function goodputOf(base: Scenario, c: Candidate, guessRps: number, o: { tolerance?: number; points?: GoodputPoint[] } = {}): Promise<number> {
+export async function goodputOf(base: Scenario, c: Candidate, guessRps: number, o: { tolerance?: number; points?: GoodputPoint[]; autoscaler?: AutoscaleSettings } = {}): Promise<number> {
   // A deployment whose stages have no modelled work (an echo task without a concurrency limit) has no rate limit.
   if (!Number.isFinite(guessRps)) throw new PlanError(`goodput: the plan ${Object.entries(c.replicas).map(([l, n]) => `${n} × ${l}`).join(', ')} has no modelled capacity limit (no stage costs device time), so it has no goodput to search`);
   const tol = o.tolerance ?? 0.05;
   const passes = async (rate: number) => {
-    const out = await simulate(scenarioFor(base, c, rate), { itl: false });
+    const out = await simulate(scenarioFor(base, c, rate, o.autoscaler), { itl: false });
     const a = attainment(out);
     o.points?.push({ rate, attainment: a, throughput: out.results.request_throughput as number, goodput: (out.results.request_goodput as number | null) ?? 0 });
     return a >= ATTAINMENT_TARGET;

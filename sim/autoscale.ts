@@ -148,7 +148,7 @@ export class SimAutoscaling {
         this.executors.get(t.taskId)!.push(ex);
       });
     }
-    return this.executors.get(t.taskId)!.length + this.starting.get(t.taskId)! - (this.cancelled.get(t.taskId) ?? 0);
+    return this.executors.get(t.taskId)!.length + (this.starting.get(t.taskId) ?? 0) - (this.cancelled.get(t.taskId) ?? 0);
   }
 
   private scaleDown(t: SimTask, n: number): number {

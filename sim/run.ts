@@ -135,7 +135,7 @@ function deploy(sc: Scenario, tasks: Map<string, SimTask>, events: EventQueue): 
     if (![...tasks.values()].some((c) => c.stage === 'llm' || c.stage === 'generator')) throw new ScenarioError(`deployment: encoder ${t.label} runs inside its consumer, which needs an LLM or generator task`);
   }
   const auto = sc.deployment.autoscaler;
-  const wanted = [...tasks.values()].filter((t) => !inlined(t)).map((t) => ({ t, n: auto ? (auto.policies[t.label] ?? auto.policy).min : sc.deployment.replicas[t.label] ?? sc.deployment.default }));
+  const wanted = [...tasks.values()].filter((t) => !inlined(t)).map((t) => ({ t, n: auto ? (sc.deployment.replicas[t.label] ?? (auto.policies[t.label] ?? auto.policy).min) : sc.deployment.replicas[t.label] ?? sc.deployment.default }));
   const held = new Map<SimExecutor, DeviceRef[]>();
   const total = wanted.reduce((a, w) => a + w.n * devicesPer(w.t), 0);
   for (const { t, n } of wanted) {

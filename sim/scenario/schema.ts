@@ -59,7 +59,8 @@ const scenarioSchema = z.object({
      *  the LLM or generator executor that consumes it (a partly colocated plan). */
     replicas: z.record(z.string(), z.number().int().nonnegative()).default({}),
     default: z.number().int().positive().default(1),
-    /** autoscaler mode: the live Autoscaler decides every tickS of simulated time; tasks start at their policy's min. */
+    /** autoscaler mode: the live Autoscaler decides every tickS of simulated time; tasks start at `replicas` where given
+     *  (a plan's counts, as after `cornserve apply-plan`), else at their policy's min. */
     autoscaler: z.object({
       tickS: z.number().positive().default(2),
       coldStartS: z.number().nonnegative().default(10),

@@ -15,15 +15,28 @@ import { monolithicCandidate, screen, searchPlan, splits } from '../../../plan/s
 import { planCommand } from '../../../plan/command.js';
 
 const quick = (name: string) => scenarios(true).find((s) => s.name === name)!;
+let anyToAny: ReturnType<typeof runScenario> | undefined;
+/** The quick any-to-any run, shared by the tests that read it (one simulation sweep). */
+const quickAnyToAny = () => (anyToAny ??= runScenario(quick('any-to-any/poisson')));
 
 test('quick any-to-any: disaggregated beats monolithic in goodput and p99 E2EL (the monolithic replicas hold a generator each)', async (t) => {
-  const r = await runScenario(quick('any-to-any/poisson'));
+  const r = await quickAnyToAny();
   const m = r.systems.monolithic!;
   const d = r.systems.disaggregated!;
   t.true(d.goodput_rps > m.goodput_rps, `disaggregated ${d.goodput_rps} vs monolithic ${m.goodput_rps} req/s`);
   t.true(d.goodput_ratio_vs_monolithic! > 1);
   t.true(d.p99_e2el_ratio_vs_monolithic! > 1);
   t.true(r.systems.planner!.goodput_rps >= d.goodput_rps * 0.95, 'the planner’s free choice is at least as good as the fully split one');
+});
+
+test('quick any-to-any: the autoscaler system starts from the static split, rescales during the run and is compared with monolithic', async (t) => {
+  const r = await quickAnyToAny();
+  const a = r.systems.autoscaler!;
+  t.deepEqual(a.replicas, r.systems.disaggregated!.replicas);
+  t.true(a.scale_events_at_fixed_rate! > 0, 'the live Autoscaler changed executor counts in virtual time');
+  for (const [label, n] of Object.entries(a.replicas_at_end_of_fixed_run!)) t.true(Number.isInteger(n) && n >= 1, `${label}: ${n}`);
+  t.true(Number.isFinite(a.goodput_ratio_vs_monolithic) && a.goodput_rps > 0);
+  t.true(Number.isFinite(a.p99_e2el_ratio_vs_monolithic));
 });
 
 test('quick mllm: with encoders this cheap next to the LLM, monolithic beats a fully split plan and the planner keeps the encoders inside', async (t) => {

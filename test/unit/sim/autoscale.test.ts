@@ -35,3 +35,16 @@ test('autoscaler settings are refused outside the autoscaler mode', async (t) =>
   const e = await t.throwsAsync(async () => parseScenario({ ...stepScenario, deployment: { mode: 'manual', autoscaler: {} } }));
   t.regex(e!.message, /deployment\.autoscaler: only for mode autoscaler/);
 });
+
+test('the autoscaled deployment starts from the given replicas (a plan applied) and scales from there', async (t) => {
+  const sc = await parseScenario({
+    ...stepScenario,
+    deployment: { ...stepScenario.deployment, replicas: { [LLM]: 3 } },
+    workload: { ...stepScenario.workload, pattern: 'constant', requestRate: 1, duration: 60 },
+  });
+  const r = await simulate(sc);
+  const llm = r.scaling.filter((d) => d.label === LLM);
+  t.true(llm.length > 0, 'light load: the LLM task scales down');
+  t.is(llm[0]!.from, 3);
+  t.true(r.scaling.every((d) => Number.isInteger(d.from) && Number.isInteger(d.to)), JSON.stringify(r.scaling));
+});
