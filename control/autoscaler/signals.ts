@@ -38,7 +38,7 @@ export class LoadRecorder {
   private flushing: Promise<void> | undefined;
 
   constructor(
-    private readonly store: Store,
+    private readonly store: Pick<Store, 'addCounters'>,
     private readonly options: { flushMs?: number; now?: () => number } = {},
   ) {
     this.timer = setInterval(() => void this.flush(), options.flushMs ?? 250);

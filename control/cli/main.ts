@@ -71,7 +71,7 @@ program
   .addOption(drainTimeoutOption())
   .addOption(blockedLimitOption())
   .addOption(
-    new Option('--dispatch <mode>', 'how app functions run task graphs: in-process (no hop to the dispatcher; needs --redis), cloudevent (through the dispatcher service), auto = in-process with --redis')
+    new Option('--dispatch <mode>', 'how app functions run task graphs: in-process (no hop to the dispatcher; executor leases counted in Redis with --redis, else in this process over its store link), cloudevent (through the dispatcher service), auto = in-process')
       .choices(['auto', 'in-process', 'cloudevent'])
       .default('auto')
       .env('CORNSERVE_DISPATCH'),

@@ -5,7 +5,9 @@
  *   on Redis) -> dispatcher (in-process, own free port) -> gateway (AppFunctions + AppManager, + recover()
  *   on Redis) -> register every app in --apps DIR.
  * The hops inside this machine (gateway -> app function -> dispatcher) go over unix sockets in a temp folder of the
- * run (removed on stop); the gateway port, the dispatcher's own port and the executors stay TCP.
+ * run (removed on stop); the gateway port, the dispatcher's own port and the executors stay TCP. By default the app
+ * functions run their task graphs themselves (in-process dispatch, no hop to the dispatcher): over Redis with
+ * --redis, else over the in-memory Store this process serves them on its store link (control/store/link-server.ts).
  *
  * Ctrl-C / SIGTERM first drains the gateway (new requests get 503 SHUTTING_DOWN; in-flight ones get
  * `drainTimeoutMs` to finish, then are cut with that error), then stops the gateway, every app function and
@@ -38,6 +40,7 @@ import { printAppUsage, printBanner } from './up-output.js';
 import { bodyLimitEnv, hopBodyLimitBytes } from '../../lib/body-limit.js';
 import { MODELS_ENV, modelDirs } from '../../executors/models/model-dirs.js';
 import { DISPATCH_ENV, type DispatchMode } from '../../functions/runtime/dispatch-mode.js';
+import { serveStoreLink } from '../store/link-server.js';
 
 /** The run's folder of unix sockets (gateway -> app function -> dispatcher); short: socket paths are limited to 107 bytes. */
 export const SOCKET_DIR_PREFIX = 'cs-up-';
@@ -79,8 +82,8 @@ export interface CornserveOptions {
   sessionTimeoutMs?: number;
   /**
    * How app functions run their task graphs (functions/runtime/dispatch-mode.ts): 'in-process' (no hop to the
-   * dispatcher; needs redisUrl, where every app function's leases are counted), 'cloudevent' (through the
-   * dispatcher service), 'auto' = in-process with Redis, else cloudevent. @default $CORNSERVE_DISPATCH, else 'auto'
+   * dispatcher; leases counted in Redis with redisUrl, else in this process's Store through its store link),
+   * 'cloudevent' (through the dispatcher service), 'auto' = in-process. @default $CORNSERVE_DISPATCH, else 'auto'
    */
   dispatch?: UpDispatch;
   /**
@@ -93,16 +96,16 @@ export interface CornserveOptions {
 export type UpDispatch = 'auto' | DispatchMode;
 
 /**
- * The dispatch mode of `up`'s app functions. In-process needs the Redis store: its executor leases are atomic
- * counts every app function (and the dispatcher service) shares; with the in-memory store only the `up` process
- * sees the counts, so app functions go through the dispatcher there.
+ * The dispatch mode of `up`'s app functions: in-process unless cloudevent is asked for. The executor leases stay
+ * counts every app function and the dispatcher service share: in Redis, or in the in-memory Store of the `up`
+ * process, which its app functions reach through the store link.
  */
-export function upDispatchMode(requested: UpDispatch, redis: boolean): DispatchMode {
-  if (requested === 'auto') return redis ? 'in-process' : 'cloudevent';
-  if (requested === 'in-process' && !redis)
-    throw new Error('--dispatch in-process needs --redis: app functions lease executors in the shared store (the in-memory store lives in the up process only)');
-  return requested;
+export function upDispatchMode(requested: UpDispatch): DispatchMode {
+  return requested === 'auto' ? 'in-process' : requested;
 }
+
+/** The store link's socket in the run's socket folder (plain `up`, in-process dispatch). */
+const STORE_LINK_SOCKET = 'store.sock';
 
 export interface Cornserve {
   gatewayUrl: string;
@@ -129,17 +132,21 @@ export async function startCornserve(opts: CornserveOptions = {}): Promise<Corns
   const where = { ...(opts.redisUrl ? { redisUrl: opts.redisUrl } : {}), ...(opts.redisPrefix ? { redisPrefix: opts.redisPrefix } : {}) };
   const stale = await removeStaleTempDirs(RUN_DIR_PREFIXES);
   if (stale.length) logger('up').info({ stale }, `removed ${stale.length} temp folder(s) left by cornserve runs that died without cleaning up`);
-  const dispatchMode = upDispatchMode(opts.dispatch ?? ((process.env[DISPATCH_ENV.mode] || 'auto') as UpDispatch), Boolean(opts.redisUrl));
-  // What the app functions need to run graphs in process (the gateway passes childEnv on to them).
-  const functionEnv: Record<string, string> = {
-    ...opts.childEnv,
-    [DISPATCH_ENV.mode]: dispatchMode,
-    ...(dispatchMode === 'in-process' ? { [DISPATCH_ENV.storeUrl]: opts.redisUrl!, ...(opts.redisPrefix ? { [DISPATCH_ENV.storePrefix]: opts.redisPrefix } : {}) } : {}),
-  };
+  const dispatchMode = upDispatchMode(opts.dispatch ?? ((process.env[DISPATCH_ENV.mode] || 'auto') as UpDispatch));
   const composed = await compose('up', { ...where, telemetryName: 'cornserve' }, async (closers, store) => {
     // The local hops (gateway -> app function -> dispatcher) use unix sockets in a folder of this run (lib/unix-url.ts).
     const socketDir = await makeOwnedTempDir(SOCKET_DIR_PREFIX);
     closers.push(() => rm(socketDir, { recursive: true, force: true }));
+    // What the app functions need to run graphs in process (the gateway passes childEnv on to them).
+    const functionEnv: Record<string, string> = { ...opts.childEnv, [DISPATCH_ENV.mode]: dispatchMode };
+    if (dispatchMode === 'in-process' && opts.redisUrl) {
+      functionEnv[DISPATCH_ENV.storeUrl] = opts.redisUrl;
+      if (opts.redisPrefix) functionEnv[DISPATCH_ENV.storePrefix] = opts.redisPrefix;
+    } else if (dispatchMode === 'in-process') {
+      const link = await serveStoreLink(store, join(socketDir, STORE_LINK_SOCKET));
+      closers.push(() => link.close());
+      functionEnv[DISPATCH_ENV.storeSocket] = link.socketPath;
+    }
     const { platform, sidecarUrls } = await startLocalPlatform(closers, {
       socketDir,
       ...(opts.devices !== undefined ? { devices: opts.devices } : {}),

@@ -14,7 +14,7 @@ import type { DispatchResult, TaskGraph, UnitTask } from '../../functions/sdk/in
 import { toJsonValue } from '../../functions/sdk/index.js';
 import { descriptorFor } from '../descriptors/registry.js';
 import type { InvocationResult, TaskDescriptor } from '../descriptors/types.js';
-import type { Store } from '../store/types.js';
+import type { DispatchStore } from '../store/link-protocol.js';
 import { NOOP_SPAN, SpanKind, SpanStatusCode, context, isTraceparent, propagation, trace, tracer, tracingOn, withTraceparent, type Span } from '../../lib/telemetry.js';
 import { reportsProducerFailure } from '../../executors/common/errors.js';
 import { DeadlineExceededError, DispatchCancelledError, TaskFailedError, type FailureSite } from './errors.js';
@@ -42,7 +42,7 @@ export interface DispatchObserver {
 }
 
 export interface DispatchDeps {
-  store: Store;
+  store: DispatchStore;
   /** @default descriptorFor (the registry) */
   descriptors?: (task: UnitTask) => TaskDescriptor;
   router?: Router;

@@ -15,7 +15,7 @@
  */
 import { DispatchError, TaskGraph, type DispatchOptions, type DispatchResult, type GraphDispatcher, type TaskGraphJSON } from '../../functions/sdk/index.js';
 import { toErrorBody } from '../../lib/http.js';
-import type { Store } from '../store/types.js';
+import type { DispatchStore } from '../store/link-protocol.js';
 import { dispatchGraph, type DispatchDeps } from './dispatch.js';
 import { Router, taskIdOfCached } from './routing.js';
 import { LoadRecorder } from '../autoscaler/signals.js';
@@ -56,7 +56,7 @@ export class InProcessDispatcher implements GraphDispatcher {
   #closing: Promise<void> | undefined;
 
   constructor(
-    store: Store,
+    store: DispatchStore,
     private readonly options: { appId?: string; descriptors?: DispatchDeps['descriptors'] } = {},
   ) {
     this.#load = new LoadRecorder(store);

@@ -19,7 +19,7 @@ export class LiveServiceRecorder {
   private flushing: Promise<void> | undefined;
 
   constructor(
-    private readonly store: Store,
+    private readonly store: Pick<Store, 'putExecutorStats'>,
     private readonly opts: { flushMs?: number; now?: () => number } = {},
   ) {
     this.timer = setInterval(() => void this.flush(), opts.flushMs ?? 1000);

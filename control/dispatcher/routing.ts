@@ -14,8 +14,9 @@
  * dropped on each `autoscale` change notification of it (and read again after MIN_ZERO_MAX_AGE_MS regardless).
  */
 import type { TaskGraph, UnitTask } from '../../functions/sdk/index.js';
-import { StoreNotFoundError, taskIdOf, type ExecutorRoute, type Store, type UnitTaskRecord } from '../store/index.js';
+import { StoreNotFoundError, taskIdOf, type ExecutorRoute, type UnitTaskRecord } from '../store/index.js';
 import { MemoryStore } from '../store/memory.js';
+import type { DispatchStore } from '../store/link-protocol.js';
 import { logger } from '../../lib/log.js';
 import { pickLeastOutstanding } from './pick.js';
 import { COUNTER_TTL_MS, counterNames } from '../autoscaler/signals.js';
@@ -87,7 +88,7 @@ export class Router {
   private autoscaleWatchReady = false;
 
   constructor(
-    private readonly store: Store,
+    private readonly store: DispatchStore,
     options: RouterOptions = {},
   ) {
     this.holdCap = options.holdCap ?? 256;
@@ -296,10 +297,10 @@ export class Router {
   }
 }
 
-const routers = new WeakMap<Store, Router>();
+const routers = new WeakMap<DispatchStore, Router>();
 
 /** One Router per Store, so round-robin state is shared by every dispatch in the process. */
-export function routerFor(store: Store): Router {
+export function routerFor(store: DispatchStore): Router {
   let r = routers.get(store);
   if (!r) routers.set(store, (r = new Router(store)));
   return r;

@@ -2,16 +2,18 @@
  * How an app function dispatches its task graphs (CORNSERVE_DISPATCH):
  *  - `cloudevent` (default): a CloudEvent to the dispatcher service per graph (Knative's shape, design card);
  *  - `in-process`: graph execution runs in this process (control/dispatcher/in-process.ts) over the shared
- *    Redis Store named by CORNSERVE_STORE_URL (+ CORNSERVE_STORE_PREFIX) — one HTTP hop fewer per request.
- * `in-process` without a Redis store is refused: a store of this process alone would count only this
- * process's leases, and least-outstanding routing across app functions would be wrong.
+ *    Store — one HTTP hop fewer per request: the Redis Store named by CORNSERVE_STORE_URL (+ CORNSERVE_STORE_PREFIX),
+ *    or the `cornserve up` process's in-memory Store through its store link at CORNSERVE_STORE_SOCKET
+ *    (control/store/link-protocol.ts; plain `up` without Redis).
+ * `in-process` without either is refused: a store of this process alone would count only this process's leases,
+ * and least-outstanding routing across app functions would be wrong.
  * The dispatcher's modules are imported only for `in-process`, so the CloudEvent path starts as before.
  */
 import { z } from 'zod';
 import type { GraphDispatcher } from '../sdk/index.js';
 import { CloudEventDispatcher } from './cloudevent-dispatcher.js';
 
-export const DISPATCH_ENV = { mode: 'CORNSERVE_DISPATCH', storeUrl: 'CORNSERVE_STORE_URL', storePrefix: 'CORNSERVE_STORE_PREFIX' } as const;
+export const DISPATCH_ENV = { mode: 'CORNSERVE_DISPATCH', storeUrl: 'CORNSERVE_STORE_URL', storePrefix: 'CORNSERVE_STORE_PREFIX', storeSocket: 'CORNSERVE_STORE_SOCKET' } as const;
 export const DISPATCH_MODES = ['cloudevent', 'in-process'] as const;
 export type DispatchMode = (typeof DISPATCH_MODES)[number];
 
@@ -19,6 +21,7 @@ const dispatchEnv = z.object({
   [DISPATCH_ENV.mode]: z.enum(DISPATCH_MODES, { error: `${DISPATCH_ENV.mode} must be one of ${DISPATCH_MODES.join(', ')}` }).default('cloudevent'),
   [DISPATCH_ENV.storeUrl]: z.string().regex(/^rediss?:\/\//, `${DISPATCH_ENV.storeUrl} must be a redis:// URL`).optional(),
   [DISPATCH_ENV.storePrefix]: z.string().optional(),
+  [DISPATCH_ENV.storeSocket]: z.string().startsWith('/', `${DISPATCH_ENV.storeSocket} must be an absolute socket path`).optional(),
 });
 
 export interface OpenedDispatcher {
@@ -37,9 +40,19 @@ export async function openDispatcher(env: NodeJS.ProcessEnv, o: { appId: string;
     return { dispatcher, mode, close: async () => dispatcher.close() };
   }
   const storeUrl = parsed.data[DISPATCH_ENV.storeUrl];
-  if (!storeUrl)
-    throw new Error(`${DISPATCH_ENV.mode}=in-process needs the shared Redis store in ${DISPATCH_ENV.storeUrl}: executor leases must be counted where every app function sees them`);
-  const [{ RedisStore }, { InProcessDispatcher }] = await Promise.all([import('../../control/store/redis.js'), import('../../control/dispatcher/in-process.js')]);
+  const storeSocket = parsed.data[DISPATCH_ENV.storeSocket];
+  if (!storeUrl && !storeSocket)
+    throw new Error(
+      `${DISPATCH_ENV.mode}=in-process needs the shared store: the Redis store in ${DISPATCH_ENV.storeUrl} or the up process's store link in ${DISPATCH_ENV.storeSocket} (executor leases must be counted where every app function sees them)`,
+    );
+  const { InProcessDispatcher } = await import('../../control/dispatcher/in-process.js');
+  if (!storeUrl) {
+    const { StoreLink } = await import('../../control/store/link-client.js');
+    const link = new StoreLink(storeSocket!);
+    await link.ready();
+    return { dispatcher: new InProcessDispatcher(link, { appId: o.appId }), mode, close: () => link.close() };
+  }
+  const { RedisStore } = await import('../../control/store/redis.js');
   const prefix = parsed.data[DISPATCH_ENV.storePrefix];
   const store = new RedisStore({ url: storeUrl, ...(prefix ? { prefix } : {}) });
   await store.ready();

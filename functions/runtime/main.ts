@@ -5,8 +5,9 @@
  *     CORNSERVE_DISPATCHER_URL (http:// or http+unix://), PORT (default 8000), CORNSERVE_HOST (default 127.0.0.1);
  *     with CORNSERVE_SOCKET_PATH it listens on that unix socket instead of PORT (the local platform's choice).
  *   dispatch (CORNSERVE_DISPATCH): `cloudevent` (default; every graph is a CloudEvent POSTed to the dispatcher
- *     service: Knative, and `up` without Redis) or `in-process` (graph execution runs here, over the shared Redis
- *     Store at CORNSERVE_STORE_URL / CORNSERVE_STORE_PREFIX: `up --redis` picks it; see dispatch-mode.ts).
+ *     service: Knative, and `up --dispatch cloudevent`) or `in-process` (graph execution runs here, over the shared
+ *     Redis Store at CORNSERVE_STORE_URL / CORNSERVE_STORE_PREFIX, or the `up` process's in-memory Store through
+ *     its store link at CORNSERVE_STORE_SOCKET: `up` picks it; see dispatch-mode.ts).
  *   check mode: `--check FILE` loads the source, prints one line `CORNSERVE_CHECK <json>` on stdout
  *     (see check.ts) and exits 0 when the app is valid, 1 otherwise. The gateway runs this in a
  *     throwaway process to validate a registration.
@@ -35,6 +36,7 @@ export const RUNTIME_ENV = {
   dispatch: DISPATCH_ENV.mode,
   storeUrl: DISPATCH_ENV.storeUrl,
   storePrefix: DISPATCH_ENV.storePrefix,
+  storeSocket: DISPATCH_ENV.storeSocket,
 } as const;
 
 async function check(file: string, what: 'app' | 'task' = 'app'): Promise<never> {

@@ -12,9 +12,15 @@ test('an app function sends CloudEvents unless told otherwise', async (t) => {
   await opened.close();
 });
 
-test('in-process dispatch without a shared Redis store is refused, naming the variable', async (t) => {
+test('in-process dispatch without a shared store (Redis or the up store link) is refused, naming both variables', async (t) => {
   const e = await t.throwsAsync(openDispatcher({ CORNSERVE_DISPATCH: 'in-process' }, o));
   t.regex(e.message, /CORNSERVE_STORE_URL/);
+  t.regex(e.message, /CORNSERVE_STORE_SOCKET/);
+});
+
+test('in-process dispatch over a store link nothing listens on fails at start, naming the socket', async (t) => {
+  const e = await t.throwsAsync(openDispatcher({ CORNSERVE_DISPATCH: 'in-process', CORNSERVE_STORE_SOCKET: '/tmp/no-such-cornserve-store.sock' }, o));
+  t.regex(e.message, /no-such-cornserve-store\.sock/);
 });
 
 test('an unknown dispatch mode is refused, naming the variable', async (t) => {
@@ -22,9 +28,8 @@ test('an unknown dispatch mode is refused, naming the variable', async (t) => {
   t.regex(e.message, /CORNSERVE_DISPATCH must be one of cloudevent, in-process/);
 });
 
-test('up picks in-process with Redis and CloudEvents without; forcing in-process without Redis is refused', (t) => {
-  t.is(upDispatchMode('auto', true), 'in-process');
-  t.is(upDispatchMode('auto', false), 'cloudevent');
-  t.is(upDispatchMode('cloudevent', true), 'cloudevent');
-  t.throws(() => upDispatchMode('in-process', false), { message: /needs --redis/ });
+test('up dispatches in process unless cloudevent is asked for', (t) => {
+  t.is(upDispatchMode('auto'), 'in-process');
+  t.is(upDispatchMode('in-process'), 'in-process');
+  t.is(upDispatchMode('cloudevent'), 'cloudevent');
 });

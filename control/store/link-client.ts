@@ -1,0 +1,117 @@
+/**
+ * StoreLink: an app function's view of the `cornserve up` process's Store for graph dispatch (link-protocol.ts).
+ * Every call is one line out and one line back on a unix socket; calls are pipelined (ids match replies).
+ * Change notifications are asked for once, at the first subscribe. A lost connection fails the calls in flight
+ * with StoreUnavailableError (the dispatcher answers 503) and the next call connects again (and subscribes again).
+ */
+import { connect, type Socket } from 'node:net';
+import { StoreUnavailableError } from './errors.js';
+import type { StoreChange, Unsubscribe } from './types.js';
+import { errorFromBody, lineSplitter, SUBSCRIBE, type DispatchStore, type LinkErrorBody, type LinkMethod } from './link-protocol.js';
+
+interface Pending {
+  method: string;
+  resolve(v: unknown): void;
+  reject(e: Error): void;
+}
+
+type Reply = { i: number; r?: unknown; e?: LinkErrorBody } | { i?: undefined; c: StoreChange };
+
+export class StoreLink implements DispatchStore {
+  #socket: Socket | undefined;
+  #nextId = 1;
+  readonly #pending = new Map<number, Pending>();
+  readonly #listeners = new Set<(c: StoreChange) => void>();
+  #closed = false;
+
+  constructor(readonly socketPath: string) {}
+
+  /** Connects (the first call would otherwise); rejects when nothing listens at the socket. */
+  ready(): Promise<void> {
+    if (this.#closed) return Promise.reject(new StoreUnavailableError('the store link is closed'));
+    const socket = this.#connect();
+    if (!socket.connecting) return Promise.resolve();
+    return new Promise((resolve, reject) => {
+      const onError = (e: Error) => reject(new StoreUnavailableError(`cannot reach the store link at ${this.socketPath}: ${e.message}`));
+      socket.once('error', onError);
+      socket.once('connect', () => {
+        socket.off('error', onError);
+        resolve();
+      });
+    });
+  }
+
+  #connect(): Socket {
+    if (this.#socket) return this.#socket;
+    const socket = (this.#socket = connect(this.socketPath));
+    socket.setEncoding('utf8');
+    socket.on('data', lineSplitter((line) => this.#onLine(line)));
+    const lost = (e?: Error) => {
+      if (this.#socket !== socket) return;
+      this.#socket = undefined;
+      const error = new StoreUnavailableError(`the store link at ${this.socketPath} ${e ? `failed: ${e.message}` : 'closed'}`);
+      for (const p of this.#pending.values()) p.reject(error);
+      this.#pending.clear();
+    };
+    socket.on('error', lost);
+    socket.on('close', () => lost());
+    if (this.#listeners.size) this.#send(socket, SUBSCRIBE, []).catch(() => undefined);
+    return socket;
+  }
+
+  #onLine(line: string): void {
+    const reply = JSON.parse(line) as Reply;
+    if (reply.i === undefined) {
+      for (const l of [...this.#listeners]) l(reply.c);
+      return;
+    }
+    const p = this.#pending.get(reply.i);
+    if (!p) return;
+    this.#pending.delete(reply.i);
+    if (reply.e) p.reject(errorFromBody(reply.e, p.method));
+    else p.resolve(reply.r);
+  }
+
+  #send(socket: Socket, method: string, args: unknown[]): Promise<unknown> {
+    const i = this.#nextId++;
+    return new Promise((resolve, reject) => {
+      this.#pending.set(i, { method, resolve, reject });
+      socket.write(`${JSON.stringify({ i, m: method, a: args })}\n`);
+    });
+  }
+
+  #call(method: LinkMethod | typeof SUBSCRIBE, args: unknown[]): Promise<unknown> {
+    if (this.#closed) return Promise.reject(new StoreUnavailableError('the store link is closed'));
+    return this.#send(this.#connect(), method, args);
+  }
+
+  getTask: DispatchStore['getTask'] = (...a) => this.#call('getTask', a) as ReturnType<DispatchStore['getTask']>;
+  listExecutors: DispatchStore['listExecutors'] = (...a) => this.#call('listExecutors', a) as ReturnType<DispatchStore['listExecutors']>;
+  adjustOutstanding: DispatchStore['adjustOutstanding'] = (...a) => this.#call('adjustOutstanding', a) as ReturnType<DispatchStore['adjustOutstanding']>;
+  getAutoscale: DispatchStore['getAutoscale'] = (...a) => this.#call('getAutoscale', a) as ReturnType<DispatchStore['getAutoscale']>;
+  addCounters: DispatchStore['addCounters'] = (...a) => this.#call('addCounters', a) as ReturnType<DispatchStore['addCounters']>;
+  wakeTask: DispatchStore['wakeTask'] = (...a) => this.#call('wakeTask', a) as ReturnType<DispatchStore['wakeTask']>;
+  putExecutorStats: DispatchStore['putExecutorStats'] = (...a) => this.#call('putExecutorStats', a) as ReturnType<DispatchStore['putExecutorStats']>;
+
+  subscribe(listener: (change: StoreChange) => void): Unsubscribe {
+    const own = (c: StoreChange) => listener(c); // a distinct entry even if the same function subscribes twice
+    const first = this.#listeners.size === 0;
+    this.#listeners.add(own);
+    // Connecting subscribes when there are listeners; a lost link subscribes again when it reconnects.
+    if (first && !this.#closed) {
+      if (this.#socket) this.#send(this.#socket, SUBSCRIBE, []).catch(() => undefined);
+      else this.#connect();
+    }
+    return () => void this.#listeners.delete(own);
+  }
+
+  async close(): Promise<void> {
+    this.#closed = true;
+    const socket = this.#socket;
+    if (!socket) return;
+    await new Promise<void>((resolve) => {
+      socket.once('close', () => resolve());
+      socket.end();
+    });
+  }
+}
