@@ -15,6 +15,7 @@
  */
 import { DispatchError, TaskGraph, type DispatchOptions, type DispatchResult, type GraphDispatcher, type TaskGraphJSON } from '../../functions/sdk/index.js';
 import { toErrorBody } from '../../lib/http.js';
+import { currentTraceparent } from '../../lib/telemetry.js';
 import type { DispatchStore } from '../store/link-protocol.js';
 import { dispatchGraph, type DispatchDeps } from './dispatch.js';
 import { Router, taskIdOfCached } from './routing.js';
@@ -77,11 +78,13 @@ export class InProcessDispatcher implements GraphDispatcher {
     try {
       // fromJSON as the service does: the graph is validated and gets its own objects (wiring mutates them).
       const parsed = TaskGraph.fromJSON(graph);
+      // dispatcher.invoke is the child of the span active here (the function's), as it is of function.dispatch on the CloudEvent path.
+      const traceparent = currentTraceparent() ?? options.traceparent;
       this.#load.graph(appId === 'unknown' ? undefined : appId, parsed.invocations.map((inv) => taskIdOfCached(inv.task)));
       const signal = options.signal ? AbortSignal.any([options.signal, this.#cut.signal]) : this.#cut.signal;
       const result = await dispatchGraph(
         parsed,
-        { deadline: options.deadline, appId, signal, ...(options.traceparent ? { traceparent: options.traceparent } : {}) },
+        { deadline: options.deadline, appId, signal, ...(traceparent ? { traceparent } : {}) },
         this.#deps,
       );
       if (!result.stream) {

@@ -20,7 +20,7 @@ let p: TestPlatform;
 
 test.before(async () => {
   tracing = await startTracing();
-  p = await startPlatform({ devices: 4, sidecars: true, childEnv: { CORNSERVE_MODELS_DIR: await modelsDir(), ...tracing.childEnv } });
+  p = await startPlatform({ devices: 4, sidecars: true, dispatch: 'cloudevent', childEnv: { CORNSERVE_MODELS_DIR: await modelsDir(), ...tracing.childEnv } });
   await p.register(exampleApp('mllm'));
 });
 test.after.always(async () => {
