@@ -18,7 +18,7 @@ import { toErrorBody } from '../../lib/http.js';
 import { currentTraceparent } from '../../lib/telemetry.js';
 import type { DispatchStore } from '../store/link-protocol.js';
 import { dispatchGraph, type DispatchDeps } from './dispatch.js';
-import { Router, taskIdOfCached } from './routing.js';
+import { Router, taskIdOfCached, type RouterOptions } from './routing.js';
 import { LoadRecorder } from '../autoscaler/signals.js';
 import { LiveServiceRecorder } from './live-service.js';
 import { sleep } from '../../lib/wait.js';
@@ -58,11 +58,11 @@ export class InProcessDispatcher implements GraphDispatcher {
 
   constructor(
     store: DispatchStore,
-    private readonly options: { appId?: string; descriptors?: DispatchDeps['descriptors'] } = {},
+    private readonly options: { appId?: string; descriptors?: DispatchDeps['descriptors']; router?: RouterOptions } = {},
   ) {
     this.#load = new LoadRecorder(store);
     this.#liveService = new LiveServiceRecorder(store);
-    this.#deps = { store, router: new Router(store), liveService: this.#liveService, ...(options.descriptors ? { descriptors: options.descriptors } : {}) };
+    this.#deps = { store, router: new Router(store, options.router), liveService: this.#liveService, ...(options.descriptors ? { descriptors: options.descriptors } : {}) };
   }
 
   async dispatch(graph: TaskGraphJSON, options: DispatchOptions): Promise<DispatchResult> {

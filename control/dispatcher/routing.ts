@@ -9,7 +9,10 @@
  * record and executor routes, dropped on every `task` / `route` change notification of that task (a read during
  * which any such notification arrived is not kept: it may predate the change). Outstanding
  * counts in the cached routes follow this router's own leases (adjustOutstanding returns the count); with one
- * MemoryStore there is no other writer. A Redis store is read on every graph (other replicas lease too).
+ * MemoryStore there is no other writer. A Redis store is read on every graph (other replicas lease too). Over the
+ * store link (`cacheRoutes: 'one-ready'`) other processes lease too, so only a task with ONE ready executor is
+ * cached: there is no choice to make, so its count cannot be stale in a way that matters; with two or more, the
+ * counts are read fresh on every graph.
  * With any store, whether a task with no ready executor may scale from zero (its policy's min 0) is kept per task,
  * dropped on each `autoscale` change notification of it (and read again after MIN_ZERO_MAX_AGE_MS regardless).
  */
@@ -43,8 +46,12 @@ async function fromStore<T>(what: string, p: Promise<T>): Promise<T> {
 }
 
 export interface RouterOptions {
-  /** Keep task records and routes between graphs, invalidated by Store change notifications. @default store is a MemoryStore */
-  cacheRoutes?: boolean;
+  /**
+   * Keep task records and routes between graphs, invalidated by Store change notifications: true = always (this
+   * router is the only leaser), 'one-ready' = only while the task has one ready executor (others lease too).
+   * @default store is a MemoryStore
+   */
+  cacheRoutes?: boolean | 'one-ready';
   /** Invocations one dispatcher holds per task while it starts from zero; more get 503 HOLD_QUEUE_FULL. @default 256 */
   holdCap?: number;
 }
@@ -78,6 +85,8 @@ export class Router {
   /** taskId -> invocations this router holds for it (scale from zero) */
   private readonly held = new Map<string, number>();
   private readonly holdCap: number;
+  /** Cache only tasks with one ready executor (cacheRoutes 'one-ready'). */
+  private readonly cacheOneReadyOnly: boolean;
   /** taskId -> callbacks of held invocations, run on each of its route changes */
   private readonly routeWaiters = new Map<string, Set<() => void>>();
   private watchingRoutes = false;
@@ -92,6 +101,7 @@ export class Router {
     options: RouterOptions = {},
   ) {
     this.holdCap = options.holdCap ?? 256;
+    this.cacheOneReadyOnly = options.cacheRoutes === 'one-ready';
     if (!(options.cacheRoutes ?? store instanceof MemoryStore)) return;
     const cached = (this.cached = new Map());
     store.subscribe((change) => {
@@ -111,7 +121,8 @@ export class Router {
     const routes = record && record.state === 'ready' ? await fromStore(`list executors of ${taskId}`, this.store.listExecutors(taskId)) : [];
     const entry = { record, routes };
     // Kept only for a ready task with ready executors: anything else is an error path, read fresh every time.
-    if (this.cached && this.changes === changesBefore && record?.state === 'ready' && routes.some((r) => r.state === 'ready')) this.cached.set(taskId, entry);
+    const ready = routes.reduce((n, r) => n + (r.state === 'ready' ? 1 : 0), 0);
+    if (this.cached && this.changes === changesBefore && record?.state === 'ready' && ready > 0 && (ready === 1 || !this.cacheOneReadyOnly)) this.cached.set(taskId, entry);
     return entry;
   }
 

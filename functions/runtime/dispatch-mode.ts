@@ -50,7 +50,8 @@ export async function openDispatcher(env: NodeJS.ProcessEnv, o: { appId: string;
     const { StoreLink } = await import('../../control/store/link-client.js');
     const link = new StoreLink(storeSocket!);
     await link.ready();
-    return { dispatcher: new InProcessDispatcher(link, { appId: o.appId }), mode, close: () => link.close() };
+    // Route changes reach the link's subscribers, so a task with one ready executor need not be read per graph.
+    return { dispatcher: new InProcessDispatcher(link, { appId: o.appId, router: { cacheRoutes: 'one-ready' } }), mode, close: () => link.close() };
   }
   const { RedisStore } = await import('../../control/store/redis.js');
   const prefix = parsed.data[DISPATCH_ENV.storePrefix];

@@ -201,3 +201,33 @@ test('an executor whose leases end after the route cache was re-read gets the ne
   for (const lease of backlog) await lease.release(); // 'old' worked off its backlog: 0 outstanding, 'new' has 1
   t.is((await router.routeGraph(graphOf(fast)))[0]!.route.executorId, 'old');
 });
+
+/** Counts the Store's route reads (listExecutors), as another process's leases do not show up in a notification. */
+function countRouteReads(store: MemoryStore): () => number {
+  let n = 0;
+  const list = store.listExecutors.bind(store);
+  store.listExecutors = (taskId?: string) => (n++, list(taskId));
+  return () => n;
+}
+
+test("cacheRoutes 'one-ready': a task with one ready executor is read from the Store once, not per graph", async (t) => {
+  const store = new MemoryStore();
+  await deployTask(store, fast, [{ url: URL_, executorId: 'only' }]);
+  const reads = countRouteReads(store);
+  const router = new Router(store, { cacheRoutes: 'one-ready' });
+  for (let n = 0; n < 3; n++) for (const lease of await router.routeGraph(graphOf(fast))) await lease.release();
+  t.is(reads(), 1);
+});
+
+test("cacheRoutes 'one-ready': with two ready executors the counts are read per graph, so leases taken elsewhere steer the pick", async (t) => {
+  const store = new MemoryStore();
+  await deployTask(store, fast, [{ url: URL_, executorId: 'a' }, { url: URL_, executorId: 'b' }]);
+  const router = new Router(store, { cacheRoutes: 'one-ready' });
+  await store.adjustOutstanding('a', 5); // another process's leases: no change notification
+  const [first] = await router.routeGraph(graphOf(fast));
+  await first!.release();
+  await store.adjustOutstanding('a', -5);
+  await store.adjustOutstanding('b', 5);
+  const [second] = await router.routeGraph(graphOf(fast));
+  t.deepEqual([first!.route.executorId, second!.route.executorId], ['b', 'a']);
+});
