@@ -23,6 +23,8 @@ export class StoreLink implements DispatchStore {
   readonly #pending = new Map<number, Pending>();
   readonly #listeners = new Set<(c: StoreChange) => void>();
   #closed = false;
+  /** The server's answer to the connection's subscribe line (notifications are live once it came). */
+  #subscribed: Promise<unknown> | undefined;
 
   constructor(readonly socketPath: string) {}
 
@@ -55,7 +57,7 @@ export class StoreLink implements DispatchStore {
     };
     socket.on('error', lost);
     socket.on('close', () => lost());
-    if (this.#listeners.size) this.#send(socket, SUBSCRIBE, []).catch(() => undefined);
+    if (this.#listeners.size) this.#subscribe(socket);
     return socket;
   }
 
@@ -99,10 +101,21 @@ export class StoreLink implements DispatchStore {
     this.#listeners.add(own);
     // Connecting subscribes when there are listeners; a lost link subscribes again when it reconnects.
     if (first && !this.#closed) {
-      if (this.#socket) this.#send(this.#socket, SUBSCRIBE, []).catch(() => undefined);
+      if (this.#socket) this.#subscribe(this.#socket);
       else this.#connect();
     }
     return () => void this.#listeners.delete(own);
+  }
+
+  #subscribe(socket: Socket): void {
+    this.#subscribed = this.#send(socket, SUBSCRIBE, []);
+    this.#subscribed.catch(() => undefined);
+  }
+
+  /** Resolves once the server has turned notifications on for this connection; rejects if the link is down. */
+  async subscriptionReady(): Promise<void> {
+    if (!this.#subscribed) throw new StoreUnavailableError('the store link has no subscription (subscribe first)');
+    await this.#subscribed;
   }
 
   async close(): Promise<void> {

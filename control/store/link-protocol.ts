@@ -18,7 +18,7 @@ export const LINK_METHODS = ['getTask', 'listExecutors', 'adjustOutstanding', 'g
 export type LinkMethod = (typeof LINK_METHODS)[number];
 
 /** What graph dispatch needs of a Store: a Store, a Redis store, or a StoreLink to the `up` process's store. */
-export type DispatchStore = Pick<Store, LinkMethod | 'subscribe'>;
+export type DispatchStore = Pick<Store, LinkMethod | 'subscribe' | 'subscriptionReady'>;
 
 /** The verb that turns change notifications on for the connection. */
 export const SUBSCRIBE = 'subscribe';

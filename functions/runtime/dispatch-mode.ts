@@ -51,7 +51,8 @@ export async function openDispatcher(env: NodeJS.ProcessEnv, o: { appId: string;
     const link = new StoreLink(storeSocket!);
     await link.ready();
     // Route changes reach the link's subscribers, so a task with one ready executor need not be read per graph.
-    return { dispatcher: new InProcessDispatcher(link, { appId: o.appId, router: { cacheRoutes: 'one-ready' } }), mode, close: () => link.close() };
+    const dispatcher = new InProcessDispatcher(link, { appId: o.appId, router: { cacheRoutes: 'one-ready' } });
+    return { dispatcher, mode, close: () => dispatcher.close().finally(() => link.close()) };
   }
   const { RedisStore } = await import('../../control/store/redis.js');
   const prefix = parsed.data[DISPATCH_ENV.storePrefix];

@@ -78,14 +78,13 @@ test('a lease on an executor that is gone fails with StoreNotFoundError, as on a
   t.is((e as StoreNotFoundError).id, 'exec-gone');
 });
 
-test('route changes in the served store reach the link subscribers', async (t) => {
+test('route changes made after subscriptionReady() reach the link subscribers', async (t) => {
   const s = await served();
   t.teardown(() => s.stop());
   const link = s.link();
   const seen: StoreChange[] = [];
   link.subscribe((c) => seen.push(c));
-  await link.ready();
-  await link.getTask('x'); // the subscribe line went before this call: the server has handled it
+  await link.subscriptionReady();
   await s.store.putExecutor(sampleRoute(2, 'task-b', { state: 'ready' }));
   await waitUntil('the route change', () => seen.some((c) => c.kind === 'route' && c.taskId === 'task-b'), { timeoutMs: 10_000 });
   t.pass();
