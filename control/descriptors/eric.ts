@@ -8,6 +8,8 @@
  *    data URL, paired with the output's embeddings (forward id, destination rank groups);
  *  - response `{status: 0}` → the output unchanged (the embeddings went to the receivers' sidecars); any
  *    other status is an error.
+ *  - input `return_embeddings: true`: items without receivers and `return_embeddings: true`; Eric's
+ *    `embeddings: [{id, shape, data}]` become the output's `values` (JSON to the app, nothing forwarded).
  */
 import { CornserveError } from '../../functions/sdk/errors.js';
 import { type EncoderInput, type EncoderOutput, type EncoderTask, tpSuffix } from '../../functions/tasks/encoder.js';
@@ -35,7 +37,11 @@ export const ericDescriptor: TaskDescriptor<EncoderTask> = {
     };
   },
   request: (task, input, output) => {
-    const { model_id, data_urls } = input as EncoderInput;
+    const { model_id, data_urls, return_embeddings } = input as EncoderInput;
+    if (return_embeddings) {
+      const data = data_urls.map((url, i) => ({ id: `${task.id}-${i}`, modality: task.config.modality, model_id, url, receiver_sidecar_ranks: null }));
+      return { path: '/embeddings', body: { data, return_embeddings: true } };
+    }
     const { embeddings } = output as EncoderOutput;
     if (embeddings.length !== data_urls.length) {
       throw new CornserveError('DESCRIPTOR_MISMATCH', `${data_urls.length} data URLs but ${embeddings.length} embeddings`, 500);
@@ -50,10 +56,15 @@ export const ericDescriptor: TaskDescriptor<EncoderTask> = {
     return { path: '/embeddings', body: { data } };
   },
   response: async (_task, output, res) => {
-    const body = (await res.json()) as { status?: unknown; error_message?: unknown };
+    const body = (await res.json()) as { status?: unknown; error_message?: unknown; embeddings?: { shape: [number, number]; data: number[] }[] };
     if (body.status !== 0) {
       throw new CornserveError('EXECUTOR_FAILED', `eric answered status ${String(body.status)}: ${String(body.error_message ?? 'no message')}`, 502);
     }
-    return { output };
+    const out = output as EncoderOutput;
+    if (!out.values) return { output };
+    if (body.embeddings?.length !== out.values.length) {
+      throw new CornserveError('EXECUTOR_FAILED', `eric answered ${body.embeddings?.length ?? 'no'} embeddings for ${out.values.length} URLs`, 502);
+    }
+    return { output: { ...out, values: body.embeddings.map((e) => ({ shape: e.shape, data: e.data })) } };
   },
 };

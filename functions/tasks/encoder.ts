@@ -21,13 +21,29 @@ export const encoderConfigSchema = z.object({
 export const encoderInputSchema = z.object({
   model_id: z.string().min(1),
   data_urls: z.array(z.string().min(1)).min(1, 'at least one URL'),
+  /**
+   * Return the embeddings to the app as JSON (`values`) instead of forwarding them executor to executor
+   * (`embeddings` is then empty): an embedding service's result. Absent = false.
+   */
+  return_embeddings: z.boolean().optional(),
 });
 export type EncoderInput = z.infer<typeof encoderInputSchema>;
 
-export const encoderOutputSchema = z.object({ embeddings: z.array(tensorForward()) });
+/** One embedding as JSON: row-major `data` of `shape` [rows, cols]. */
+export const embeddingValueSchema = z.object({ shape: z.tuple([z.number().int().nonnegative(), z.number().int().nonnegative()]), data: z.array(z.number()) });
+export type EmbeddingValue = z.infer<typeof embeddingValueSchema>;
+
+export const encoderOutputSchema = z.object({
+  embeddings: z.array(tensorForward()),
+  /** With `return_embeddings`: one per URL, in order. */
+  values: z.array(embeddingValueSchema).optional(),
+});
 export type EncoderOutput = z.infer<typeof encoderOutputSchema>;
 
-/** Encodes images, videos or audio into embeddings `[tokens, hidden]`, one DataForward per URL. */
+/**
+ * Encodes images, videos or audio into embeddings `[tokens, hidden]`, one DataForward per URL (or, with
+ * `return_embeddings`, one JSON value per URL).
+ */
 export class EncoderTask extends UnitTask<typeof encoderConfigSchema, EncoderInput, EncoderOutput> {
   static override readonly configSchema = encoderConfigSchema;
   readonly inputSchema = encoderInputSchema;
@@ -45,6 +61,7 @@ export class EncoderTask extends UnitTask<typeof encoderConfigSchema, EncoderInp
   }
 
   makeRecordOutput(input: EncoderInput): EncoderOutput {
+    if (input.return_embeddings) return { embeddings: [], values: input.data_urls.map(() => ({ shape: [0, 0], data: [] })) };
     return { embeddings: input.data_urls.map(() => DataForward.tensor()) };
   }
 }
