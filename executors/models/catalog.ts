@@ -78,7 +78,8 @@ export interface ResolveOptions {
 /**
  * The folder a task's `modelId` names, in order: (1) a folder path (absolute, or relative that exists);
  * (2) `<dir>/<modelId>` under the model directories (`Qwen/Qwen2.5-0.5B-Instruct` may be nested), or a manifest
- * folder there serving the id; (3) the built-in tiny models. MODEL_NOT_FOUND names everything searched.
+ * folder there serving the id; (3) the built-in tiny models (a manifest folder serving the id, or a Hugging Face
+ * folder of that name, e.g. `tiny-clip`). MODEL_NOT_FOUND names everything searched.
  */
 export async function resolveModelFolder(modelId: string, opts: ResolveOptions): Promise<string> {
   const asPath = resolve(modelId);
@@ -93,6 +94,9 @@ export async function resolveModelFolder(modelId: string, opts: ResolveOptions):
     const hit = await findModel(modelId, opts.modality, d, opts.family).catch(() => undefined);
     if (hit) return hit.dir;
   }
+  // Built-in folders in the Hugging Face layout (tiny-qwen2, tiny-clip, ...) are named by their folder name.
+  const builtin = join(opts.builtinDir ?? defaultModelsDir(), modelId);
+  if (!modelId.startsWith('.') && (await isHfFolder(builtin))) return builtin;
   try {
     return (await findModel(modelId, opts.modality, opts.builtinDir, opts.family)).dir;
   } catch (e) {

@@ -5,6 +5,8 @@
  */
 import test from 'ava';
 import { AutoProcessor, CLIPVisionModelWithProjection, RawImage, SiglipVisionModel, env } from '@huggingface/transformers';
+import { dirname } from 'node:path';
+import { resolveModelFolder } from '../../../../executors/models/catalog.js';
 import { encoderManifest, imagePreprocessing } from '../../../../executors/models/hf-encoder.js';
 import { checkHfFolder } from '../../../../executors/models/hf-folder.js';
 import { loadModel } from '../../../../executors/models/loader.js';
@@ -68,4 +70,9 @@ test('preprocessor_config.json problems are clear errors naming the field', (t) 
   t.regex(t.throws(() => imagePreprocessing({ ...base, crop_size: undefined }, 'p.json', 8))!.message, /crop_size: required when do_center_crop/);
   t.regex(t.throws(() => imagePreprocessing({ ...base, image_mean: [0.5] }, 'p.json', 8))!.message, /image_mean/);
   t.regex(t.throws(() => imagePreprocessing({ size: { shortest_edge: 32 } }, 'p.json', 8))!.message, /no fixed size/);
+});
+
+test('a built-in Hugging Face folder is named by its folder name when no model directory has it', async (t) => {
+  const dir = await modelDir('tiny-clip');
+  t.is(await resolveModelFolder('tiny-clip', { modality: 'image', family: 'vision-encoder', dirs: [], builtinDir: dirname(dir) }), dir);
 });
