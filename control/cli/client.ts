@@ -181,6 +181,9 @@ export interface TaskInfo {
   /** Autoscaling (null when the platform runs with --no-autoscale). */
   desired?: number | null;
   demand?: number | null;
+  /** Executor-side: requests waiting in the executors, fraction of time busy (null when they do not report). */
+  queue_depth?: number | null;
+  busy_fraction?: number | null;
   capacity?: { per_executor_rps: number; source: string } | null;
   autoscale?: { source: string; policy: { min: number; max: number; target?: number; slo_ms?: number } | null; cold_start_ms?: number; paused?: string } | null;
   last_decision?: { at: number; from: number; to: number; reason: string } | null;

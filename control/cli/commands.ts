@@ -66,7 +66,8 @@ export async function tasksCommand(client: GatewayClient, io: Io): Promise<void>
     if (t.autoscale) {
       const demand = t.demand === null || t.demand === undefined ? '-' : `${t.demand.toFixed(1)} req/s`;
       const capacity = t.capacity ? `${t.capacity.per_executor_rps.toFixed(1)} req/s per executor (${t.capacity.source})` : 'capacity unknown';
-      io.out(`${t.task_id}: autoscale ${policyText(t)}, desired ${t.desired ?? '-'}, demand ${demand}, ${capacity}`);
+      const executorSide = t.queue_depth === null || t.queue_depth === undefined ? '' : `, queued ${t.queue_depth}${t.busy_fraction === null || t.busy_fraction === undefined ? '' : `, busy ${Math.round(t.busy_fraction * 100)}%`}`;
+      io.out(`${t.task_id}: autoscale ${policyText(t)}, desired ${t.desired ?? '-'}, demand ${demand}${executorSide}, ${capacity}`);
     }
     const d = t.last_decision;
     if (d) io.out(`${t.task_id}: ${new Date(d.at).toISOString()} ${d.from} -> ${d.to}: ${d.reason}`);

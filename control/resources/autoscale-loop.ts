@@ -17,7 +17,8 @@ import { Autoscaler, defaultPolicy, type AutoscalerOptions, type CapacityProvide
 import { planPool, type PoolTask } from '../autoscaler/pool.js';
 import { LoadReader } from '../autoscaler/signals.js';
 import type { AutoscalePolicy, TaskCapacity } from '../autoscaler/types.js';
-import type { AutoscalePatch, AutoscaleRecord, Store } from '../store/types.js';
+import type { AutoscalePatch, AutoscaleRecord, ExecutorRoute, Store } from '../store/types.js';
+import { ExecutorLoadReader, type TaskExecutorLoad } from '../autoscaler/executor-load.js';
 import type { AutoscaleStatus } from './types.js';
 
 const log = logger('autoscaler');
@@ -53,6 +54,9 @@ const RANK: Record<AutoscaleRecord['source'], number> = { default: 0, app: 1, ma
 export class AutoscaleLoop {
   readonly autoscaler: Autoscaler;
   private readonly reader: LoadReader;
+  private readonly executorLoad = new ExecutorLoadReader();
+  /** taskId -> its executors' queue depth and busy fraction at the last tick */
+  private readonly executorSignals = new Map<string, TaskExecutorLoad>();
   private readonly tickMs: number;
   private readonly now: () => number;
   private timer: NodeJS.Timeout | undefined;
@@ -137,6 +141,7 @@ export class AutoscaleLoop {
       source: record.source,
       desired: record.desired,
       demandRps: last?.demandRps ?? 0,
+      ...this.executorSignalsOf(taskId),
       ...(last?.capacity ? { capacity: last.capacity } : {}),
       ...(record.lastDecision ? { lastDecision: record.lastDecision } : {}),
       ...(record.coldStart ? { coldStart: record.coldStart } : {}),
@@ -186,9 +191,11 @@ export class AutoscaleLoop {
     const running = this.target.runningTasks();
     let records: AutoscaleRecord[];
     let loads: Awaited<ReturnType<LoadReader['read']>>;
+    let routesNow: ExecutorRoute[] = [];
     let readyIds: Set<string>;
     try {
       const [recs, apps, routes, tasks] = await Promise.all([this.store.listAutoscale(), this.store.listApps(), this.store.listExecutors(), this.store.listTasks()]);
+      routesNow = routes;
       records = recs;
       readyIds = new Set(tasks.filter((t) => t.state === 'ready').map((t) => t.taskId));
       const ids = running.map((t) => t.taskId);
@@ -200,6 +207,16 @@ export class AutoscaleLoop {
     }
     if (this.paused) log.info('autoscaling resumed: the Store answers again');
     this.paused = undefined;
+    // Executor-side signals (queue depth, busy fraction): bounded, best effort, shown with each task's status.
+    const executorLoads = await this.executorLoad.read(routesNow.filter((r) => running.some((t) => t.taskId === r.taskId)));
+    for (const id of this.executorSignals.keys()) if (!running.some((t) => t.taskId === id)) this.executorSignals.delete(id);
+    for (const l of loads.tasks) {
+      const e = executorLoads.get(l.taskId);
+      if (!e) continue;
+      l.queueDepth = e.queueDepth;
+      if (e.busyFraction !== undefined) l.busyFraction = e.busyFraction;
+      this.executorSignals.set(l.taskId, e);
+    }
     this.autoscaler.observe(loads.tasks, loads.apps);
 
     const pool = this.target.poolDevices();
@@ -290,6 +307,12 @@ export class AutoscaleLoop {
     } catch (err) {
       log.warn({ err: (err as Error).message, task: taskId }, 'cannot record the autoscale decision');
     }
+  }
+
+  private executorSignalsOf(taskId: string): Pick<AutoscaleStatus, 'queueDepth' | 'busyFraction'> {
+    const e = this.executorSignals.get(taskId);
+    if (!e) return {};
+    return { queueDepth: e.queueDepth, ...(e.busyFraction !== undefined ? { busyFraction: e.busyFraction } : {}) };
   }
 
   private gauge(taskId: string, desired: number, actual: number, w: TaskWant): void {

@@ -17,6 +17,10 @@ export interface AutoscaleStatus {
   desired: number;
   /** Offered load (req/s) at the last decision. */
   demandRps: number;
+  /** Executor-side signals at the last tick (executors that report GET /load): requests waiting past their concurrency, */
+  queueDepth?: number;
+  /** and the fraction of time with ≥ 1 request served (mean over the task's executors). */
+  busyFraction?: number;
   capacity?: TaskCapacity;
   lastDecision?: AutoscaleRecord['lastDecision'];
   coldStart?: AutoscaleRecord['coldStart'];

@@ -3,6 +3,7 @@
  * either as one JSON object or as NDJSON chunks. Used by control-plane tests and the overhead benchmark.
  * With `maxConcurrency`, at most that many requests are served at once and the rest wait in FIFO order, so
  * the executor's capacity is exactly maxConcurrency ÷ service time (the autoscaling tests and benchmark use it).
+ * GET /load reports what waits past maxConcurrency and the busy time (executors/common/busy-meter.ts) to the autoscaler.
  */
 import express from 'express';
 import { z } from 'zod';
@@ -12,6 +13,7 @@ import { traceRequests } from '../../lib/telemetry.js';
 import { sleep } from '../../lib/wait.js';
 import { hopBodyLimitBytes } from '../../lib/body-limit.js';
 import { healthRoute } from '../common/health.js';
+import { BusyMeter } from '../common/busy-meter.js';
 import { ConcurrencySlots } from './slots.js';
 
 export const echoRequestSchema = z.object({
@@ -34,11 +36,18 @@ export function buildEchoServer(options: EchoServerOptions = {}): express.Expres
   let inFlight = 0;
   let served = 0;
   const slots = options.maxConcurrency === undefined ? undefined : new ConcurrencySlots(options.maxConcurrency);
+  const busy = new BusyMeter();
   app.use(traceRequests('echo'));
   app.use(express.json({ limit: hopBodyLimitBytes() })); // what the gateway accepts, this accepts (lib/body-limit.ts)
   app.get('/health', healthRoute([])); // the router is all there is
   app.get('/info', (_req, res) => {
     res.json({ kind: 'echo', executorId: options.executorId ?? null, inFlight, served, maxConcurrency: slots?.limit ?? null, queued: slots?.queued ?? 0 });
+  });
+  // The autoscaler's executor-side signals (control/autoscaler/executor-load.ts): requests waiting past
+  // maxConcurrency, and cumulative busy time (≥ 1 request served) since start.
+  app.get('/load', (_req, res) => {
+    const { busyMs, uptimeMs } = busy.reading();
+    res.json({ queued: slots?.queued ?? 0, in_flight: inFlight, busy_ms: busyMs, uptime_ms: uptimeMs });
   });
   app.post('/echo', async (req, res) => {
     const body = parseOr422(echoRequestSchema, req.body, 'echo request');
@@ -47,11 +56,14 @@ export function buildEchoServer(options: EchoServerOptions = {}): express.Expres
     const aborted = new AbortController();
     res.on('close', () => aborted.abort(new Error('client went away')));
     let holding = false;
+    let serving = false;
     try {
       if (slots) {
         await slots.acquire(aborted.signal);
         holding = true;
       }
+      busy.begin();
+      serving = true;
       if (serviceTime > 0) await sleep(serviceTime, aborted.signal);
       if (body.chunks === undefined) {
         res.json({ echo: body.text });
@@ -64,6 +76,7 @@ export function buildEchoServer(options: EchoServerOptions = {}): express.Expres
       if (!aborted.signal.aborted) throw e;
       log.debug('request abandoned by the caller');
     } finally {
+      if (serving) busy.end();
       if (holding) slots!.release();
       inFlight--;
       served++;

@@ -63,6 +63,8 @@ export function taskJSON(t: TaskStatus) {
     ready_executors: readyCount(t),
     desired: a ? a.desired : null,
     demand: a ? a.demandRps : null,
+    queue_depth: a?.queueDepth ?? null,
+    busy_fraction: a?.busyFraction ?? null,
     capacity: a?.capacity ? { per_executor_rps: a.capacity.perExecutorRps, source: a.capacity.source } : null,
     autoscale: a
       ? {

@@ -2,6 +2,8 @@ import test from 'ava';
 import { waitUntil } from '../../../lib/wait.js';
 import { echo } from '../../helpers/local-platform.js';
 import { startEchoExecutor } from '../../helpers/executors.js';
+import { ExecutorLoadReader } from '../../../control/autoscaler/executor-load.js';
+import type { ExecutorRoute } from '../../../control/store/types.js';
 
 test('an echo executor serves maxConcurrency requests at once and queues the rest', async (t) => {
   const ex = await startEchoExecutor({ serviceTimeMs: 4000, maxConcurrency: 2 });
@@ -16,4 +18,19 @@ test('an echo executor serves maxConcurrency requests at once and queues the res
   t.deepEqual(done.map((r) => r.status), [200, 200, 200]);
   t.deepEqual(done.map((r) => r.body), [0, 1, 2].map((i) => ({ echo: `r${i}` })));
   t.like(await ex.info(), { queued: 0, inFlight: 0, served: 3 });
+});
+
+test('the resource manager reads an echo executor\'s queue past maxConcurrency and its busy fraction from GET /load', async (t) => {
+  const ex = await startEchoExecutor({ serviceTimeMs: 3000, maxConcurrency: 1 });
+  t.teardown(() => ex.stop());
+  const reader = new ExecutorLoadReader({ timeoutMs: 10_000 });
+  const route: ExecutorRoute = { executorId: ex.executorId, taskId: 'echo-task', url: ex.url, state: 'ready', outstanding: 0, sidecarRanks: [], devices: [], startedAt: 0 };
+  t.deepEqual((await reader.read([route])).get('echo-task'), { queueDepth: 0, busyFraction: undefined }, 'idle, first reading');
+  const replies = Promise.all([0, 1, 2].map((i) => echo(ex.url, `r${i}`, 3000)));
+  const busy = await waitUntil('two requests queued behind the one served', async () => {
+    const load = (await reader.read([route])).get('echo-task');
+    return load && load.queueDepth === 2 && load.busyFraction !== undefined && load.busyFraction > 0 ? load : undefined;
+  }, { timeoutMs: 30_000, intervalMs: 100 });
+  t.true(busy.busyFraction! <= 1);
+  await replies;
 });
