@@ -72,11 +72,11 @@ export interface TaskWant {
   /** Demand (req/s) the decision used (the panic window's in panic, else the stable window's). */
   demandRps: number;
   /**
-   * Demand (req/s) now: the arrival rate (or app rate × invocations per request) over the latest tick alone. What a
-   * full pool weighs its devices by: a task whose load just fell keeps its executors a stable window long by its
-   * own decision, but its spare capacity is judged by the load it has now, so a task whose load just rose gets the
-   * devices on the first tick after the step. Rates, not in-flight: a backlog left from an earlier overload would
-   * make the task whose load fell look like the bottleneck.
+   * Demand (req/s) now, from the latest tick alone: its arrival rate (or app rate × invocations per request), or its
+   * in-flight at the target per executor × capacity when more. What a full pool weighs its devices by: a task whose
+   * load just fell keeps its executors a stable window long by its own decision, but its spare capacity is judged by
+   * the load it has now, so a task whose load just rose gets the devices at once. In-flight counts because it shows
+   * a step on the first tick (rates are read by complete seconds, so the latest rate may still be the old one).
    */
   currentDemandRps: number;
   capacity: TaskCapacity | undefined;
@@ -190,7 +190,7 @@ export class Autoscaler {
       from,
       to,
       demandRps: Math.max(w.arrivalRps, w.appDemandRps),
-      currentDemandRps: Math.max(latest.arrivalRps, latest.appDemandRps),
+      currentDemandRps: Math.max(latest.arrivalRps, latest.appDemandRps, capacity ? need(latest) * capacity.perExecutorRps : 0),
       capacity,
       panic,
       apps,

@@ -142,3 +142,14 @@ test('on a full pool the devices follow swapped demand on the first tick after t
   const grants = planPool(wants.map((w) => ({ taskId: w.taskId, current: w.from, want: w.to, min: policy.min, devicesPerExecutor: 1, demandRps: w.currentDemandRps, perExecutorRps: w.capacity!.perExecutorRps })), 4);
   t.deepEqual(grants.map((g) => [g.taskId, g.to]), [['a', 1], ['b', 3]]);
 });
+
+test('on a full pool a step seen only in in-flight (the latest rates still the old ones) moves the devices at once', (t) => {
+  const scaler = new Autoscaler({ stableWindowMs: 60_000, panicWindowMs: 6_000 }, fixed(10));
+  const policy = { min: 1, max: 4, target: 2 };
+  // a at 24 req/s on 3 executors (5 in flight), b at 5 on 1; then b's requests pile up (30 in flight, 1 executor)
+  // while the complete seconds read so far still show the old rates.
+  for (let at = 2_000; at <= 60_000; at += 2_000) scaler.observe([load('a', at, 24, 5), load('b', at, 5, at === 60_000 ? 30 : 1)], []);
+  const wants = scaler.decide(60_000, [{ taskId: 'a', executors: 3, policy }, { taskId: 'b', executors: 1, policy }]);
+  const grants = planPool(wants.map((w) => ({ taskId: w.taskId, current: w.from, want: w.to, min: policy.min, devicesPerExecutor: 1, demandRps: w.currentDemandRps, perExecutorRps: w.capacity!.perExecutorRps })), 4);
+  t.deepEqual(grants.map((g) => [g.taskId, g.to]), [['a', 1], ['b', 3]]);
+});
