@@ -25,8 +25,52 @@ const positive = (name: string, v: string | undefined, integer = false) => {
   return n;
 };
 
+const FIT_EXAMPLES = `
+Examples:
+  cornserve simulate fit                         # measure here, write sim/presets/local-cpu.yaml (device: local-cpu)
+  cornserve simulate fit --device my-laptop --out /tmp/my-laptop.yaml --quick
+
+Measures Eric (tiny-vision), the LLM executor (tiny-lm-a) and Geri (tiny-image-gen) model steps on this machine
+(the engines' own calls, one process, ~1-3 min), fits the simulator's latency models (sim/latency/fit.ts) and
+writes a presets file naming the machine, the date and the samples. Scenarios then say "device: NAME".
+A presets file must be in sim/presets/ to be found by name.
+`;
+
+/** `cornserve simulate fit`: latency presets fitted from our tiny models on this machine. */
+function fitCommand(io: Io): Command {
+  return new Command('fit')
+    .description('measure our executors\' model steps with the tiny models on this machine and write a fitted latency preset')
+    .option('--device <name>', 'the preset name scenarios will use (cluster.device)', 'local-cpu')
+    .option('--out <file>', 'where the presets file goes (default sim/presets/<device>.yaml)')
+    .option('--quick', 'a few points per model (seconds; for trying the command, not for a preset you keep)')
+    .addHelpText('after', FIT_EXAMPLES)
+    .action(async (opts: { device: string; out?: string; quick?: boolean }) => {
+      if (!/^[a-z0-9][a-z0-9-]*$/.test(opts.device)) throw new CliError(`--device must be a lowercase name (letters, digits, -), got '${opts.device}'`);
+      const [{ measureAndFit, presetYaml, FULL_PLAN, QUICK_PLAN }, { writeFile }, { join }, { PRESETS_DIR }] = await Promise.all([
+        import('./fit/measure.js'), import('node:fs/promises'), import('node:path'), import('./scenario/schema.js'),
+      ]);
+      io.err(`simulate fit: measuring the tiny models' steps on this machine (${opts.quick ? 'quick' : 'full'} plan)`);
+      let o;
+      try {
+        o = await measureAndFit(opts.quick ? QUICK_PLAN : FULL_PLAN, (line) => io.err(line));
+      } catch (e) {
+        if (e instanceof Error && e.name === 'ModelOutputError') throw new CliError(e.message);
+        throw e;
+      }
+      const file = opts.out ?? join(PRESETS_DIR, `${opts.device}.yaml`);
+      await writeFile(file, presetYaml(opts.device, o));
+      const m = o.models;
+      io.out(`encoder ms = ${m.encoder!.a.toFixed(3)} + ${m.encoder!.b.toFixed(5)}·patches`);
+      io.out(`LLM prefill ms = ${m.llm!.prefill.a.toFixed(3)} + ${m.llm!.prefill.b.toFixed(5)}·Σtokens + ${m.llm!.prefill.c.toExponential(3)}·Σtokens²`);
+      io.out(`LLM decode step ms = ${m.llm!.decode.a.toFixed(3)} + ${m.llm!.decode.b.toExponential(3)}·Σcontext + ${m.llm!.decode.c.toFixed(4)}·batch`);
+      io.out(`generator step ms = ${m.generator!.perStep.a.toFixed(3)} + ${m.generator!.perStep.b.toFixed(4)}·batch (× ${m.generator!.steps} steps)`);
+      io.out(`preset '${opts.device}' written to ${file} (measured in ${o.seconds.toFixed(0)} s)`);
+    });
+}
+
 export function simulateCommand(io: Io): Command {
   return new Command('simulate')
+    .addCommand(fitCommand(io))
     .description('run a scenario on a simulated cluster in virtual time (our own allocation, routing and batching code) and report bench metrics')
     .argument('[scenario]', 'a scenario YAML file')
     .option('--scenario <name>', 'a built-in scenario: local-1x4 | cluster-64x8')

@@ -15,7 +15,7 @@ export const VALIDATION_SERVICE_MS = 200;
  * the service time. The README's 1.29 ms is a quiet machine's; a loaded one adds tens of ms, and the
  * simulator's gateway/dispatcher hop constant must be the machine's of the run it is compared with.
  */
-export async function measureOverheadMs(invoke: () => Promise<unknown>, samples = 7): Promise<number> {
+export async function measureOverheadMs(invoke: () => Promise<unknown>, samples = 7, serviceMs = VALIDATION_SERVICE_MS): Promise<number> {
   const ms: number[] = [];
   for (let i = 0; i < samples; i++) {
     const t0 = performance.now();
@@ -23,7 +23,7 @@ export async function measureOverheadMs(invoke: () => Promise<unknown>, samples 
     ms.push(performance.now() - t0);
   }
   ms.sort((a, b) => a - b);
-  return Math.max(0, ms[Math.floor(samples / 2)]! - VALIDATION_SERVICE_MS);
+  return Math.max(0, ms[Math.floor(samples / 2)]! - serviceMs);
 }
 
 /** The simulated twin of a live local run of the validation app: 1 node × `devices` local devices. */
@@ -36,6 +36,33 @@ export function validationScenario(o: { rate: number; requests: number; seed: nu
     workload: { requestRate: o.rate, numRequests: o.requests, seed: o.seed },
   };
 }
+
+/**
+ * The tiny-model validation: the mllm app (Eric + tiny-vision, the LLM executor + tiny-lm-a) on one local node,
+ * text and 56×56 image chat requests, against the simulator with the `local-cpu` preset fitted on this machine
+ * (`cornserve simulate fit`). 56×56 is one the encoder keeps as it is (Qwen2-VL resize to multiples of 28), so
+ * the simulated patch count (⌈56/14⌉² = 16) is the encoder's.
+ */
+export const TINY_APP = 'mllm';
+export const TINY_APP_FILE = 'functions/apps/mllm.ts';
+export const TINY_WORKLOAD = { mix: 'text:0.5,image:0.5', inputLen: 32, outputLen: 16, imageSize: '56x56' };
+
+export function tinyValidationScenario(o: { rate: number; requests: number; seed: number; devices: number; overheadMs?: number; mix?: string }) {
+  return {
+    name: TINY_APP,
+    ...(o.overheadMs !== undefined ? { overheadMs: o.overheadMs } : {}),
+    cluster: { nodes: 1, devicesPerNode: o.devices, device: 'local-cpu', intraNode: 'local', interNode: 'local' },
+    app: { file: TINY_APP_FILE, api: 'chat' },
+    deployment: { mode: 'manual', default: 1 }, // one executor per task, as `up` deploys the app
+    workload: { ...TINY_WORKLOAD, ...(o.mix ? { mix: o.mix } : {}), requestRate: o.rate, numRequests: o.requests, seed: o.seed },
+  };
+}
+
+/** `cornserve bench` flags for the live side of the tiny-model validation. */
+export const tinyBenchArgs = (o: { rate: number; requests: number; seed: number }, dir: string) => [
+  '--api', 'chat', '--model', TINY_APP, '--mix', TINY_WORKLOAD.mix, '--input-len', String(TINY_WORKLOAD.inputLen), '--output-len', String(TINY_WORKLOAD.outputLen),
+  '--image-size', TINY_WORKLOAD.imageSize, '--request-rate', String(o.rate), '--num-requests', String(o.requests), '--seed', String(o.seed), '--result-dir', dir, '--no-plots',
+];
 
 export interface Comparison {
   metric: string;

@@ -3,8 +3,8 @@
  * The workload block takes the bench client's options (same names as `cornserve bench`'s flags, camelCase) and
  * is parsed by the bench client's own parser (bench/client/config.ts).
  */
-import { readFile } from 'node:fs/promises';
-import { dirname, resolve } from 'node:path';
+import { readdir, readFile } from 'node:fs/promises';
+import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parse as parseYaml } from 'yaml';
 import { z } from 'zod';
@@ -17,7 +17,8 @@ import { parsePlan, type Plan } from '../../plan/schema.js';
 
 export { ScenarioError };
 
-const PRESETS_FILE = fileURLToPath(new URL('../presets/gpus.yaml', import.meta.url));
+/** Every *.yaml here is a presets file: gpus.yaml (published profiles), local-cpu.yaml (fitted here by `cornserve simulate fit`). */
+export const PRESETS_DIR = fileURLToPath(new URL('../presets/', import.meta.url));
 export const SCENARIOS_DIR = fileURLToPath(new URL('../scenarios/', import.meta.url));
 export const BUILTIN_SCENARIOS = ['local-1x4', 'cluster-64x8'] as const;
 
@@ -110,7 +111,16 @@ export interface Overrides { durationS?: number; seed?: number; rate?: number }
 const presetsSchema = z.object({ devices: z.record(z.string(), z.object({ source: z.string(), models: stageModelsSchema })) });
 
 export async function loadPresets(): Promise<Record<string, { source: string; models: StageModels }>> {
-  return presetsSchema.parse(parseYaml(await readFile(PRESETS_FILE, 'utf8'))).devices;
+  const out: Record<string, { source: string; models: StageModels }> = {};
+  for (const f of (await readdir(PRESETS_DIR)).filter((n) => n.endsWith('.yaml')).sort()) {
+    const r = presetsSchema.safeParse(parseYaml(await readFile(join(PRESETS_DIR, f), 'utf8')));
+    if (!r.success) throw new ScenarioError(`presets file sim/presets/${f}: ${issuesText(r.error)}`);
+    for (const [name, p] of Object.entries(r.data.devices)) {
+      if (out[name]) throw new ScenarioError(`presets file sim/presets/${f}: device '${name}' is defined twice`);
+      out[name] = p;
+    }
+  }
+  return out;
 }
 
 const issuesText = (e: z.ZodError) => e.issues.map((i) => `${i.path.join('.') || '(top)'}: ${i.message}`).join('; ');

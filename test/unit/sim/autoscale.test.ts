@@ -13,6 +13,12 @@ const stepScenario = {
   app: { file: 'functions/apps/mllm.ts', api: 'chat' },
   deployment: { mode: 'autoscaler', autoscaler: { coldStartS: 5, options: { stableWindowMs: 20_000, scaleDownDelayMs: 10_000 } } },
   // 2 req/s, then 30 req/s from 60 s to 120 s, then 2 req/s again.
+  // Fixed models (not the machine-fitted local-cpu preset, which is re-fitted from time to time): the step is
+  // sized against these service times.
+  models: {
+    encoder: { a: 3.0, b: 0.05, patchSize: 16, audioUnitsPerSecond: 25, bytesPerUnit: 1024 },
+    llm: { prefill: { a: 4.0, b: 0.02, c: 0 }, decode: { a: 2.5, b: 0.0005, c: 0.3 }, kvTokens: 16384, maxBatch: 32, maxPrefillTokens: 4096, padMultiple: 16 },
+  },
   workload: { pattern: 'step:2,30,2:60', mix: 'text:0.5,image:0.5', inputLen: 64, outputLen: 16, imageSize: '64x64', duration: 240, seed: 5 },
 };
 
