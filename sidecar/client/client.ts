@@ -65,6 +65,10 @@ const checkGroups = (g: unknown): number[][] => {
   return g as number[][];
 };
 
+/** Inline copies kept for a second recv of the same chunk (until markDone); the oldest go past this many. */
+const MAX_KEPT = 4096;
+const chunkKey = (id: string, chunk: number) => `${chunk}:${id}`;
+
 const checkChunk = (n: unknown, what: string) => {
   if (!Number.isInteger(n) || (n as number) < 0) throw badRequest(`${what} must be a non-negative integer, got ${String(n)}`);
 };
@@ -76,6 +80,11 @@ export class SidecarClient {
   private conn: Connection | undefined;
   private connecting: Promise<Connection> | undefined;
   private closed = false;
+  /**
+   * Small objects the sidecar handed over inside its reply and counted this rank done with at once (the fast path):
+   * kept until markDone, so a second recv of the chunk returns them again and markDone costs no round trip.
+   */
+  private readonly kept = new Map<string, unknown>();
 
   private constructor(private readonly opts: SidecarClientOptions) {
     this.rank = opts.rank;
@@ -156,13 +165,22 @@ export class SidecarClient {
    */
   async recv(id: string, chunk = 0, o: RecvOptions = {}): Promise<unknown> {
     checkChunk(chunk, 'chunk');
+    const want = o.dtype ?? this.opts.recvDtype;
+    const key = chunkKey(id, chunk);
+    if (this.kept.has(key)) {
+      const value = this.kept.get(key);
+      return want && isTensor(value) ? convertTensor(value as Tensor, want) : value;
+    }
     return this.traced('recv', () => ({ 'sidecar.id': id, 'sidecar.chunk': chunk }), async () => {
       const d = this.deadline(o);
       const conn = await this.connection(d);
-      const r = (await conn.call({ op: 'recv', id, chunk, deadline: d.deadline }, undefined, d)) as RecvReply;
+      const r = (await conn.call({ op: 'recv', id, chunk, deadline: d.deadline }, undefined, d)) as RecvReply & { payload?: Buffer };
       if (r.end) return null;
-      const value = decode(r, conn.segment.buffer);
-      const want = o.dtype ?? this.opts.recvDtype;
+      const value = decode(r, conn.segment.buffer, r.payload);
+      if (r.done) {
+        this.kept.set(key, value);
+        if (this.kept.size > MAX_KEPT) this.kept.delete(this.kept.keys().next().value!);
+      }
       return want && isTensor(value) ? convertTensor(value as Tensor, want) : value;
     });
   }
@@ -185,6 +203,7 @@ export class SidecarClient {
   async markDone(id: string, chunk = 0, o: CallOptions & { group?: boolean } = {}): Promise<void> {
     checkChunk(chunk, 'chunk');
     return this.traced('markDone', () => ({ 'sidecar.id': id, 'sidecar.chunk': chunk }), async () => {
+      if (this.kept.delete(chunkKey(id, chunk)) && !o.group) return; // the sidecar counted this rank done at recv
       const d = this.deadline(o);
       const conn = await this.connection(d);
       await conn.call({ op: 'done', id, chunk, ...(o.group ? { group: true } : {}) }, undefined, d);

@@ -6,7 +6,7 @@
 import { connect, type Socket } from 'node:net';
 import { SidecarError, errorFromWire } from '../errors.js';
 import { FrameReader, writeFrame } from '../wire/frames.js';
-import type { HelloReply, Reply } from '../wire/protocol.js';
+import { WIRE_VERSION, type HelloReply, type Reply } from '../wire/protocol.js';
 import { openSegment } from '../shm/segment.js';
 import { MAX_TIMER_MS, sleep } from '../../lib/wait.js';
 import { currentTraceparent } from '../../lib/telemetry.js';
@@ -51,8 +51,8 @@ export class Connection {
   private constructor(private readonly sock: Socket, leaseIdleMs: number) {
     this.leases = new Leases((alloc) => { if (this.alive) writeFrame(this.sock, { op: 'cancel', rid: alloc }); }, leaseIdleMs);
     new FrameReader<Reply>(sock, {
-      target: () => undefined,
-      frame: (r) => this.onReply(r),
+      target: () => undefined, // a reply's payload (a small object's bytes): a view of the bytes read (codec.ts aligns tensors)
+      frame: (r, payload) => this.onReply(r, payload),
       error: () => sock.destroy(),
     });
     sock.on('error', () => {});
@@ -79,7 +79,7 @@ export class Connection {
         });
         const conn = new Connection(sock, leaseIdleMs);
         try {
-          conn.hello = (await conn.call({ op: 'hello', ...hello }, undefined, d)) as unknown as HelloReply;
+          conn.hello = (await conn.call({ op: 'hello', ...hello, wire: WIRE_VERSION }, undefined, d)) as unknown as HelloReply;
           const seg = conn.hello.segment;
           conn.segment = reuse && reuse.hello.segment.path === seg.path ? reuse.segment : openSegment(seg.path, seg.size);
           return conn;
@@ -97,12 +97,12 @@ export class Connection {
     }
   }
 
-  private onReply(r: Reply): void {
+  private onReply(r: Reply, payload: Buffer | null): void {
     const p = this.pending.get(r.rid);
     if (!p) return; // already given up on (deadline/abort); the sidecar was told to cancel
     this.pending.delete(r.rid);
     settle(p);
-    if (r.ok) p.resolve(r);
+    if (r.ok) p.resolve(payload && payload.length > 0 ? { ...r, payload } : r);
     else p.reject(errorFromWire(r.error));
   }
 

@@ -8,10 +8,14 @@ import { SidecarError, badRequest, errorToWire } from '../errors.js';
 import type { Allocation } from '../shm/memory.js';
 import { Cancel, type Cancellable } from '../cancel.js';
 import { FrameReader, writeFrame } from '../wire/frames.js';
-import { ClientRequest, type Lease, type PutReply, type PutReq, type RecvReply } from '../wire/protocol.js';
-import type { SidecarServer } from './server.js';
+import { ClientRequest, WIRE_VERSION, type Lease, type PutReply, type PutReq, type RecvReply } from '../wire/protocol.js';
+import type { ChunkMemory, SidecarServer } from './server.js';
 import { serveTraced } from './tracing.js';
 import { currentTraceparent } from '../../lib/telemetry.js';
+
+/** A reply body's payload (a symbol key: JSON.stringify leaves it out of the header). */
+const PAYLOAD = Symbol('payload');
+type ReplyBody = Record<string, unknown> & { [PAYLOAD]?: Buffer };
 
 interface OpenId {
   numChunks: number | undefined; // known once sent (non-stream) or closed
@@ -23,6 +27,7 @@ export class ClientConnection {
   private rank: number | undefined;
   private group: number[] = [];
   private hint: number | undefined;
+  private wire = 1; // the client's protocol version (hello)
   private readonly reservations = new Map<number, Allocation>();
   private readonly inflight = new Map<number, Cancel>();
   private readonly open = new Map<string, OpenId>();
@@ -38,8 +43,8 @@ export class ClientConnection {
     });
   }
 
-  private reply(rid: number, body: Record<string, unknown>): void {
-    if (!this.sock.destroyed) writeFrame(this.sock, { rid, ok: true, ...body });
+  private reply(rid: number, body: ReplyBody): void {
+    if (!this.sock.destroyed) writeFrame(this.sock, { rid, ok: true, ...body }, body[PAYLOAD]);
   }
 
   private handle(raw: unknown, payload: Buffer | null): void {
@@ -74,7 +79,7 @@ export class ClientConnection {
     if (!this.sock.destroyed) writeFrame(this.sock, { rid, ok: false, error: errorToWire(err) });
   }
 
-  private async dispatch(req: Exclude<ClientRequest, { op: 'cancel' }>, payload: Buffer | null, signal: Cancellable): Promise<Record<string, unknown>> {
+  private async dispatch(req: Exclude<ClientRequest, { op: 'cancel' }>, payload: Buffer | null, signal: Cancellable): Promise<ReplyBody> {
     const srv = this.srv;
     switch (req.op) {
       case 'hello': {
@@ -87,8 +92,9 @@ export class ClientConnection {
         srv.rankConnected(req.rank);
         this.group = [...req.group].sort((a, b) => a - b);
         this.hint = req.hint;
+        this.wire = req.wire ?? 1;
         const s = srv.memory.segment;
-        return { node: srv.opts.node, instance: srv.instance, segment: { path: s.path, size: s.size }, ranks: srv.opts.ranks };
+        return { node: srv.opts.node, instance: srv.instance, segment: { path: s.path, size: s.size }, ranks: srv.opts.ranks, wire: WIRE_VERSION };
       }
       case 'alloc': {
         const a = await srv.memory.alloc(req.size, { deadline: req.deadline, signal, ...(this.hint ? { hint: this.hint } : {}) });
@@ -100,10 +106,17 @@ export class ClientConnection {
       case 'recv': {
         const rec = await srv.recv(req.id, req.chunk, this.rank!, req.deadline, signal);
         if (!rec) return { end: true } satisfies RecvReply;
-        return {
-          kind: rec.kind, offset: rec.alloc.offset, size: rec.size, producerRank: rec.producerRank,
-          ...(rec.dtype ? { dtype: rec.dtype } : {}), ...(rec.shape ? { shape: rec.shape } : {}),
-        } satisfies RecvReply;
+        const meta = { kind: rec.kind, size: rec.size, producerRank: rec.producerRank, ...(rec.dtype ? { dtype: rec.dtype } : {}), ...(rec.shape ? { shape: rec.shape } : {}) };
+        // The fast path: a small object's bytes go back inside the reply (a client of protocol 1 gets them in slots).
+        if (rec.bytes && this.wire >= 2) {
+          // The client gets a copy, so nothing of this sidecar's stays in use: this rank is done with the chunk now, and
+          // its markDone costs no round trip (the one-frame fast path; the client answers a second recv from its copy).
+          const body = { ...({ ...meta, inline: true, done: true } satisfies RecvReply), [PAYLOAD]: rec.bytes };
+          srv.ledger.done(req.id, req.chunk, this.rank!, false);
+          return body;
+        }
+        const alloc = rec.alloc ?? await srv.materialize(rec, req.deadline, signal);
+        return { ...meta, offset: alloc.offset } satisfies RecvReply;
       }
       case 'done':
         srv.ledger.done(req.id, req.chunk, this.rank!, req.group ?? false);
@@ -138,7 +151,7 @@ export class ClientConnection {
       if (!reserved) throw badRequest(`unknown allocation ${req.alloc}`);
       this.reservations.delete(req.alloc);
     }
-    let alloc: Allocation;
+    let mem: ChunkMemory;
     let remote: Map<string, number[][]>;
     try {
       if (req.kind === 'tensor' && (!req.dtype || !req.shape)) throw badRequest('a tensor needs dtype and shape');
@@ -146,12 +159,17 @@ export class ClientConnection {
       remote = (routed instanceof Promise ? await routed : routed).remote;
       if (reserved) {
         if (req.size > reserved.reserved) throw badRequest(`allocation holds ${reserved.reserved} bytes, put says ${req.size}`);
-        alloc = srv.memory.trim(reserved, req.size); // a lease may be larger than this chunk
+        mem = { alloc: srv.memory.trim(reserved, req.size) }; // a lease may be larger than this chunk
         reserved = undefined;
       } else {
         if ((payload?.length ?? 0) !== req.size) throw badRequest(`payload has ${payload?.length ?? 0} bytes, put says ${req.size}`);
-        alloc = await srv.memory.alloc(req.size, { deadline: req.deadline, signal, ...(this.hint ? { hint: this.hint } : {}) });
-        if (payload && req.size > 0) srv.memory.segment.bytes.set(payload, alloc.offset);
+        if (payload && srv.reserveInline(req.size)) {
+          mem = { bytes: Buffer.from(payload) }; // the fast path: no slot (a copy: `payload` may be a view of a larger read)
+        } else {
+          const alloc = await srv.memory.alloc(req.size, { deadline: req.deadline, signal, ...(this.hint ? { hint: this.hint } : {}) });
+          if (payload && req.size > 0) srv.memory.segment.bytes.set(payload, alloc.offset);
+          mem = { alloc };
+        }
       }
     } finally {
       if (reserved) srv.memory.free(reserved);
@@ -162,7 +180,7 @@ export class ClientConnection {
       producerRank: this.rank!, expiresAt: Date.now() + (req.ttlMs ?? srv.opts.ttlMs),
       ...(req.dtype ? { dtype: req.dtype } : {}), ...(req.shape ? { shape: req.shape } : {}),
       traceparent: currentTraceparent() ?? req.traceparent, // this put's span (pushes to peers are its children)
-    }, alloc, 'local');
+    }, mem, 'local');
     let open = this.open.get(req.id);
     if (!open) this.open.set(req.id, (open = { numChunks, sent: new Set(), nodes: new Set() }));
     open.sent.add(req.chunk);

@@ -38,7 +38,8 @@ export interface ChunkRecord {
   dtype?: DType;
   shape?: number[];
   size: number;
-  alloc: Allocation;
+  alloc?: Allocation; // its slots in shared memory (a small object on the fast path has none until an old client reads it)
+  bytes?: Buffer; // a small object's bytes, held in the sidecar's heap (the fast path; see INLINE_MAX_BYTES)
   producerRank: number;
   groups: number[][]; // destination groups served by this node
   doneRanks: Set<number>; // local consumer ranks that marked it done
@@ -203,7 +204,7 @@ export class Ledger {
 
   /**
    * Adds a chunk and wakes its waiters. Returns 'duplicate' (the same chunk is already held: a retry or a
-   * second sender of the group) or 'failed' (the id failed): the caller then frees `rec.alloc`.
+   * second sender of the group) or 'failed' (the id failed): the caller then frees its memory.
    */
   add(rec: ChunkRecord, numChunks?: number): 'added' | 'duplicate' | 'failed' {
     const t = this.find(rec.id);

@@ -34,6 +34,11 @@ export interface SidecarServerOptions {
   leaseMs?: number;
   /** How long a local recv waits before this sidecar asks the Store where its chunk is held. @default 50 */
   findAfterMs?: number;
+  /**
+   * Heap bytes the small objects on the fast path (≤ INLINE_MAX_BYTES, held outside shared memory) may take at once;
+   * past it they take slots like any chunk (so back-pressure still holds). @default a sixteenth of the slabs, ≤ 64 MiB
+   */
+  inlineBudgetBytes?: number;
 }
 
 /** The part of the Store a sidecar uses. */
@@ -64,6 +69,10 @@ export function compileSidecarOptions(o: SidecarServerOptions): CompiledSidecarO
     }
   }
   const ttlMs = o.ttlMs ?? 300_000;
+  const slabs = o.slabs ?? DEFAULT_SLABS;
+  if (o.inlineBudgetBytes !== undefined && !(Number.isInteger(o.inlineBudgetBytes) && o.inlineBudgetBytes >= 0)) {
+    throw badRequest(`inlineBudgetBytes must be a non-negative integer, got ${o.inlineBudgetBytes}`);
+  }
   if (o.leaseMs !== undefined && !(o.leaseMs >= 30)) throw badRequest(`leaseMs must be at least 30, got ${o.leaseMs}`);
   return Object.freeze({
     node: o.node,
@@ -73,11 +82,12 @@ export function compileSidecarOptions(o: SidecarServerOptions): CompiledSidecarO
     peerPort: o.peerPort ?? 0,
     httpPort: o.httpPort ?? 0,
     peers,
-    slabs: o.slabs ?? DEFAULT_SLABS,
+    slabs,
     ttlMs,
     sweepMs: o.sweepMs ?? Math.min(1000, Math.max(10, ttlMs / 4)),
     store: o.store,
     leaseMs: o.leaseMs ?? 10_000,
     findAfterMs: o.findAfterMs ?? 50,
+    inlineBudgetBytes: o.inlineBudgetBytes ?? Math.min(64 * MiB, Math.floor(slabs.reduce((a, s) => a + s.slotBytes * s.slots, 0) / 16)),
   });
 }

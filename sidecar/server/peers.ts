@@ -137,10 +137,10 @@ class InboundLink {
         current = msg.data;
         return this.handler.target(msg.data, from);
       },
-      frame: (raw) => {
+      frame: (raw, payload) => {
         current = undefined;
         const msg = parsed.get(raw);
-        if (msg && msg.op !== 'hello') this.handler.message(msg, null, from);
+        if (msg && msg.op !== 'hello') this.handler.message(msg, payload, from);
       },
       error: (err) => this.log.warn({ from, err: err.message }, 'peer stream error'),
     });

@@ -11,7 +11,7 @@ import { logger, type Logger } from '../../lib/log.js';
 import { SidecarError } from '../errors.js';
 import { SharedMemory, type Allocation } from '../shm/memory.js';
 import { removeStaleSegments } from '../shm/segment.js';
-import type { PeerChunk } from '../wire/protocol.js';
+import { INLINE_MAX_BYTES, type PeerChunk } from '../wire/protocol.js';
 import { Ledger, type ChunkRecord, type FreeReason } from './ledger.js';
 import { Peers } from './peers.js';
 import { StoreMirror } from './mirror.js';
@@ -46,6 +46,9 @@ export interface ChunkInput {
  */
 const ENTRY_DELAY_MS = 20;
 
+/** Where a chunk's bytes are: slots of the shared memory, or (a small object on the fast path) a Buffer in this process's heap. */
+export type ChunkMemory = { alloc: Allocation; bytes?: undefined } | { bytes: Buffer; alloc?: undefined };
+
 /** Destination groups split into those on this node and those per peer node. */
 export interface Route { local: number[][]; remote: Map<string, number[][]> }
 
@@ -68,7 +71,9 @@ export class SidecarServer {
   private sweeper: NodeJS.Timeout | undefined;
   private readonly conns = new Set<ClientConnection>();
   private readonly liveRanks = new Map<number, number>(); // rank → clients connected (said hello)
-  private readonly incoming = new WeakMap<PeerChunk, Allocation>();
+  private readonly incoming = new WeakMap<PeerChunk, Allocation | 'inline'>();
+  /** Heap bytes held (or reserved) by small objects on the fast path; at most opts.inlineBudgetBytes. */
+  inlineBytes = 0;
   private readonly brokenChunks = new WeakSet<PeerChunk>();
   private readonly receiving = new WeakMap<PeerChunk, Span>(); // spans of chunks coming from peers
   private stopping: Promise<void> | undefined;
@@ -98,8 +103,8 @@ export class SidecarServer {
     this.ledger = new Ledger({ free: (rec, reason) => this.onFree(rec, reason), live: (rank) => this.liveRanks.has(rank) }, o.ttlMs);
     this.peers = new Peers(o.node, o.peers, {
       target: (msg, from) => this.peerTarget(msg, from),
-      message: (msg, _payload, from) => {
-        if (msg.op === 'chunk') this.peerChunk(msg, from);
+      message: (msg, payload, from) => {
+        if (msg.op === 'chunk') this.peerChunk(msg, payload, from);
         else if (msg.op === 'close') this.ledger.setNumChunks(msg.id, msg.numChunks);
         else if (msg.op === 'fail') this.failLocal(msg.id, msg.reason);
       },
@@ -109,7 +114,8 @@ export class SidecarServer {
         const a = this.incoming.get(msg);
         this.incoming.delete(msg);
         this.brokenChunks.add(msg); // an allocation still waiting for memory is freed when it comes
-        if (a) this.memory.free(a);
+        if (a === 'inline') this.inlineBytes -= msg.size;
+        else if (a) this.memory.free(a);
         this.failLocal(msg.id, `the link from sidecar ${from} dropped in the middle of chunk ${msg.chunk}`, 'SIDECAR_UNAVAILABLE');
       },
       dialFailed: () => this.refreshPeers(),
@@ -220,7 +226,7 @@ export class SidecarServer {
     const ledger = this.ledger.stats();
     return {
       status: 'ok', ...this.info(), segment: this.memory.segment.name, capacity: this.memory.capacity,
-      bytesInUse: this.memory.bytesInUse, bytesFree: this.memory.bytesFree, waiting: this.memory.waiting,
+      bytesInUse: this.memory.bytesInUse, bytesFree: this.memory.bytesFree, waiting: this.memory.waiting, inlineBytes: this.inlineBytes,
       chunks: ledger.chunks, ids: ledger.liveIds + ledger.tombstones, ledger, clients: this.conns.size,
       peers: this.directory.nodes().map((node) => ({ node, connected: this.peers.connected(node) })),
       ...(this.opts.store ? { store: { lookups: this.finder?.lookups ?? 0, entriesWritten: this.mirror.written, entriesSkipped: this.mirror.skipped, writeErrors: this.mirror.errors } } : {}),
@@ -268,19 +274,53 @@ export class SidecarServer {
   // ---------- storing chunks ----------
 
   /**
-   * Takes ownership of `alloc` (already filled with the chunk's bytes): records the chunk for local
+   * Whether a chunk of `size` bytes takes the fast path (kept in this process's heap, no slot): small enough and within
+   * the heap budget. Reserves the bytes when it does (given back by `release` or when the chunk is freed).
+   */
+  reserveInline(size: number): boolean {
+    if (size > INLINE_MAX_BYTES || this.inlineBytes + size > this.opts.inlineBudgetBytes) return false;
+    this.inlineBytes += size;
+    return true;
+  }
+
+  /** Frees a chunk's memory (slots, or its share of the heap budget). */
+  release(mem: ChunkMemory, size: number): void {
+    if (mem.alloc) this.memory.free(mem.alloc);
+    if (mem.bytes) this.inlineBytes -= size;
+  }
+
+  /**
+   * Slots holding a fast-path chunk's bytes, for a client that only reads from shared memory (protocol version 1):
+   * allocated and filled on its first such recv, freed with the chunk.
+   */
+  async materialize(rec: ChunkRecord, deadline: number, signal: Cancellable): Promise<Allocation> {
+    if (rec.alloc) return rec.alloc;
+    const a = await this.memory.alloc(rec.size, { deadline, signal });
+    if (rec.alloc || !this.ledger.holds(rec)) { // another recv filled it meanwhile, or the chunk was freed
+      this.memory.free(a);
+      if (rec.alloc) return rec.alloc;
+      throw new SidecarError('SIDECAR_ALREADY_CONSUMED', `${rec.id} chunk ${rec.chunk} was freed while it was being read`);
+    }
+    if (rec.size > 0) this.memory.segment.bytes.set(rec.bytes!, a.offset);
+    rec.alloc = a;
+    return a;
+  }
+
+  /**
+   * Takes ownership of `mem` (already holding the chunk's bytes): records the chunk for local
    * consumers and pushes it to the other nodes' sidecars. Throws when the id already failed.
    */
-  storeChunk(input: ChunkInput, alloc: Allocation, origin: 'local' | 'peer'): void {
+  storeChunk(input: ChunkInput, mem: ChunkMemory, origin: 'local' | 'peer'): void {
     const { local, remote } = origin === 'local' ? this.route(input.dst) : { local: input.dst, remote: new Map<string, number[][]>() };
     const rec: ChunkRecord = {
-      id: input.id, chunk: input.chunk, kind: input.kind, size: input.size, alloc, producerRank: input.producerRank,
+      id: input.id, chunk: input.chunk, kind: input.kind, size: input.size, producerRank: input.producerRank,
+      ...(mem.alloc ? { alloc: mem.alloc } : { bytes: mem.bytes }),
       groups: local, doneRanks: new Set(), pushes: remote.size, expiresAt: input.expiresAt, handedOut: false,
       ...(input.dtype ? { dtype: input.dtype } : {}), ...(input.shape ? { shape: input.shape } : {}),
     };
     const added = this.ledger.add(rec, input.stream ? undefined : input.numChunks);
     if (added !== 'added') {
-      this.memory.free(alloc);
+      this.release(mem, input.size);
       if (added === 'failed') throw new SidecarError('SIDECAR_PRODUCER_FAILED', `${input.id} already failed`);
       return;
     }
@@ -296,7 +336,7 @@ export class SidecarServer {
       };
       const push = input.traceparent ? startSpan('sidecar.push', input.traceparent, { 'sidecar.id': input.id, 'sidecar.chunk': input.chunk, 'sidecar.bytes': input.size, 'sidecar.peer': node }, SpanKind.PRODUCER) : undefined;
       if (push) header.traceparent = push.traceparent;
-      this.peers.send(node, header, this.memory.view(alloc), input.expiresAt, (err) => {
+      this.peers.send(node, header, mem.bytes ?? this.memory.view(mem.alloc), input.expiresAt, (err) => {
         if (push) endSpan(push.span, err);
         if (err) this.log.warn({ id: input.id, chunk: input.chunk, node, err: err.message }, 'push to peer failed');
         else this.metrics.bytesMoved.inc({ path: 'to_peer' }, input.size);
@@ -307,7 +347,8 @@ export class SidecarServer {
     if (origin === 'local' && remote.size > 0 && this.mirror.enabled && this.ledger.holds(rec)) {
       rec.entry = {
         id: rec.id, chunk: rec.chunk, node: this.opts.node, producerRank: rec.producerRank, kind: rec.kind === 'tensor' ? 'tensor' : 'object',
-        location: { kind: 'shm', segment: this.memory.segment.name, offset: alloc.offset, length: rec.size }, size: rec.size, expiresAt: rec.expiresAt,
+        location: mem.alloc ? { kind: 'shm', segment: this.memory.segment.name, offset: mem.alloc.offset, length: rec.size } : { kind: 'remote', host: this.opts.host, port: this.peerPort },
+        size: rec.size, expiresAt: rec.expiresAt,
         ...(rec.dtype ? { dtype: rec.dtype } : {}), ...(rec.shape ? { shape: rec.shape } : {}),
       };
       this.mirror.put(rec.entry);
@@ -332,19 +373,24 @@ export class SidecarServer {
       this.log.warn({ id: rec.id, chunk: rec.chunk, done: [...rec.doneRanks], waitingFor: this.ledger.waitingFor(rec) },
         'chunk expired while some ranks of its group never marked it done: if not every worker of the executor reads it, call markDone(id, chunk, {group: true})');
     }
-    this.memory.free(rec.alloc);
+    if (rec.alloc) this.memory.free(rec.alloc);
+    if (rec.bytes) this.inlineBytes -= rec.size;
     this.metrics.freed.inc({ reason });
     if (reason === 'expired') this.metrics.expiredBytes.inc(rec.size);
     if (rec.entry) this.mirror.remove(rec.id, rec.chunk);
   }
 
-  /** Where a chunk from a peer lands: a slot of this node's memory (the socket reads straight into it). */
-  private peerTarget(msg: PeerChunk, from: string): Buffer | null | Promise<Buffer | null> {
+  /**
+   * Where a chunk from a peer lands: a small one in a Buffer of this process (the fast path, within the heap budget),
+   * any other in a slot of this node's memory (the socket reads straight into it).
+   */
+  private peerTarget(msg: PeerChunk, from: string): Buffer | null | undefined | Promise<Buffer | null> {
     if (msg.traceparent) {
       const attributes = { 'sidecar.id': msg.id, 'sidecar.chunk': msg.chunk, 'sidecar.bytes': msg.size, 'sidecar.peer': from };
       this.receiving.set(msg, startSpan('sidecar.peer.recv', msg.traceparent, attributes, SpanKind.CONSUMER).span);
     }
     if (this.ledger.isFailed(msg.id)) return null;
+    if (this.reserveInline(msg.size)) { this.incoming.set(msg, 'inline'); return undefined; } // the reader allocates it
     const now = this.memory.allocNow(msg.size);
     if (now) { this.incoming.set(msg, now); return this.memory.view(now); }
     return this.memory.alloc(msg.size, { deadline: msg.expiresAt }).then(
@@ -361,13 +407,14 @@ export class SidecarServer {
   }
 
   /** The bytes of a chunk from a peer are all in (its span ends). */
-  private peerChunk(msg: PeerChunk, from: string): void {
+  private peerChunk(msg: PeerChunk, payload: Buffer | null, from: string): void {
     const span = this.receiving.get(msg);
     if (span) endSpan(span);
     const alloc = this.incoming.get(msg);
     if (!alloc) return; // discarded (failed id or no memory)
+    if (alloc === 'inline' && !payload) { this.inlineBytes -= msg.size; return; } // the reader dropped it (logged there)
     try {
-      this.storeChunk({ ...msg, numChunks: msg.numChunks, stream: msg.stream ?? false }, alloc, 'peer');
+      this.storeChunk({ ...msg, numChunks: msg.numChunks, stream: msg.stream ?? false }, alloc === 'inline' ? { bytes: payload! } : { alloc }, 'peer');
     } catch (err) {
       this.log.debug({ id: msg.id, from, err: (err as Error).message }, 'dropped chunk from peer');
     }

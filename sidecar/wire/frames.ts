@@ -47,7 +47,8 @@ export function writeFrame(sock: Socket, header: unknown, payload?: Uint8Array, 
 
 /**
  * Where a payload goes: a Buffer of exactly the payload's length, `null` to discard it, or undefined to
- * have the reader allocate one.
+ * have the reader provide one: a view of the bytes read when they came in one read (no copy; it keeps that read's
+ * buffer alive), else a Buffer of its own.
  */
 export type PayloadTarget = Buffer | null | undefined;
 
@@ -160,6 +161,13 @@ export class FrameReader<H> {
       this.filled = 0;
       this.inPayload = true;
       const t = this.handler.target(header, plen);
+      if (t === undefined && plen > 0 && this.pendingBytes >= plen && this.pending[0]!.length - this.at >= plen) { // all in one read: a view, no copy
+        this.target = this.pending[0]!.subarray(this.at, this.at + plen);
+        this.skip(plen);
+        this.filled = plen;
+        this.finish();
+        continue;
+      }
       if (t instanceof Promise) {
         this.waiting = true;
         this.sock.pause();

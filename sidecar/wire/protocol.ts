@@ -18,10 +18,26 @@ const chunkNo = z.number().int().min(0);
 const groups = z.array(z.array(rank).min(1)).min(1);
 const traceparent = z.string().max(128).optional();
 
+/**
+ * The client↔sidecar protocol version, said in both hellos. 2: a recv reply may carry the chunk's bytes as its payload
+ * (`inline: true`, see INLINE_MAX_BYTES) instead of an offset in shared memory. A sidecar answers a client that says
+ * no version (1) with offsets only, so an older executor keeps working against a newer sidecar and the other way round.
+ * Sidecar↔sidecar frames did not change (a receiving sidecar decides alone where a chunk's bytes go).
+ */
+export const WIRE_VERSION = 2;
+/**
+ * Objects up to this size take the one-frame fast path: the bytes travel inside the put, the sidecar keeps them in its
+ * heap (no shared-memory slot to allocate and free) and hands them back inside the recv reply.
+ */
+export const INLINE_MAX_BYTES = 64 * 1024;
+
 export const kinds = ['tensor', 'json', 'bytes'] as const;
 export type ChunkKind = (typeof kinds)[number];
 
-export const HelloReq = z.object({ op: z.literal('hello'), rid: z.number(), rank, group: z.array(rank).min(1), hint: z.number().int().positive().optional() });
+export const HelloReq = z.object({
+  op: z.literal('hello'), rid: z.number(), rank, group: z.array(rank).min(1), hint: z.number().int().positive().optional(),
+  wire: z.number().int().min(1).optional(), // WIRE_VERSION of the client; absent = 1
+});
 export const AllocReq = z.object({ op: z.literal('alloc'), rid: z.number(), size: z.number().int().min(0), deadline: z.number(), traceparent });
 export const PutReq = z.object({
   op: z.literal('put'), rid: z.number(), id, chunk: chunkNo,
@@ -40,7 +56,7 @@ export const ClientRequest = z.discriminatedUnion('op', [HelloReq, AllocReq, Put
 export type ClientRequest = z.infer<typeof ClientRequest>;
 export type PutReq = z.infer<typeof PutReq>;
 
-export interface HelloReply { node: string; instance: string; segment: { path: string; size: number }; ranks: number[] }
+export interface HelloReply { node: string; instance: string; segment: { path: string; size: number }; ranks: number[]; wire?: number }
 export interface AllocReply { alloc: number; offset: number }
 /**
  * Memory lent to a client with a put's reply (when it asks and memory is plentiful): a later send of at most
@@ -49,9 +65,15 @@ export interface AllocReply { alloc: number; offset: number }
  */
 export interface Lease { alloc: number; offset: number; bytes: number }
 export interface PutReply { lease?: Lease }
-/** A chunk ready to read: where it sits in the segment and how to interpret it. `end` = past the last chunk. */
+/**
+ * A chunk ready to read: where it sits in the segment (or, with `inline`, the reply frame's payload holds its bytes)
+ * and how to interpret it. `end` = past the last chunk.
+ */
 export interface RecvReply {
   end?: true;
+  inline?: true;
+  /** The sidecar counted the rank done with the chunk already (an inline copy): markDone needs no round trip. */
+  done?: true;
   kind?: ChunkKind;
   dtype?: DType;
   shape?: number[];

@@ -41,14 +41,14 @@ test('a sidecar started with no fixed peers receives a tensor from a peer it lea
   t.deepEqual((await store.listSidecars()).map((s) => [s.node, s.ranks, s.peerPort]), [['n0', [0, 1], sc.nodes[0]!.peerPort], ['n1', [2], sc.nodes[1]!.peerPort]]);
   const id = newId();
   const inNode = newId();
-  const data = makeTensor('bf16', [13, 512]);
+  const data = makeTensor('bf16', [13, 4096]); // above INLINE_MAX_BYTES: held in a slot (a smaller one is in the heap: location 'remote')
   const prod = await sc.client(0);
   await sc.client(1);
   await prod.send(data, inNode, [[1]]); // held for rank 1 on n0: nobody on another node asks, so no entry
   await prod.send(data, id, [[2]]); // n1 has not dialed n0: the chunk waits on n0, recorded in the store under n0
   const entry = await waitUntil('the chunk entry', () => store.getChunk(id, 0), { timeoutMs: 30_000 });
-  t.like(entry, { id, chunk: 0, node: 'n0', producerRank: 0, kind: 'tensor', dtype: 'bf16', shape: [13, 512], size: 13 * 512 * 2 });
-  t.like(entry.location, { kind: 'shm', length: 13 * 512 * 2 });
+  t.like(entry, { id, chunk: 0, node: 'n0', producerRank: 0, kind: 'tensor', dtype: 'bf16', shape: [13, 4096], size: 13 * 4096 * 2 });
+  t.like(entry.location, { kind: 'shm', length: 13 * 4096 * 2 });
   t.true(entry.expiresAt > Date.now());
   t.is(await store.getChunk(inNode, 0), undefined); // written before `id`'s would have been
   const cons = await sc.client(2);

@@ -68,7 +68,7 @@ for (const [from, to] of MISMATCH) {
 
 test('a tensor received zero-copy is a view into the sidecar\'s shared memory', async (t) => {
   const id = newId();
-  const sent = makeTensor('f32', [1176], 5);
+  const sent = makeTensor('f32', [20_000], 5); // 80 000 bytes: above INLINE_MAX_BYTES (smaller objects come back inside the reply)
   await sendFromGroup(sc, [0], id, [[1]], [sent]);
   const c = await sc.client(1);
   const a = (await c.recv(id)) as Tensor;
