@@ -41,7 +41,7 @@ export interface SidecarNode {
   readonly peerPort: number;
   readonly httpUrl: string;
   pid(): number | undefined;
-  health(): Promise<Record<string, unknown> & { bytesInUse: number; chunks: number; segment: string }>;
+  health(): Promise<Record<string, unknown> & { bytesInUse: number; inlineBytes: number; chunks: number; segment: string }>;
   metrics(): Promise<string>;
   /** Graceful stop (SIGTERM). */
   stop(): Promise<void>;

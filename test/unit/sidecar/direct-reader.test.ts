@@ -90,3 +90,39 @@ test('a malformed header drops the connection with an error', async (t) => {
   await closed;
   t.regex(errors[0]!.message, /malformed frame header/);
 });
+
+test('several small frames coalesced in one write are parsed from one staged read, not read part by part', async (t) => {
+  const { writer, got, reads } = await link(t, () => undefined);
+  const n = 50;
+  const payloads = Array.from({ length: n }, (_, i) => randomBytes(100 + i));
+  writer.cork(); // one write: the frames come in as one stream of bytes
+  payloads.forEach((p, i) => writeFrame(writer, { n: i }, p));
+  process.nextTick(() => writer.uncork());
+  await until('frames', () => got.length === n);
+  t.deepEqual(got.map((g) => g.header.n), payloads.map((_, i) => i));
+  payloads.forEach((p, i) => t.true(got[i]!.payload!.equals(p), `frame ${i}`));
+  // Read part by part (prefix, header, payload), 50 frames take 150 reads; staged, a handful (however TCP cuts them).
+  t.true(reads.length < n, `${reads.length} reads for ${n} frames`);
+});
+
+test('frames split across reads at every byte arrive whole, small ones and one read straight into its target', async (t) => {
+  const big = Buffer.alloc(40_000);
+  const { writer, got } = await link(t, (h) => (h.n === 1 ? big : undefined));
+  const payloads = [randomBytes(10), randomBytes(big.length), randomBytes(3000)];
+  const bytes: Buffer[] = [];
+  const capture = { write: (b: Buffer) => { bytes.push(Buffer.from(b)); return true; }, cork() {}, uncork() {} };
+  payloads.forEach((p, n) => writeFrame(capture as never, { n }, p));
+  const stream = Buffer.concat(bytes);
+  for (let i = 0; i < stream.length;) { // a few bytes per write, so the reader sees every part cut somewhere
+    const k = i < 200 ? 1 : 997;
+    writer.write(stream.subarray(i, i + k));
+    i += k;
+    if (i < 200) await new Promise((r) => setImmediate(r));
+  }
+  await until('frames', () => got.length === 3);
+  t.deepEqual(got.map((g) => g.header.n), [0, 1, 2]);
+  t.true(got[0]!.payload!.equals(payloads[0]!));
+  t.is(got[1]!.payload, big);
+  t.true(big.equals(payloads[1]!));
+  t.true(got[2]!.payload!.equals(payloads[2]!));
+});
