@@ -5,6 +5,7 @@
  */
 import { decodeMs, encoderMs, generatorMs, prefillMs, type StageKind, type StageModels } from '../sim/latency/models.js';
 import type { SimGraph } from '../sim/apps/record.js';
+import { modelsAtTp } from '../sim/latency/tensor-parallel.js';
 import { unitsOf } from '../sim/run.js';
 import type { RequestKind, RequestSpec } from '../bench/workload/mix.js';
 
@@ -66,7 +67,8 @@ function invocationCost(stage: StageKind, models: StageModels, units: number, pr
 }
 
 /** Demand of `specs` (a sample of the mix) on the app whose graphs per kind are `byKind`. */
-export function demandOf(byKind: ReadonlyMap<RequestKind, readonly SimGraph[]>, specs: readonly RequestSpec[], models: StageModels): Demand {
+/** `tp`: tensor-parallel degree per label (× its task's devices; sim/latency/tensor-parallel.ts scales its latency). */
+export function demandOf(byKind: ReadonlyMap<RequestKind, readonly SimGraph[]>, specs: readonly RequestSpec[], models: StageModels, tp: Readonly<Record<string, number>> = {}): Demand {
   const stages = new Map<string, StageDemand>();
   const floors = new Map<RequestKind, KindFloor & { n: number }>();
   for (const spec of specs) {
@@ -81,9 +83,10 @@ export function demandOf(byKind: ReadonlyMap<RequestKind, readonly SimGraph[]>, 
       g.invocations.forEach((inv, i) => {
         const t = inv.task;
         const encUnits = inv.producers.reduce((a, p) => a + (g.invocations[p]!.task.stage === 'encoder' ? units : 0), 0);
-        const c = invocationCost(t.stage, models, units, spec.inputTokens + encUnits, spec.outputTokens, t.config);
-        const s = stages.get(t.label) ?? { label: t.label, stage: t.stage, devicesPerExecutor: t.devicesPerExecutor, workMs: 0 };
-        s.workMs += c.work * t.devicesPerExecutor;
+        const k = tp[t.label] ?? 1;
+        const c = invocationCost(t.stage, modelsAtTp(models, t.stage, k), units, spec.inputTokens + encUnits, spec.outputTokens, t.config);
+        const s = stages.get(t.label) ?? { label: t.label, stage: t.stage, devicesPerExecutor: t.devicesPerExecutor * k, workMs: 0 };
+        s.workMs += c.work * s.devicesPerExecutor;
         if (t.stage === 'encoder') {
           const host = g.invocations.find((x) => (x.task.stage === 'llm' || x.task.stage === 'generator') && x.producers.includes(i));
           if (host) s.hostLabel = host.task.label;

@@ -15,7 +15,7 @@ export const ATTAINMENT_TARGET = 0.9;
 export function scenarioFor(base: Scenario, c: Candidate, rate = base.workload.rate, autoscaler?: AutoscaleSettings): Scenario {
   const deployment: Scenario['deployment'] = autoscaler
     ? { mode: 'autoscaler', replicas: { ...c.replicas }, default: 1, autoscaler }
-    : { mode: c.mode === 'monolithic' ? 'monolithic' : 'manual', replicas: { ...c.replicas }, default: 1 };
+    : { mode: c.mode === 'monolithic' ? 'monolithic' : 'manual', replicas: { ...c.replicas }, default: 1, ...(c.devicesPerExecutor ? { devicesPerExecutor: { ...c.devicesPerExecutor } } : {}) };
   return { ...base, deployment, workload: { ...base.workload, rate } };
 }
 

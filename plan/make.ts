@@ -11,17 +11,36 @@ import { RandomSource } from '../bench/workload/random.js';
 import { demandOf, type Demand } from './demand.js';
 import { goodputOf } from './goodput.js';
 import { PlanError, type Plan } from './schema.js';
-import { searchPlan, type Candidate, type SearchResult } from './search.js';
+import { searchPlan, type Candidate, type SearchResult, type TpVariant } from './search.js';
+import { supportsTp } from '../sim/latency/tensor-parallel.js';
 
 /** Requests sampled from the mix to estimate demand (same generator and seed as the run's). */
 const DEMAND_SAMPLE = 2000;
 
-export async function demandFor(sc: Scenario): Promise<{ demand: Demand; tasks: Map<string, SimTask> }> {
+export async function demandFor(sc: Scenario, o: { tp?: boolean; devices?: number } = {}): Promise<{ demand: Demand; tasks: Map<string, SimTask>; variants: TpVariant[] }> {
   const tasks = new Map<string, SimTask>();
   const byKind = await recordApp(sc, tasks);
   const rng = new RandomSource(sc.workload.seed).fork('mix');
   const specs: RequestSpec[] = Array.from({ length: DEMAND_SAMPLE }, (_, i) => nextSpec(i, sc.workload.mix, rng));
-  return { demand: demandOf(byKind, specs, sc.models), tasks };
+  const demand = demandOf(byKind, specs, sc.models);
+  const variants = o.tp ? tpAssignments([...tasks.values()], o.devices ?? Infinity).map((tp) => {
+    const d = demandOf(byKind, specs, sc.models, tp);
+    return { devicesPerExecutor: Object.fromEntries(d.stages.map((s) => [s.label, s.devicesPerExecutor])), demand: d };
+  }) : [];
+  return { demand, tasks, variants };
+}
+
+/**
+ * Tensor-parallel degrees searched: each LLM label 1, 2 or 4 × its task's devices, the encoders together 1 or
+ * 2 × (a product kept small: every variant is screened in full); the all-1 assignment is the base, left out.
+ */
+export function tpAssignments(tasks: readonly SimTask[], devices: number): Array<Record<string, number>> {
+  const llms = tasks.filter((t) => t.stage === 'llm' && supportsTp(t.stage));
+  const encoders = tasks.filter((t) => t.stage === 'encoder');
+  let out: Array<Record<string, number>> = [{}];
+  for (const t of llms) out = out.flatMap((a) => [1, 2, 4].filter((k) => k * t.devicesPerExecutor <= devices).map((k) => ({ ...a, [t.label]: k })));
+  if (encoders.length) out = out.flatMap((a) => [1, 2].map((k) => ({ ...a, ...Object.fromEntries(encoders.map((e) => [e.label, k])) })));
+  return out.filter((a) => Object.values(a).some((k) => k > 1));
 }
 
 /** Executors per node and label, as the live allocation policy places them (the simulator's order: LLMs first). */
@@ -49,21 +68,21 @@ export function placementOf(sc: Scenario, c: Candidate, devicesPer: Record<strin
 
 export interface PlanOutcome { plan: Plan; search: SearchResult; demand: Demand }
 
-export async function makePlan(sc: Scenario, o: { devices: number; minRateRps?: number; fineCandidates?: number; monolithic?: boolean; appName: string }): Promise<PlanOutcome> {
-  const { demand } = await demandFor(sc);
+export async function makePlan(sc: Scenario, o: { devices: number; minRateRps?: number; fineCandidates?: number; monolithic?: boolean; tp?: boolean; appName: string }): Promise<PlanOutcome> {
+  const { demand, variants } = await demandFor(sc, { tp: o.tp ?? false, devices: o.devices });
   const search = await searchPlan(
-    { demand, devices: o.devices, ...(sc.workload.slo ? { slo: sc.workload.slo } : {}), ...(o.minRateRps !== undefined ? { minRateRps: o.minRateRps } : {}), ...(o.fineCandidates !== undefined ? { fineCandidates: o.fineCandidates } : {}), ...(o.monolithic !== undefined ? { monolithic: o.monolithic } : {}) },
+    { demand, variants, devices: o.devices, ...(sc.workload.slo ? { slo: sc.workload.slo } : {}), ...(o.minRateRps !== undefined ? { minRateRps: o.minRateRps } : {}), ...(o.fineCandidates !== undefined ? { fineCandidates: o.fineCandidates } : {}), ...(o.monolithic !== undefined ? { monolithic: o.monolithic } : {}) },
     (c) => goodputOf(sc, c, c.screenRateRps * 0.8),
   );
   const b = search.best;
-  const devicesPer = Object.fromEntries(demand.stages.map((s) => [s.label, s.devicesPerExecutor]));
+  const devicesPer = { ...Object.fromEntries(demand.stages.map((s) => [s.label, s.devicesPerExecutor])), ...b.devicesPerExecutor };
   const plan: Plan = {
     version: 1,
     app: o.appName,
     device: sc.cluster.device,
     cluster: { nodes: sc.cluster.nodes, devicesPerNode: sc.cluster.devicesPerNode },
     mode: b.mode === 'monolithic' ? 'monolithic' : demand.stages.some((s) => s.stage === 'encoder' && b.replicas[s.label] === 0) ? 'mixed' : 'split',
-    components: demand.stages.map((s) => ({ label: s.label, stage: s.stage, replicas: b.replicas[s.label] ?? 0, devicesPerExecutor: s.devicesPerExecutor })),
+    components: demand.stages.map((s) => ({ label: s.label, stage: s.stage, replicas: b.replicas[s.label] ?? 0, devicesPerExecutor: devicesPer[s.label]! })),
     placement: placementOf(sc, b, devicesPer),
     explanation: { screenRateRps: b.screenRateRps, goodputRps: b.goodputRps, bottleneck: b.bottleneck, headroom: search.headroom },
   };

@@ -6,6 +6,9 @@
  *  2. Screen: every split (executors per label, all ≥ 1, within the device budget) and the monolithic plan
  *     (encoders inside their LLM executors), ranked by capacity ÷ demand of their bottleneck stage.
  *  3. Fine: the top candidates (and the monolithic one) are evaluated; the highest goodput wins.
+ * Tensor parallelism: each variant (devices per executor per label, with the demand its latency models give) is
+ * checked and screened like the base; the fine step also evaluates each feasible variant's best split, since a
+ * TP plan has less capacity per device (the screen's measure) but lower latency (what SLOs count).
  */
 import type { Slo } from '../bench/metrics/slo.js';
 import type { Demand, StageDemand } from './demand.js';
@@ -15,6 +18,14 @@ export interface Candidate {
   mode: 'split' | 'monolithic';
   /** Executors per label (monolithic: encoder labels 0). */
   replicas: Record<string, number>;
+  /** Devices per executor per label, where a tensor-parallel variant changes the task's own. */
+  devicesPerExecutor?: Record<string, number>;
+}
+
+/** A tensor-parallel variant of the plan space: devices per executor per label and the demand at those degrees. */
+export interface TpVariant {
+  devicesPerExecutor: Record<string, number>;
+  demand: Demand;
 }
 
 export interface Screened extends Candidate {
@@ -37,6 +48,8 @@ export interface SearchInput {
   monolithic?: boolean;
   /** Also consider plans that keep some encoders inside their host (0 executors of their own). @default true */
   colocate?: boolean;
+  /** Tensor-parallel variants searched besides `demand` (plan/make.ts tpVariants). */
+  variants?: TpVariant[];
 }
 
 export interface Evaluated extends Screened { goodputRps: number }
@@ -70,13 +83,15 @@ function workUnder(stages: readonly StageDemand[], c: Candidate): Map<string, nu
 
 export function screen(stages: readonly StageDemand[], c: Candidate): Screened {
   const work = workUnder(stages, c);
+  const devicesPer = new Map(stages.map((st) => [st.label, st.devicesPerExecutor]));
   const capacityRps: Record<string, number> = {};
   let bottleneck = '';
   let rate = Infinity;
   for (const [label, ms] of work) {
     const r = c.replicas[label] ?? 0;
     if (r === 0) continue;
-    const cap = ms > 0 ? (r * 1000) / ms : Infinity;
+    // Work is device-ms per request: a label's r executors of d devices give r·d device-seconds per second.
+    const cap = ms > 0 ? (r * (devicesPer.get(label) ?? 1) * 1000) / ms : Infinity;
     capacityRps[label] = cap;
     if (cap < rate) { rate = cap; bottleneck = label; }
   }
@@ -140,13 +155,31 @@ function checkFeasible(input: SearchInput): void {
 }
 
 export async function searchPlan(input: SearchInput, evaluate: (c: Screened) => Promise<number>): Promise<SearchResult> {
-  checkFeasible(input);
-  const stages = input.demand.stages;
-  const ranked = splits(stages, input.devices, input.colocate ?? true).map((r) => screen(stages, { mode: 'split', replicas: r })).sort((a, b) => b.screenRateRps - a.screenRateRps);
-  const mono = input.monolithic === false ? null : monolithicCandidate(stages, input.devices);
-  const all = mono ? [...ranked, screen(stages, mono)] : ranked;
+  const all: Screened[] = [];
+  const fine: Screened[] = [];
   const top = Math.max(1, input.fineCandidates ?? 4);
-  const fine = [...ranked.slice(0, top), ...(mono ? [screen(stages, mono)] : [])];
+  let baseError: unknown;
+  const variants: TpVariant[] = [{ devicesPerExecutor: {}, demand: input.demand }, ...(input.variants ?? [])];
+  variants.forEach((v, i) => {
+    try {
+      checkFeasible({ ...input, demand: v.demand });
+    } catch (e) {
+      if (i === 0) baseError = e;
+      return;
+    }
+    const stages = v.demand.stages;
+    const dpe = i === 0 ? {} : { devicesPerExecutor: Object.fromEntries(stages.map((st) => [st.label, st.devicesPerExecutor])) };
+    const ranked = splits(stages, input.devices, input.colocate ?? true).map((r) => screen(stages, { mode: 'split', replicas: r, ...dpe })).sort((a, b) => b.screenRateRps - a.screenRateRps);
+    all.push(...ranked);
+    fine.push(...ranked.slice(0, i === 0 ? top : 1));
+    // Monolithic replicas keep the task's own devices per executor (vLLM-Omni-style engines are not re-split here).
+    const mono = i === 0 && input.monolithic !== false ? monolithicCandidate(stages, input.devices) : null;
+    if (mono) {
+      all.push(screen(stages, mono));
+      fine.push(screen(stages, mono));
+    }
+  });
+  if (all.length === 0) throw baseError ?? new InfeasiblePlanError(`budget: ${input.devices} devices hold no plan`, input.demand.stages[0]?.label ?? '');
   if (input.minRateRps !== undefined) {
     const bestScreen = all.reduce((a, b) => (b.screenRateRps > a.screenRateRps ? b : a));
     if (bestScreen.screenRateRps < input.minRateRps) {

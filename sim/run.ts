@@ -23,6 +23,7 @@ import { SimLlm } from './executors/llm.js';
 import type { SimExecutor, SimJob } from './executors/types.js';
 import type { StageModels } from './latency/models.js';
 import type { Scenario } from './scenario/schema.js';
+import { modelsAtTp } from './latency/tensor-parallel.js';
 import { SimAutoscaling, type Pool, type ScaleEvent } from './autoscale.js';
 import type { DeviceRef } from '../control/store/types.js';
 
@@ -146,7 +147,7 @@ function deploy(sc: Scenario, tasks: Map<string, SimTask>, events: EventQueue): 
         // Placed by the plan: the live allocation on that node alone; otherwise on the whole cluster.
         const a = node === undefined ? allocate(inv, devicesPer(t), t.taskId) : allocate([inv[node]!], devicesPer(t), t.taskId);
         inv = node === undefined ? a.inventory : inv.map((x, k) => (k === node ? a.inventory[0]! : x));
-        const ex = makeExecutor(t, `${t.label}#${i}`, Number(a.devices[0]!.node.slice('node-'.length)), events, sc.models);
+        const ex = makeExecutor(t, `${t.label}#${i}`, Number(a.devices[0]!.node.slice('node-'.length)), events, modelsAtTp(sc.models, t.stage, devicesPer(t) / t.devicesPerExecutor));
         held.set(ex, a.devices);
         list.push(ex);
       } catch (e) {

@@ -1,7 +1,8 @@
 /** The planner's pure search: screen, infeasibility, and the fine step against exhaustive search. */
 import test from 'ava';
 import type { Demand } from '../../../plan/demand.js';
-import { InfeasiblePlanError, screen, searchPlan, splits } from '../../../plan/search.js';
+import { InfeasiblePlanError, screen, searchPlan, splits, type TpVariant } from '../../../plan/search.js';
+import { TP_FACTORS } from '../../../sim/latency/tensor-parallel.js';
 
 const floors = (ttftMs: number): Demand['floors'] => [{ kind: 'image', weight: 1, ttftMs, tpotMs: 20, e2elMs: ttftMs + 500, ttftStage: 'llm:m', tpotStage: 'llm:m', e2elStage: 'llm:m' }];
 const toy: Demand = {
@@ -71,4 +72,31 @@ test('a rarely used encoder is kept inside its host instead of taking a device o
   const fullySplit = await searchPlan({ demand: withAudio, devices: 9, fineCandidates: 1, monolithic: false, colocate: false }, rateOf);
   t.is(fullySplit.best.replicas['encoder:audio'], 1);
   t.true(r.best.goodputRps > fullySplit.best.goodputRps);
+});
+
+test('tensor parallelism: when TP1 misses the SLO the planner finds the known TP-2 optimum of a toy instance', async (t) => {
+  // Latency and work at TP k from the same factors the simulator uses (sim/latency/tensor-parallel.ts).
+  const at = (k: number): TpVariant => {
+    const f = TP_FACTORS.large[k]!;
+    return {
+      devicesPerExecutor: { 'encoder:image': 1, 'llm:m': k },
+      demand: { stages: [toy.stages[0]!, { label: 'llm:m', stage: 'llm', devicesPerExecutor: k, workMs: 35 * f * k }], floors: floors(900 * f) },
+    };
+  };
+  const input = { demand: { ...toy, floors: floors(900) }, devices: 8, slo: { ttft_ms: 600 }, fineCandidates: 1, monolithic: false, colocate: false };
+  // TP1 alone cannot meet TTFT 600 ms (900 ms on an idle system).
+  await t.throwsAsync(searchPlan(input, rateOf), { instanceOf: InfeasiblePlanError });
+  const r = await searchPlan({ ...input, variants: [at(2), at(4)] }, rateOf);
+  // Exhaustive over the feasible degrees (TP2: 514.8 ms, TP4: 326.7 ms idle TTFT): e encoders + l LLM executors of k devices.
+  let best = { rate: 0, k: 0, e: 0, l: 0 };
+  for (const k of [2, 4]) {
+    for (let e = 1; e < 8; e++) for (let l = 1; e + k * l <= 8; l++) {
+      const rate = Math.min((e * 1000) / 10, (l * k * 1000) / (35 * TP_FACTORS.large[k]! * k)); // l·k devices, 35·f·k device-ms each
+      if (rate > best.rate) best = { rate, k, e, l };
+    }
+  }
+  t.is(best.k, 2);
+  t.is(r.best.goodputRps, best.rate);
+  t.is(r.best.devicesPerExecutor?.['llm:m'], 2);
+  t.is(r.best.replicas['llm:m'], best.l);
 });
