@@ -1,7 +1,9 @@
 /**
  * Dispatch modes (issue 17): the echo app (zero service time) under `cornserve up --redis`, once with app functions
  * dispatching in process (`--dispatch in-process`: client -> gateway -> app function -> executor) and once through
- * the dispatcher service (`--dispatch cloudevent`: ... -> app function -> dispatcher -> executor), side by side:
+ * the dispatcher service (`--dispatch cloudevent`: ... -> app function -> dispatcher -> executor), side by side;
+ * then the same two modes under plain `cornserve up` (in-memory store: in process over the store link), through the
+ * gateway only (its function's store link is private to the run):
  *  - requests/s at saturation (32 callers) through the gateway, each mode against a direct call to its executor;
  *  - a direct call to an app function's own endpoint (POST /invoke: what Knative's per-app route reaches, no gateway)
  *    beside the gateway path: a second function process of the same app, started here on a TCP port with the
@@ -73,8 +75,29 @@ async function onFreshRedis(mode: 'in-process' | 'cloudevent'): Promise<BenchRes
   }
 }
 
+/** Plain `up` (in-memory store): median latency and requests/s at saturation through the gateway. */
+async function measurePlain(mode: 'in-process' | 'cloudevent'): Promise<BenchResult[]> {
+  const up = await startUp({}, 1, ['--dispatch', mode]);
+  try {
+    const executorUrl = await registerEcho(up.url);
+    const direct = () => post(new URL('/echo', executorUrl), '{"text":"x"}');
+    const gateway = () => post(new URL('/app/invoke/echo', up.url), '{"request_data":{"text":"x"}}');
+    for (const call of [direct, gateway]) await medianMs(call, 200); // warm-up
+    const [dMed, gMed] = [await medianMs(direct, 1000), await medianMs(gateway, 1000)];
+    const directRps = await saturate(direct, 32, SATURATE_MS);
+    const gatewayRps = await saturate(gateway, 32, SATURATE_MS);
+    const what = mode === 'in-process' ? 'plain up, in-process (store link)' : 'plain up, cloudevent';
+    return [
+      { name: `${what}: requests/s at saturation through the gateway (32 callers)`, figure: gatewayRps, unit: 'req/s', baseline: directRps, baselineName: 'direct to the echo executor', ratio: gatewayRps / directRps, notes: 'higher is better' },
+      { name: `${what}: median latency through the gateway`, figure: gMed, unit: 'ms', baseline: dMed, baselineName: 'direct to the echo executor', ratio: gMed / dMed, notes: 'lower is better' },
+    ];
+  } finally {
+    await up.stop();
+  }
+}
+
 export async function run(): Promise<BenchResult[]> {
-  return [...(await onFreshRedis('in-process')), ...(await onFreshRedis('cloudevent'))];
+  return [...(await onFreshRedis('in-process')), ...(await onFreshRedis('cloudevent')), ...(await measurePlain('in-process')), ...(await measurePlain('cloudevent'))];
 }
 
 if (import.meta.url === `file://${process.argv[1]}`) {
