@@ -165,6 +165,8 @@ export async function startCornserve(opts: CornserveOptions = {}): Promise<Corns
     const dispatcherRegistry = new Registry();
     const dispatcher: RunningDispatcher = await startDispatcher({
       store, registry: dispatcherRegistry, socketPath: join(socketDir, 'dispatcher.sock'),
+      // App functions lease the same executors through the store link: the service's router is no longer the only leaser.
+      ...(functionEnv[DISPATCH_ENV.storeSocket] ? { router: { cacheRoutes: 'one-ready' as const } } : {}),
       ...(opts.bodyLimitBytes ? { bodyLimit: hopBodyLimitBytes(opts.bodyLimitBytes) } : {}),
     });
     closers.push(() => dispatcher.close());

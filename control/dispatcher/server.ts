@@ -24,7 +24,7 @@ import { dispatchGraph, type DispatchDeps } from './dispatch.js';
 import { DispatcherMetrics } from './metrics.js';
 import { LiveServiceRecorder } from './live-service.js';
 import { writeDispatchResult } from './reply.js';
-import { Router, taskIdOfCached } from './routing.js';
+import { Router, taskIdOfCached, type RouterOptions } from './routing.js';
 import { LoadRecorder } from '../autoscaler/signals.js';
 import { hopBodyLimitBytes } from '../../lib/body-limit.js';
 
@@ -43,6 +43,8 @@ export interface DispatcherOptions {
   load?: LoadRecorder;
   /** Largest accepted graph ('32mb' or bytes; inputs may carry data URLs). @default hopBodyLimitBytes() (lib/body-limit.ts) */
   bodyLimit?: string | number;
+  /** How its Router caches routes ('one-ready' when app functions lease the same executors over the store link). */
+  router?: RouterOptions;
 }
 
 export function buildDispatcher(options: DispatcherOptions): express.Express {
@@ -50,7 +52,7 @@ export function buildDispatcher(options: DispatcherOptions): express.Express {
   const metrics = new DispatcherMetrics(registry);
   const deps: DispatchDeps = {
     store: options.store,
-    router: new Router(options.store),
+    router: new Router(options.store, options.router),
     observer: metrics,
     liveService: new LiveServiceRecorder(options.store),
     ...(options.descriptors ? { descriptors: options.descriptors } : {}),
