@@ -6,7 +6,7 @@
  * The platform passes PORT, CORNSERVE_EXECUTOR_ID, CORNSERVE_SIDECAR_RANKS and CORNSERVE_SIDECAR_URL (a socket
  * path, `unix:<path>`, or the sidecar's http URL whose /info names its socket) in the environment; flags win.
  */
-import { Command } from 'commander';
+import { Command, InvalidArgumentError } from 'commander';
 import { EXECUTOR_ENV } from '../../control/descriptors/types.js';
 import { privateAllowlistFromEnv, validatePrivateAllowlist } from '../../lib/fetch-guard.js';
 import { logger } from '../../lib/log.js';
@@ -15,6 +15,7 @@ import { ALLOW_CPU_FALLBACK_FLAG, startExecutionOrExit } from '../models/executi
 import { startTelemetry } from '../../lib/telemetry.js';
 import { connectSidecar } from '../common/sidecar-address.js';
 import { resolveModelFolder } from '../models/catalog.js';
+import { DTYPE_SUFFIX, type HfDtype } from '../models/hf-folder.js';
 import { InProcessEncoders } from './encoders.js';
 import { LlmModel } from './model.js';
 import { buildLlmServer } from './server.js';
@@ -23,6 +24,11 @@ const int = (v: string) => {
   const n = Number(v);
   if (!Number.isInteger(n) || n < 0) throw new Error(`not a non-negative integer: ${v}`);
   return n;
+};
+
+const dtype = (v: string): HfDtype => {
+  if (!(v in DTYPE_SUFFIX)) throw new InvalidArgumentError(`one of ${Object.keys(DTYPE_SUFFIX).join(', ')}`);
+  return v as HfDtype;
 };
 
 const program = new Command('llm-executor')
@@ -37,6 +43,7 @@ const program = new Command('llm-executor')
   .option('--max-prefill-tokens <n>', 'padded prompt tokens per prefill call', int, 4096)
   .option('--tp-size <n>', 'tensor-parallel ranks the decoder steps run over (the model needs shards of this degree; one device each)', int, 1)
   .option('--threads <n>', 'onnxruntime intra-op threads (0 = one per core)', int, 0)
+  .option('--dtype <dtype>', `a Hugging Face folder's ONNX variant: ${Object.keys(DTYPE_SUFFIX).join(', ')} (onnx/model_fp16.onnx for fp16, as transformers.js names them)`, dtype, 'fp32')
   .option('--sidecar-socket <address>', 'the node sidecar: socket path, unix:<path> or http URL (default: $CORNSERVE_SIDECAR_URL)')
   .option('--sidecar-ranks <ranks>', 'this executor\'s sidecar ranks, comma-separated (default: $CORNSERVE_SIDECAR_RANKS)')
   .option('--no-receive-embeddings', 'do not receive multimodal embeddings from the sidecar (encoder fission off)')
@@ -50,7 +57,7 @@ const program = new Command('llm-executor')
 const o = program.opts<{
   allowCpuFallback?: boolean;
   modelId: string; modelDir?: string; modelsDir?: string; port?: number; host: string; maxBatch: number; maxWaiting: number;
-  maxPrefillTokens: number; tpSize: number; threads: number; sidecarSocket?: string; sidecarRanks?: string; receiveEmbeddings: boolean; encoders: boolean; urlAllowlist?: string; allowPrivateUrls?: string; timeoutMs: number;
+  maxPrefillTokens: number; tpSize: number; threads: number; dtype: HfDtype; sidecarSocket?: string; sidecarRanks?: string; receiveEmbeddings: boolean; encoders: boolean; urlAllowlist?: string; allowPrivateUrls?: string; timeoutMs: number;
 }>();
 const executorId = process.env[EXECUTOR_ENV.executorId];
 const log = logger('llm', { executor: executorId });
@@ -59,7 +66,7 @@ await startTelemetry('llm');
 
 // The model id names a folder path, a folder under $CORNSERVE_MODELS, or a built-in model (catalog.ts).
 const dir = o.modelDir ?? (await resolveModelFolder(o.modelId, { modality: 'text', family: 'llm', ...(o.modelsDir ? { builtinDir: o.modelsDir } : {}) }));
-const model = await LlmModel.load(dir, { modelId: o.modelId, ...(o.threads ? { threads: o.threads } : {}), ...(o.tpSize > 1 ? { tensorParallel: o.tpSize } : {}) });
+const model = await LlmModel.load(dir, { modelId: o.modelId, dtype: o.dtype, ...(o.threads ? { threads: o.threads } : {}), ...(o.tpSize > 1 ? { tensorParallel: o.tpSize } : {}) });
 const encoders = o.encoders
   ? await InProcessEncoders.load(model.modelIds.includes(o.modelId) ? o.modelId : model.modelIds[0]!, model.modalities, {
     ...(o.modelsDir ? { modelsDir: o.modelsDir } : {}),

@@ -16,7 +16,7 @@ import { z } from 'zod';
 import { createSession, loadModel, type LoadedModel } from '../models/loader.js';
 import { isModelError } from '../models/errors.js';
 import { MANIFEST_FILE } from '../models/manifest.js';
-import { decoderGeometry, inspectHfFolder, partFile } from '../models/hf-folder.js';
+import { type HfDtype, decoderGeometry, inspectHfFolder, partFile } from '../models/hf-folder.js';
 import { llmErrors } from './errors.js';
 import { HfTokenizer } from './hf-tokenizer.js';
 import { Tokenizer, type TextTokenizer } from './tokenizer.js';
@@ -87,6 +87,11 @@ export interface LlmModelOptions {
    * and ~3x the CPU on a busy 2-core machine).
    */
   spinning?: boolean;
+  /**
+   * A Hugging Face folder's ONNX variant (transformers.js suffixes: fp16 → `onnx/model_fp16.onnx`). The
+   * executor feeds and reads float32 either way (fp16 exports with float32 I/O, `keep_io_types`). @default fp32
+   */
+  dtype?: HfDtype;
   /** Run decoder steps over this many tensor-parallel ranks (a built-in folder's tp.* shards; tp-model.ts). */
   tensorParallel?: number;
 }
@@ -174,14 +179,15 @@ export class LlmModel {
     };
     const close = async () => void (await Promise.all(opened.map((s) => s.release())));
     try {
-      const decoder = await open(partFile(folder, 'decoder'));
+      const dtype = opts.dtype ?? 'fp32';
+      const decoder = await open(partFile(folder, 'decoder', dtype));
       const takesIds = decoder.inputNames.includes('input_ids');
       const needed = [takesIds ? 'input_ids' : 'inputs_embeds', 'attention_mask', 'position_ids',
         ...Array.from({ length: geo.layers }, (_, l) => [`past_key_values.${l}.key`, `past_key_values.${l}.value`]).flat()];
       const missing = needed.filter((n) => !decoder.inputNames.includes(n));
       if (missing.length) throw llmErrors.modelInvalid(`${dir}: the decoder has no input ${missing.join(', ')} (has ${decoder.inputNames.join(', ')})`);
       const tokenizer = await HfTokenizer.load(dir);
-      const table = takesIds ? new Float32Array(0) : await embeddingTable(dir, await open(partFile(folder, 'embed_tokens')), geo.vocab, geo.hidden);
+      const table = takesIds ? new Float32Array(0) : await embeddingTable(dir, await open(partFile(folder, 'embed_tokens', folder.parts.embed_tokens?.some((p) => p.dtype === dtype) ? dtype : 'fp32')), geo.vocab, geo.hidden);
       const config: LlmConfig = {
         hidden: geo.hidden, layers: geo.layers, heads: geo.kvHeads, headDim: geo.headDim, vocab: geo.vocab,
         maxPositions: geo.maxPositions, padMultiple: 16,
@@ -200,6 +206,7 @@ export class LlmModel {
   }
 
   private static async loadBuiltin(dir: string, opts: LlmModelOptions): Promise<LlmModel> {
+    if ((opts.dtype ?? 'fp32') !== 'fp32') throw llmErrors.modelInvalid(`${dir}: --dtype ${opts.dtype} needs a Hugging Face folder with that variant; built-in folders are fp32`);
     let loaded: LoadedModel;
     try {
       loaded = await loadModel(dir, { graphs: ['embed', 'decoder'], sessionOptions: sessionOptions(opts) });

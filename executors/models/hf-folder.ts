@@ -139,13 +139,13 @@ export async function inspectHfFolder(dir: string): Promise<HfFolder> {
   return { dir, name: basename(dir), kind, modelType, config, parts, bytes };
 }
 
-/** The part a session is opened on: fp32 (the only dtype the executors feed today) unless asked otherwise. */
+/** The part a session is opened on: the fp32 file unless another dtype variant is asked for. */
 export function partFile(folder: HfFolder, role: PartRole, dtype: HfDtype = 'fp32'): string {
   const list = folder.parts[role];
   if (!list?.length) throw modelErrors.unsupported(`${folder.dir}: no ${role} part`);
   const hit = list.find((p) => p.dtype === dtype);
   if (!hit) {
-    throw modelErrors.unsupported(`${folder.dir}: no ${dtype} ${role} part (has ${list.map((p) => `${p.file} (${p.dtype})`).join(', ')}); the executors run fp32 parts`);
+    throw modelErrors.unsupported(`${folder.dir}: no ${dtype} ${role} part (has ${list.map((p) => `${p.file} (${p.dtype})`).join(', ')})`);
   }
   return join(folder.dir, hit.file);
 }

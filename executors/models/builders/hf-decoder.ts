@@ -19,6 +19,7 @@
  * Qwen2-Instruct ChatML chat template.
  */
 import { GraphBuilder } from '../onnx/graph-builder.js';
+import { float16Bytes } from '../onnx/float16.js';
 import { ParamStore, linear } from '../onnx/layers.js';
 import type { BuiltModel } from './common.js';
 
@@ -34,11 +35,13 @@ export interface HfDecoderSpec {
   inputsEmbeds?: boolean;
   /** Extra special tokens (e.g. the Qwen2-VL vision markers). */
   extraSpecials?: readonly string[];
+  /** Also write `onnx/model_fp16.onnx` (decoder-only export). */
+  fp16?: boolean;
   /** tokenizer_config.json's chat_template (default: the Qwen2-Instruct ChatML template). */
   chatTemplate?: string;
 }
 
-export const TINY_QWEN2: HfDecoderSpec = { folder: 'tiny-qwen2', seed: 5101, hidden: 64, heads: 4, kvHeads: 2, layers: 2, intermediate: 128 };
+export const TINY_QWEN2: HfDecoderSpec = { folder: 'tiny-qwen2', seed: 5101, hidden: 64, heads: 4, kvHeads: 2, layers: 2, intermediate: 128, fp16: true };
 
 const ROPE_THETA = 1_000_000;
 const MAX_POSITIONS = 2048;
@@ -268,7 +271,10 @@ export function addHfDecoderFiles(files: Map<string, Uint8Array>, s: HfDecoderSp
     files.set('onnx/embed_tokens.onnx', buildEmbedTokens(p, s, v).toBytes());
     files.set('onnx/decoder_model_merged.onnx', buildDecoder(p, s, v).toBytes());
   } else {
-    files.set('onnx/model.onnx', buildDecoder(p, s, v).toBytes());
+    const decoder = buildDecoder(p, s, v);
+    files.set('onnx/model.onnx', decoder.toBytes());
+    // The transformers.js `_fp16` variant: float16 weights and compute, float32 I/O (keep_io_types).
+    if (s.fp16) files.set('onnx/model_fp16.onnx', float16Bytes(decoder));
   }
   return v;
 }
