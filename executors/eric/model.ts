@@ -22,7 +22,10 @@ const FAMILY: Record<EricModality, Family> = { image: 'vision-encoder', video: '
 async function findHfTower(modelIds: readonly string[], modality: EricModality, modelsDir: string): Promise<CatalogEntry | undefined> {
   const dir = await resolveModelFolder(modelIds[0]!, { modality, family: FAMILY[modality], builtinDir: modelsDir }).catch(() => undefined);
   if (!dir || !(await isHfFolder(dir)) || (await stat(join(dir, MANIFEST_FILE)).then(() => true, () => false))) return undefined;
-  if (modality !== 'image') throw modelErrors.unsupported(`${dir}: Hugging Face vision encoders take images, not ${modality}`);
+  const kind = (await inspectHfFolder(dir)).kind;
+  if ((kind === 'audio-encoder') !== (modality === 'audio') || modality === 'video') {
+    throw modelErrors.unsupported(`${dir}: a Hugging Face ${kind} folder does not take ${modality}`);
+  }
   for (const id of modelIds.slice(1)) {
     const other = await resolveModelFolder(id, { modality, family: FAMILY[modality], builtinDir: modelsDir }).catch(() => undefined);
     if (other !== dir) throw modelErrors.unsupported(`model ids ${modelIds[0]} and ${id} name different folders; one Eric serves one Hugging Face folder`);

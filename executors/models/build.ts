@@ -20,6 +20,7 @@ import { buildAudioGen } from './builders/audio-gen.js';
 import { LLM_SPECS, buildLlm } from './builders/llm.js';
 import { TINY_QWEN2, buildHfDecoder } from './builders/hf-decoder.js';
 import { TINY_CLIP, TINY_SIGLIP, buildHfVision } from './builders/hf-vision.js';
+import { TINY_WHISPER, buildHfWhisper } from './builders/hf-whisper.js';
 import { buildHfVlm } from './builders/hf-vlm.js';
 import { defaultModelsDir } from './catalog.js';
 
@@ -36,6 +37,7 @@ export const BUILDERS: Record<string, () => BuiltModel> = {
   'tiny-qwen2': () => buildHfDecoder(TINY_QWEN2),
   'tiny-clip': () => buildHfVision(TINY_CLIP),
   'tiny-siglip': () => buildHfVision(TINY_SIGLIP),
+  'tiny-whisper': () => buildHfWhisper(TINY_WHISPER),
   'tiny-qwen2-vl': buildHfVlm,
 };
 

@@ -116,9 +116,51 @@ async function vlmEncoderManifest(folder: HfFolder, modelIds: readonly string[])
   });
 }
 
-/** A vision-tower or split-VLM folder as a Manifest serving `modelIds` (each id = the same encoder, no projector). */
+/** WhisperFeatureExtractor fields (transformers' defaults). */
+const WhisperFeatureConfig = z.object({
+  feature_size: z.number().int().positive().default(80),
+  sampling_rate: z.number().int().positive().default(16000),
+  hop_length: z.number().int().positive().default(160),
+  n_fft: z.number().int().positive().default(400),
+  chunk_length: z.number().int().positive().default(30),
+});
+
+/** A Whisper-style `encoder_model.onnx` as a Manifest serving `modelIds`: input_features [1, n_mels, frames] → last_hidden_state. */
+async function audioEncoderManifest(folder: HfFolder, modelIds: readonly string[]): Promise<Manifest> {
+  if (folder.modelType !== 'whisper') throw modelErrors.unsupported(`${folder.dir}: audio encoder model_type '${folder.modelType}' is not supported (whisper)`);
+  const where = join(folder.dir, PREPROCESSOR_FILE);
+  const raw = await readOptionalJson(where);
+  if (!raw) throw modelErrors.manifestMismatch(`${folder.dir}: an audio encoder needs ${PREPROCESSOR_FILE}`);
+  const r = WhisperFeatureConfig.safeParse(raw);
+  if (!r.success) throw modelErrors.manifestInvalid(`${where}: ${describeIssues(r.error)}`);
+  const c = r.data;
+  const dim = folder.config.d_model;
+  if (typeof dim !== 'number') throw modelErrors.manifestInvalid(`${join(folder.dir, 'config.json')}: d_model: must be a number`);
+  const frames = (c.chunk_length * c.sampling_rate) / c.hop_length;
+  return Manifest.parse({
+    schema_version: 1, name: folder.name, family: 'audio-encoder', modalities: ['audio'], dtype: 'float32',
+    graphs: {
+      encoder: {
+        file: partFile(folder, 'audio_encoder').slice(folder.dir.length + 1),
+        inputs: [{ name: 'input_features', dtype: 'float32', shape: ['batch_size', c.feature_size, frames] }],
+        outputs: [{ name: 'last_hidden_state', dtype: 'float32', shape: ['batch_size', 'encoder_sequence_length', dim] }],
+      },
+    },
+    model_ids: Object.fromEntries(modelIds.map((id) => [id, { hidden_size: dim }])),
+    preprocessing: {
+      audio: {
+        sample_rate: c.sampling_rate, n_mels: c.feature_size, n_fft: c.n_fft, win_length: c.n_fft, hop_length: c.hop_length, window: 'hann',
+        fmin: 0, fmax: c.sampling_rate / 2, max_seconds: c.chunk_length, whisper: { chunk_length: c.chunk_length },
+      },
+    },
+    config: { hugging_face: { model_type: folder.modelType } },
+  });
+}
+
+/** A vision-tower, split-VLM or Whisper-encoder folder as a Manifest serving `modelIds` (each id = the same encoder, no projector). */
 export async function hfEncoderManifest(folder: HfFolder, modelIds: readonly string[]): Promise<Manifest> {
   if (folder.kind === 'vlm') return vlmEncoderManifest(folder, modelIds);
+  if (folder.kind === 'audio-encoder') return audioEncoderManifest(folder, modelIds);
   if (folder.kind !== 'vision-tower') {
     throw modelErrors.unsupported(`${folder.dir} is a ${folder.kind} folder; Eric serves vision-tower folders (CLIP/SigLIP vision_model.onnx) and split VLMs' vision_encoder.onnx`);
   }

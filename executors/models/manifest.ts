@@ -98,6 +98,11 @@ export const AudioPreprocessing = z.object({
   fmin: z.number().nonnegative().default(0),
   fmax: z.number().positive().optional(),
   max_seconds: z.number().positive(),
+  /**
+   * Whisper's feature extraction (transformers' WhisperFeatureExtractor: the waveform zero-padded to chunk_length
+   * seconds, reflect-centred STFT, last frame dropped; preprocess/whisper-features.ts) instead of the default log-mel.
+   */
+  whisper: z.object({ chunk_length: z.number().int().positive() }).optional(),
 });
 export type AudioPreprocessing = z.infer<typeof AudioPreprocessing>;
 

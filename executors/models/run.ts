@@ -96,7 +96,9 @@ export async function encodeVideo(model: LoadedModel, frames: readonly Uint8Arra
 export async function runAudio(model: LoadedModel, mel: MelFeatures, modelId: string): Promise<Embeddings> {
   model.modelId(modelId);
   const g = model.manifest.graphs.encoder!;
-  const out = await runSession(model.graph('encoder'), { [g.inputs[0]!.name]: f32(mel.data, [mel.nMels, mel.frames]) }, 'audio encoder');
+  // A batched graph input (Whisper's input_features [batch, n_mels, frames]) gets a batch of one.
+  const dims = g.inputs[0]!.shape.length === 3 ? [1, mel.nMels, mel.frames] : [mel.nMels, mel.frames];
+  const out = await runSession(model.graph('encoder'), { [g.inputs[0]!.name]: f32(mel.data, dims) }, 'audio encoder');
   return project(model, modelId, asMatrix(out[g.outputs[0]!.name], 'audio encoder'));
 }
 

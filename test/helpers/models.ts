@@ -13,6 +13,6 @@ export function modelsDir(): Promise<string> {
   return built;
 }
 
-export async function modelDir(name: 'tiny-vision' | 'tiny-audio' | 'tiny-image-gen' | 'tiny-audio-gen' | 'tiny-clip' | 'tiny-siglip'): Promise<string> {
+export async function modelDir(name: 'tiny-vision' | 'tiny-audio' | 'tiny-image-gen' | 'tiny-audio-gen' | 'tiny-clip' | 'tiny-siglip' | 'tiny-whisper'): Promise<string> {
   return join(await modelsDir(), name);
 }

@@ -70,7 +70,10 @@ function warmUpJob(manifest: Manifest, modality: EricWorkerData['modality'], mod
   let item: Item;
   if (modality === 'audio') {
     const nMels = pre.audio!.n_mels;
-    item = { id: 'warm-up', meta: {}, tensors: { mel: tensor('float32', [nMels, 100], new Float32Array(nMels * 100)) } };
+    // A fixed frame count (Whisper's [batch, n_mels, 3000]) is what the graph takes; else any length.
+    const fixed = manifest.graphs.encoder!.inputs[0]!.shape.at(-1);
+    const frames = typeof fixed === 'number' ? fixed : 100;
+    item = { id: 'warm-up', meta: {}, tensors: { mel: tensor('float32', [nMels, frames], new Float32Array(nMels * frames)) } };
   } else if (pre.image!.layout === 'nchw') {
     const { height, width } = pre.image!.image_size!;
     item = { id: 'warm-up', meta: { layout: 'nchw' }, tensors: { pixel_values: tensor('float32', [1, 3, height, width], new Float32Array(3 * height * width)) } };

@@ -3,6 +3,7 @@ import { modelErrors } from '../errors.js';
 import type { AudioPreprocessing } from '../manifest.js';
 import { type MelFeatures, logMel } from './mel.js';
 import { resample } from './resample.js';
+import { whisperFeatures } from './whisper-features.js';
 import { decodeWav, toMono } from './wav.js';
 
 /** Mono samples at the model's sample rate, with the duration limit applied. */
@@ -15,5 +16,6 @@ export function wavToSamples(bytes: Uint8Array, pre: AudioPreprocessing): Float3
 }
 
 export function preprocessAudio(bytes: Uint8Array, pre: AudioPreprocessing): MelFeatures {
-  return logMel(wavToSamples(bytes, pre), pre);
+  const samples = wavToSamples(bytes, pre);
+  return pre.whisper ? whisperFeatures(samples, pre, pre.whisper.chunk_length) : logMel(samples, pre);
 }
