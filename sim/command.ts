@@ -12,10 +12,12 @@ Examples:
   cornserve simulate --scenario local-1x4                       # make run's shape, 60 simulated seconds
   cornserve simulate --scenario cluster-64x8 --duration 3600 --no-itl --result-dir sim-results/64x8
   cornserve simulate my-scenario.yaml --seed 7 --request-rate 50
+  cornserve simulate fit                                        # fit the local-cpu preset from our tiny models here
 
-A scenario names the cluster (nodes × devices, device preset from sim/presets/gpus.yaml, links), the app (a
-real app file, recorded to task graphs through the SDK), the deployment (executors per task), the workload
-(the bench client's options) and the SLOs. See docs/simulate.md.
+A scenario names the cluster (nodes × devices, device preset from sim/presets/*.yaml, links), the app (a
+real app file, recorded to task graphs through the SDK), the deployment (executors per task, monolithic, the
+autoscaler, or a plan file as cornserve plan writes it: deployment: {mode: plan, file: plan.yaml}), the
+workload (the bench client's options) and the SLOs. See docs/simulate.md.
 `;
 
 const positive = (name: string, v: string | undefined, integer = false) => {

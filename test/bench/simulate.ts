@@ -5,7 +5,9 @@
  *    real-time run would get through), ratio = how many times faster than real time;
  *  - validation (long version of test/integration/sim/validation.test.ts): the echo validation app under the same
  *    seeded workload through `cornserve bench` on a live local platform and through the simulator, median and
- *    p99 E2EL and throughput; figure = simulated, baseline = live, target within 10%.
+ *    p99 E2EL and throughput; figure = simulated, baseline = live, target within 10%;
+ *  - validation with the real tiny models (long version of test/integration/sim/validation-tiny.test.ts): the mllm
+ *    app live vs the simulator with the local-cpu preset fitted by `cornserve simulate fit`.
  */
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -14,7 +16,10 @@ import { benchCommand } from '../../control/cli/bench.js';
 import type { RunResults } from '../../bench/report/results.js';
 import { loadScenario, parseScenario } from '../../sim/scenario/schema.js';
 import { simulate } from '../../sim/run.js';
-import { compareRuns, measureOverheadMs, VALIDATION_APP, VALIDATION_APP_FILE, validationScenario } from '../../sim/validate.js';
+import { compareRuns, measureOverheadMs, TINY_APP, TINY_WORKLOAD, VALIDATION_APP, VALIDATION_APP_FILE, validationScenario } from '../../sim/validate.js';
+import { startAppPlatform } from '../helpers/app-platform.js';
+import { tinyLiveVsSimulated } from '../helpers/sim-validation.js';
+import { loadavg } from 'node:os';
 import { startPlatform } from '../helpers/platform.js';
 import type { BenchResult } from './types.js';
 
@@ -38,6 +43,19 @@ async function speed(): Promise<BenchResult> {
   };
 }
 
+/** Bench rows of a live-vs-simulated comparison: figure = simulated, baseline = live, target within 10%. */
+const comparisonRows = (live: RunResults, sim: RunResults, what: string, baselineName: string, note: string): BenchResult[] =>
+  compareRuns(live, sim).map((c) => ({
+    name: `simulate vs live${what}: ${c.metric}`,
+    figure: c.simulated,
+    unit: c.metric === 'request_throughput' ? 'req/s' : 'ms',
+    baseline: c.live,
+    baselineName,
+    ratio: c.simulated / c.live,
+    target: 'within 10%',
+    notes: `${c.errorPct.toFixed(1)}% apart (${note})`,
+  }));
+
 async function validation(): Promise<BenchResult[]> {
   const run = { rate: 5, requests: Number(process.env.BENCH_SIM_REQUESTS ?? 200), seed: 21, devices: 2 };
   const dir = await mkdtemp(join(tmpdir(), 'cornserve-sim-bench-'));
@@ -52,22 +70,28 @@ async function validation(): Promise<BenchResult[]> {
     );
     const live = JSON.parse(await readFile(join(dir, 'results.json'), 'utf8')) as RunResults;
     const sim = (await simulate(await parseScenario(validationScenario({ ...run, overheadMs })))).results;
-    return compareRuns(live, sim).map((c) => ({
-      name: `simulate vs live: ${c.metric}`,
-      figure: c.simulated,
-      unit: c.metric === 'request_throughput' ? 'req/s' : 'ms',
-      baseline: c.live,
-      baselineName: 'live platform',
-      ratio: c.simulated / c.live,
-      target: 'within 10%',
-      notes: `${c.errorPct.toFixed(1)}% apart (${run.requests} requests at ${run.rate} req/s, echo 200 ms × 2 at once; hop overhead measured now: ${overheadMs.toFixed(1)} ms)`,
-    }));
+    return comparisonRows(live, sim, '', 'live platform', `${run.requests} requests at ${run.rate} req/s, echo 200 ms × 2 at once; hop overhead measured now: ${overheadMs.toFixed(1)} ms`);
   } finally {
     await p.stop();
     await rm(dir, { recursive: true, force: true });
   }
 }
 
+/** The long version of test/integration/sim/validation-tiny.test.ts: the mllm app on the real tiny models. */
+async function validationTiny(): Promise<BenchResult[]> {
+  const run = { rate: 2, requests: Number(process.env.BENCH_SIM_TINY_REQUESTS ?? 120), seed: 23, devices: 4 };
+  const dir = await mkdtemp(join(tmpdir(), 'cornserve-sim-bench-tiny-'));
+  const ap = await startAppPlatform([TINY_APP], run.devices);
+  try {
+    const { live, sim, overheadMs } = await tinyLiveVsSimulated(ap, run, dir);
+    return comparisonRows(live, sim, ', tiny models', 'live platform (mllm: tiny-vision + tiny-lm-a)',
+      `${run.requests} requests at ${run.rate} req/s, ${TINY_WORKLOAD.mix}, ${TINY_WORKLOAD.inputLen}/${TINY_WORKLOAD.outputLen} tokens, ${TINY_WORKLOAD.imageSize} images; local-cpu preset fitted by cornserve simulate fit; hop overhead measured now: ${overheadMs.toFixed(1)} ms; load average ${loadavg()[0]!.toFixed(1)}`);
+  } finally {
+    await ap.stop();
+    await rm(dir, { recursive: true, force: true });
+  }
+}
+
 export async function run(): Promise<BenchResult[]> {
-  return [await speed(), ...(await validation())];
+  return [await speed(), ...(await validation()), ...(await validationTiny())];
 }
