@@ -7,10 +7,11 @@
  *   client -> server   {"i":7,"m":"adjustOutstanding","a":["ex-1",1]}    a call (i: the client's call id)
  *   server -> client   {"i":7,"r":3}                                      its result (absent r = undefined)
  *                      {"i":7,"e":{"code":"STORE_NOT_FOUND","message":"…","kind":"executor","id":"ex-1"}}
- *                      {"c":{"kind":"route",…}}                            a change notification (after "subscribe")
+ *                      {"c":{"kind":"route",…}}                            a change notification (after "subscribe";
+ *                                                                          task, route and autoscale changes only)
  * Only the methods in LINK_METHODS are served: the app function's process runs user code, and dispatch needs no more.
  */
-import type { Store } from './types.js';
+import type { Store, StoreChange } from './types.js';
 import { StoreError, StoreNotFoundError, StoreUnavailableError } from './errors.js';
 
 /** The Store methods graph dispatch calls (Router, LoadRecorder, LiveServiceRecorder), besides subscribe. */
@@ -19,6 +20,9 @@ export type LinkMethod = (typeof LINK_METHODS)[number];
 
 /** What graph dispatch needs of a Store: a Store, a Redis store, or a StoreLink to the `up` process's store. */
 export type DispatchStore = Pick<Store, LinkMethod | 'subscribe' | 'subscriptionReady'>;
+
+/** The change notifications the link forwards: what the Router watches (its route cache, scale from zero). */
+export const LINK_CHANGE_KINDS: ReadonlySet<StoreChange['kind']> = new Set(['task', 'route', 'autoscale']);
 
 /** The verb that turns change notifications on for the connection. */
 export const SUBSCRIBE = 'subscribe';

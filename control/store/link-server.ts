@@ -7,7 +7,7 @@ import { createServer, type Server, type Socket } from 'node:net';
 import { rmSync } from 'node:fs';
 import { logger } from '../../lib/log.js';
 import type { Store } from './types.js';
-import { errorBody, LINK_METHODS, lineSplitter, SUBSCRIBE, type LinkCall } from './link-protocol.js';
+import { errorBody, LINK_CHANGE_KINDS, LINK_METHODS, lineSplitter, SUBSCRIBE, type LinkCall } from './link-protocol.js';
 
 const log = logger('store-link');
 const SERVED = new Set<string>(LINK_METHODS);
@@ -35,7 +35,7 @@ function serveConnection(store: Store, socket: Socket): void {
     }
     const { i, m, a } = call;
     if (m === SUBSCRIBE) {
-      unsubscribe ??= store.subscribe((c) => send(JSON.stringify({ c })));
+      unsubscribe ??= store.subscribe((c) => LINK_CHANGE_KINDS.has(c.kind) && send(JSON.stringify({ c })));
       send(`{"i":${i}}`);
       return;
     }

@@ -15,7 +15,7 @@ import { TaskGraph } from '../../../../functions/sdk/index.js';
 import { EchoTask } from '../../../../functions/tasks/echo.js';
 import { waitUntil } from '../../../../lib/wait.js';
 import { deployTask } from '../../../helpers/executors.js';
-import { sampleRoute, sampleTask } from '../../../helpers/store-records.js';
+import { sampleChunk, sampleRoute, sampleTask } from '../../../helpers/store-records.js';
 
 interface Served {
   store: MemoryStore;
@@ -110,4 +110,17 @@ test('the dispatcher Router leases through a link: the lease shows in the served
   t.is((await s.store.getExecutor('only'))!.outstanding, 1);
   await lease!.release();
   t.is((await s.store.getExecutor('only'))!.outstanding, 0);
+});
+
+test('the link forwards only the changes dispatch watches: a tensor chunk put does not cross it', async (t) => {
+  const s = await served();
+  t.teardown(() => s.stop());
+  const link = s.link();
+  const seen: StoreChange[] = [];
+  link.subscribe((c) => seen.push(c));
+  await link.subscriptionReady();
+  await s.store.putChunk(sampleChunk('ab12', 0));
+  await s.store.putExecutor(sampleRoute(3, 'task-c', { state: 'ready' })); // sent after the chunk's, on the same connection
+  await waitUntil('the route change', () => seen.some((c) => c.kind === 'route'), { timeoutMs: 10_000 });
+  t.deepEqual(seen.map((c) => c.kind), ['route']);
 });
