@@ -167,6 +167,24 @@ test.serial('a restarted resource-manager process adopts the running executors: 
   t.deepEqual(status.devices, routes[1]!.devices);
 });
 
+test.serial('an autoscale decision of the resource manager creates an executor Deployment (the same decisions drive the cluster)', async (t) => {
+  // The task adopted above runs one executor; a policy of min 2 makes the autoscaler decide 1 -> 2 on its next tick.
+  const taskId = taskIdOf(new EchoTask({ serviceTimeMs: 0 }));
+  const before = new Set(api.list('apps/v1', 'Deployment', NS).map((d) => d.metadata.name as string));
+  await client.setAutoscale(taskId, { min: 2, max: 2, target: 2 }, 'admin');
+  t.teardown(async () => void (await client.setAutoscale(taskId, { min: 1, max: 2, target: 2 }, 'admin'))); // no more attempts
+  const created = await waitUntil('a new executor Deployment', () => api.list('apps/v1', 'Deployment', NS).find((d) => !before.has(d.metadata.name)), { timeoutMs: 60_000, intervalMs: 100 });
+  validateManifest({ apiVersion: 'apps/v1', kind: 'Deployment', ...created });
+  t.is(created.spec.replicas, 1);
+  t.is(created.spec.template.spec.containers[0].resources.limits['nvidia.com/gpu'], '1');
+  // No pod can answer at a cluster address here: the start fails its health check, is reported and backed off.
+  const decision = await waitUntil('the failed decision recorded', async () => {
+    const d = (await client.listTasks()).find((s) => s.taskId === taskId)?.autoscale?.lastDecision;
+    return d?.reason.includes('FAILED') ? d : undefined;
+  }, { timeoutMs: 60_000, intervalMs: 200 });
+  t.regex(decision.reason, /below min 2/);
+});
+
 test.serial('a unit task registered in the store (by any gateway) appears as a TaskDefinition custom resource, and goes when unregistered', async (t) => {
   const store = createStore({ redisUrl: redis.url });
   t.teardown(() => store.close());
@@ -188,5 +206,7 @@ test.serial('a unit task registered in the store (by any gateway) appears as a T
 
   await store.deleteTaskDefinition('shout');
   await waitUntil('the TaskDefinition deleted', () => api.list('cornserve.ai/v1', 'TaskDefinition', NS).length === 0, { timeoutMs: 20_000 });
+  // Its ExecutionDescriptor goes right after it (a second delete call): wait for it too rather than race it.
+  await waitUntil('the ExecutionDescriptor deleted', () => api.list('cornserve.ai/v1', 'ExecutionDescriptor', NS).length === 0, { timeoutMs: 20_000 });
   t.deepEqual(api.list('cornserve.ai/v1', 'ExecutionDescriptor', NS), []);
 });
