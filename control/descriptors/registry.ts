@@ -2,12 +2,13 @@
  * Descriptors by root unit-task class and name. Built-ins register here; the dispatcher and the task
  * managers look them up with `descriptorFor(task)`.
  */
-import type { UnitTask } from '../../functions/sdk/index.js';
+import type { TaskDefinitionJSON, UnitTask } from '../../functions/sdk/index.js';
 import { CornserveError } from '../../functions/sdk/errors.js';
 import type { TaskDescriptor } from './types.js';
 import { echoDescriptor } from './echo.js';
 import { ericDescriptor } from './eric.js';
 import { geriDescriptors } from './geri.js';
+import { httpJsonDescriptor } from './http-json.js';
 import { llmDescriptors } from './llm.js';
 
 const REGISTRY = new Map<string, Map<string, TaskDescriptor<any>>>();
@@ -24,9 +25,21 @@ export function unregisterDescriptors(taskClass: string): void {
   REGISTRY.delete(taskClass);
 }
 
+/**
+ * A class built from a stored definition (functions/sdk/registered.ts) carries it: its declarative descriptor is
+ * derived on first use. Processes that follow the Store install it earlier (control/registry); an app function that
+ * dispatches in process has only imported the class (`cornserve/registry/<name>`).
+ */
+function fromDefinition(root: Function): Map<string, TaskDescriptor<any>> | undefined {
+  const def = (root as { definition?: TaskDefinitionJSON }).definition;
+  if (!def || def.className !== root.name) return undefined;
+  registerDescriptor(httpJsonDescriptor(def));
+  return REGISTRY.get(root.name);
+}
+
 export function descriptorFor<T extends UnitTask>(task: T): TaskDescriptor<T> {
   const root = task.rootClass.name;
-  const byName = REGISTRY.get(root);
+  const byName = REGISTRY.get(root) ?? fromDefinition(task.rootClass);
   if (!byName) throw new CornserveError('NO_DESCRIPTOR', `no execution descriptor is registered for ${root}`, 400);
   const name = task.descriptor ?? 'default';
   const d = byName.get(name);
