@@ -17,7 +17,10 @@ import { logger } from '../../lib/log.js';
 import { type EricFixture, dataUrl, startEric } from '../helpers/eric.js';
 import { makeImage } from '../helpers/media.js';
 import { modelDir } from '../helpers/models.js';
-import { median, formatTable, keepAlivePoster, type BenchResult } from './types.js';
+import { median, formatTable, keepAlivePoster, rate as measure, serial, type BenchResult } from './types.js';
+
+/** Images/s of `step` run back to back by `loops` concurrent loops for `ms`. */
+const rate = async (ms: number, loops: number, step: () => Promise<void>) => (await measure(ms, loops, 1, step)).rate;
 
 const BATCH = 8;
 const CLIENTS = 16;
@@ -25,27 +28,6 @@ const ROUND_MS = 3_000;
 const PAIRS = 5;
 const SIZE = 224;
 const PREPROCESS_THREADS = 2;
-
-/** Items/s of `step` run back to back by `loops` concurrent loops for `ms`. */
-async function rate(ms: number, loops: number, step: () => Promise<void>): Promise<number> {
-  const end = performance.now() + ms;
-  let items = 0;
-  const t0 = performance.now();
-  await Promise.all(Array.from({ length: loops }, async () => {
-    while (performance.now() < end) { await step(); items++; }
-  }));
-  return items / ((performance.now() - t0) / 1000);
-}
-
-/** Runs `fn` calls one at a time (the single onnxruntime thread of Eric's worker), in call order. */
-function serial() {
-  let last: Promise<unknown> = Promise.resolve();
-  return <T>(fn: () => Promise<T>): Promise<T> => {
-    const next = last.then(fn, fn);
-    last = next.catch(() => undefined);
-    return next;
-  };
-}
 
 export async function run(): Promise<BenchResult[]> {
   const dir = await modelDir('tiny-clip');

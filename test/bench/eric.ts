@@ -27,7 +27,7 @@ import { type EricFixture, TINY_A, dataUrl, startEric } from '../helpers/eric.js
 import { makeImage } from '../helpers/media.js';
 import { modelDir } from '../helpers/models.js';
 import { startSidecars } from '../helpers/sidecar.js';
-import { median, formatTable, keepAlivePoster, ownCpuMs, type BenchResult } from './types.js';
+import { median, formatTable, keepAlivePoster, ownCpuMs, rate, serial, type BenchResult } from './types.js';
 
 const BATCH = 8;
 const CLIENTS = 16;
@@ -39,29 +39,8 @@ const PREPROCESS_THREADS = 2;
 /** Direct batches in flight: one encoding while the others are preprocessed. */
 const DIRECT_LOOPS = 3;
 
-/** Items/s of `step` (`per` items per call) run back to back by `loops` concurrent loops for `ms`. */
-async function rate(ms: number, loops: number, per: number, step: () => Promise<void>): Promise<{ rate: number; items: number }> {
-  const end = performance.now() + ms;
-  let items = 0;
-  const t0 = performance.now();
-  await Promise.all(Array.from({ length: loops }, async () => {
-    while (performance.now() < end) { await step(); items += per; }
-  }));
-  return { rate: items / ((performance.now() - t0) / 1000), items };
-}
-
 /** CPU ms (user + system, every thread) of processes so far. */
 const cpuMs = (pids: number[]) => pids.reduce((n, pid) => n + processCpuMs(pid), 0);
-
-/** Runs `fn` calls one at a time (the single onnxruntime thread of Eric's worker), in call order. */
-function serial() {
-  let last: Promise<unknown> = Promise.resolve();
-  return <T>(fn: () => Promise<T>): Promise<T> => {
-    const next = last.then(fn, fn);
-    last = next.catch(() => undefined);
-    return next;
-  };
-}
 
 export async function run(): Promise<BenchResult[]> {
   const jpegs = await Promise.all(Array.from({ length: BATCH }, (_, i) => makeImage(SIZE, SIZE, { seed: i, format: 'jpeg' })));

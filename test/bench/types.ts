@@ -70,3 +70,24 @@ export function keepAlivePoster(url: string, maxSockets = 64) {
     req.on('error', reject).end(body);
   });
 }
+
+/** Items/s of `step` (`per` items per call) run back to back by `loops` concurrent loops for `ms`. */
+export async function rate(ms: number, loops: number, per: number, step: () => Promise<void>): Promise<{ rate: number; items: number }> {
+  const end = performance.now() + ms;
+  let items = 0;
+  const t0 = performance.now();
+  await Promise.all(Array.from({ length: loops }, async () => {
+    while (performance.now() < end) { await step(); items += per; }
+  }));
+  return { rate: items / ((performance.now() - t0) / 1000), items };
+}
+
+/** Runs `fn` calls one at a time, in call order (a single onnxruntime thread, as in an executor's worker). */
+export function serial() {
+  let last: Promise<unknown> = Promise.resolve();
+  return <T>(fn: () => Promise<T>): Promise<T> => {
+    const next = last.then(fn, fn);
+    last = next.catch(() => undefined);
+    return next;
+  };
+}

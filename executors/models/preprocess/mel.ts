@@ -62,8 +62,27 @@ export function melFilterbank(pre: AudioPreprocessing): Float64Array {
   return fb;
 }
 
+/**
+ * Column `f` of out [n_mels, frames]: log10 of each filter's energy in `power` (floored at LOG_FLOOR); returns the
+ * column's maximum. `ranges` from nonZeroRanges.
+ */
+export function logMelColumn(power: Float64Array, fb: Float64Array, ranges: Uint32Array, out: Float32Array, f: number, frames: number): number {
+  const nMels = ranges.length / 2;
+  const bins = power.length;
+  let max = -Infinity;
+  for (let m = 0; m < nMels; m++) {
+    let e = 0;
+    const row = m * bins;
+    for (let k = ranges[2 * m]!; k < ranges[2 * m + 1]!; k++) e += fb[row + k]! * power[k]!;
+    const v = Math.log10(Math.max(e, LOG_FLOOR));
+    out[m * frames + f] = v;
+    if (v > max) max = v;
+  }
+  return max;
+}
+
 /** [start, end) of the non-zero bins of each filter, so the mel product skips the zeros. */
-function nonZeroRanges(fb: Float64Array, nMels: number, bins: number): Uint32Array {
+export function nonZeroRanges(fb: Float64Array, nMels: number, bins: number): Uint32Array {
   const r = new Uint32Array(2 * nMels);
   for (let m = 0; m < nMels; m++) {
     let a = 0;
@@ -101,16 +120,14 @@ export function logMel(samples: Float32Array, pre: AudioPreprocessing): MelFeatu
       if (s >= 0 && s < samples.length) frame[padLeft + i] = samples[s]! * window[i]!;
     }
     powerSpectrum(frame, power, im);
-    for (let m = 0; m < nMels; m++) {
-      let e = 0;
-      const row = m * bins;
-      for (let k = ranges[2 * m]!; k < ranges[2 * m + 1]!; k++) e += fb[row + k]! * power[k]!;
-      const v = Math.log10(Math.max(e, LOG_FLOOR));
-      out[m * frames + f] = v;
-      if (v > max) max = v;
-    }
+    max = Math.max(max, logMelColumn(power, fb, ranges, out, f, frames));
   }
+  normaliseLogMel(out, max);
+  return { data: out, nMels, frames };
+}
+
+/** Whisper's normalisation of log10 mel energies in place: clamp to `max` − 8, then (x + 4) / 4. */
+export function normaliseLogMel(out: Float32Array, max: number): void {
   const lowest = max - 8;
   for (let i = 0; i < out.length; i++) out[i] = (Math.max(out[i]!, lowest) + 4) / 4;
-  return { data: out, nMels, frames };
 }

@@ -6,7 +6,7 @@
  * a power of two, so the spectrum is a direct real DFT over cached cos/sin tables.
  */
 import type { AudioPreprocessing } from '../manifest.js';
-import { LOG_FLOOR, type MelFeatures, melFilterbank } from './mel.js';
+import { type MelFeatures, logMelColumn, melFilterbank, nonZeroRanges, normaliseLogMel } from './mel.js';
 
 const tables = new Map<number, { cos: Float64Array; sin: Float64Array; window: Float64Array }>();
 
@@ -47,6 +47,7 @@ export function whisperFeatures(samples: Float32Array, pre: AudioPreprocessing, 
   const bins = nFft / 2 + 1;
   const { cos, sin, window } = dftTables(nFft);
   const fb = melFilterbank(pre);
+  const ranges = nonZeroRanges(fb, nMels, bins);
   const frame = new Float64Array(nFft);
   const power = new Float64Array(bins);
   const out = new Float32Array(nMels * frames);
@@ -65,15 +66,8 @@ export function whisperFeatures(samples: Float32Array, pre: AudioPreprocessing, 
       }
       power[k] = re * re + im * im;
     }
-    for (let m = 0; m < nMels; m++) {
-      let e = 0;
-      for (let k = 0; k < bins; k++) e += fb[m * bins + k]! * power[k]!;
-      const v = Math.log10(Math.max(e, LOG_FLOOR));
-      out[m * frames + f] = v;
-      if (v > max) max = v;
-    }
+    max = Math.max(max, logMelColumn(power, fb, ranges, out, f, frames));
   }
-  const lowest = max - 8;
-  for (let i = 0; i < out.length; i++) out[i] = (Math.max(out[i]!, lowest) + 4) / 4;
+  normaliseLogMel(out, max);
   return { data: out, nMels, frames };
 }
