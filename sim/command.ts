@@ -82,7 +82,7 @@ export function simulateCommand(io: Io): Command {
     .option('--result-dir <dir>', 'where results.json, summary.md and plots go', undefined)
     .option('--no-itl', 'do not keep per-token gaps (saves memory on long runs; ITL metrics are then empty)')
     .option('--no-plots', 'skip the SVG/PNG plots')
-    .option('--keep-records <n>', 'per-request records kept in results.json and the plots (the first N; aggregates cover every request)', '100000')
+    .option('--keep-records <n>', 'per-request records kept in results.json and the latency CDF plot (the first N; aggregates and the timeline plot cover every request)', '100000')
     .addHelpText('after', EXAMPLES)
     .action(async (file: string | undefined, opts: { scenario?: string; duration?: string; requestRate?: string; seed?: string; resultDir?: string; itl: boolean; plots: boolean; keepRecords: string }) => {
       const which = file ?? opts.scenario;
