@@ -14,7 +14,7 @@ import { llmDescriptor } from '../../control/descriptors/llm.js';
 import { generateBatch } from '../../executors/llm/direct.js';
 import { LlmModel } from '../../executors/llm/model.js';
 import { LLMTask } from '../../functions/tasks/llm.js';
-import { launchExecutor, llmDir, samplePrompts, userPrompt } from '../helpers/llm.js';
+import { type LlmName, launchExecutor, llmDir, samplePrompts, userPrompt } from '../helpers/llm.js';
 import { modelsDir } from '../helpers/models.js';
 import { processCpuMs } from '../../bench/client/proc.js';
 import { median, formatTable, ownCpuMs, type BenchResult } from './types.js';
@@ -34,9 +34,9 @@ const agent = new http.Agent({ keepAlive: true, maxSockets: 64 });
  * One streaming request over node:http (lighter per chunk than fetch: the client shares the machine with the
  * server). Resolves with the time of the first content chunk and the completion tokens from the usage chunk.
  */
-function streamOne(url: URL, content: string, t0: number): Promise<{ firstMs: number; tokens: number }> {
+function streamOne(url: URL, modelId: string, content: string, t0: number): Promise<{ firstMs: number; tokens: number }> {
   const body = JSON.stringify({
-    model: MODEL_ID, messages: [{ role: 'user', content }], max_tokens: TOKENS, temperature: 0, ignore_eos: true,
+    model: modelId, messages: [{ role: 'user', content }], max_tokens: TOKENS, temperature: 0, ignore_eos: true,
     stream: true, stream_options: { include_usage: true },
   });
   return new Promise((resolve, reject) => {
@@ -60,10 +60,10 @@ function streamOne(url: URL, content: string, t0: number): Promise<{ firstMs: nu
   });
 }
 
-async function served(url: string, pid: number, prompts: string[]): Promise<Run> {
+async function served(url: string, modelId: string, pid: number, prompts: string[]): Promise<Run> {
   const cpu0 = processCpuMs(pid) + ownCpuMs();
   const t0 = performance.now();
-  const rs = await Promise.all(prompts.map((p) => streamOne(new URL(url), p, t0)));
+  const rs = await Promise.all(prompts.map((p) => streamOne(new URL(url), modelId, p, t0)));
   const wall = performance.now() - t0;
   const tokens = rs.reduce((a, r) => a + r.tokens, 0);
   if (tokens !== prompts.length * TOKENS) throw new Error(`served ${tokens} tokens, expected ${prompts.length * TOKENS}`);
@@ -83,29 +83,41 @@ async function direct(model: LlmModel, prompts: string[]): Promise<Run> {
   return { tokensPerSec: tokens / (wall / 1000), ttftMs: median(first.filter((x) => x !== undefined)), cpuMsPerToken: (ownCpuMs() - cpu0) / tokens };
 }
 
-export async function run(): Promise<BenchResult[]> {
-  const dir = await llmDir('tiny-lm-a');
-  const model = await LlmModel.load(dir, { threads: THREADS });
-  const task = new LLMTask({ modelId: MODEL_ID, receiveEmbeddings: false });
+/** What one served-vs-direct decode comparison runs over (this file's run(); hf-llm.ts for the Qwen2-style decoder). */
+export interface LlmBenchCase {
+  /** The LLMTask's modelId (the executor resolves it as the platform would). */
+  modelId: string;
+  folder: LlmName;
+  levels: readonly number[];
+  /** Row name prefix, e.g. `llm` or `qwen2 (HF)`. */
+  label: string;
+}
+
+export async function runLlmBench(c0: LlmBenchCase): Promise<BenchResult[]> {
+  const { modelId, label } = c0;
+  const dir = await llmDir(c0.folder);
+  const model = await LlmModel.load(dir, { threads: THREADS, modelId });
+  const task = new LLMTask({ modelId, receiveEmbeddings: false });
   const spec = llmDescriptor.launch(task);
-  const exec = await launchExecutor({ ...spec, args: [...spec.args, '--max-batch', '32', '--threads', String(THREADS)] }, { CORNSERVE_MODELS_DIR: await modelsDir(), CORNSERVE_LOG_LEVEL: 'warn' });
+  // CORNSERVE_MODELS too: a Hugging Face folder's name resolves under the model directories.
+  const exec = await launchExecutor({ ...spec, args: [...spec.args, '--max-batch', '32', '--threads', String(THREADS)] }, { CORNSERVE_MODELS_DIR: await modelsDir(), CORNSERVE_MODELS: await modelsDir(), CORNSERVE_LOG_LEVEL: 'warn' });
   const results: BenchResult[] = [];
   try {
     const all = samplePrompts(32);
-    await served(exec.url, exec.child.pid!, all.slice(0, 4)); // warm-up both paths
+    await served(exec.url, modelId, exec.child.pid!, all.slice(0, 4)); // warm-up both paths
     await direct(model, all.slice(0, 4));
-    for (const c of LEVELS) {
+    for (const c of c0.levels) {
       const prompts = all.slice(0, c);
       const s: Run[] = [];
       const d: Run[] = [];
       // Pairs in alternating order; each pair's ratio cancels the machine's slow load swings.
       for (let r = 0; r < REPS; r++) {
         if (r % 2 === 0) {
-          s.push(await served(exec.url, exec.child.pid!, prompts));
+          s.push(await served(exec.url, modelId, exec.child.pid!, prompts));
           d.push(await direct(model, prompts));
         } else {
           d.push(await direct(model, prompts));
-          s.push(await served(exec.url, exec.child.pid!, prompts));
+          s.push(await served(exec.url, modelId, exec.child.pid!, prompts));
         }
       }
       const st = median(s.map((x) => x.tokensPerSec));
@@ -116,16 +128,16 @@ export async function run(): Promise<BenchResult[]> {
       const ttftRatio = median(s.map((x, i) => d[i]!.ttftMs / x.ttftMs));
       const cpuRatio = median(s.map((x, i) => d[i]!.cpuMsPerToken / x.cpuMsPerToken));
       results.push({
-        name: `llm decode, ${c} concurrent`, figure: st, unit: 'tok/s', baseline: dt, baselineName: `direct loop, static batch of ${c}`,
+        name: `${label} decode, ${c} concurrent`, figure: st, unit: 'tok/s', baseline: dt, baselineName: `direct loop, static batch of ${c}`,
         ratio: tputRatio, ...(c === 8 ? { target: '>= 0.8 of direct' } : {}),
         notes: `served (HTTP + SSE + continuous batching, executor process) / direct, median of ${REPS} per-pair ratios; ${TOKENS} tokens per request, greedy; ${THREADS} onnxruntime thread(s) each`,
       });
       results.push({
-        name: `llm time to first token, ${c} concurrent`, figure: sf, unit: 'ms', baseline: df, baselineName: `direct loop, static batch of ${c}`,
+        name: `${label} time to first token, ${c} concurrent`, figure: sf, unit: 'ms', baseline: df, baselineName: `direct loop, static batch of ${c}`,
         ratio: ttftRatio, notes: 'median over requests; ratio = direct / served (higher is better), median of per-pair ratios',
       });
       results.push({
-        name: `llm CPU per token, ${c} concurrent`, figure: median(s.map((x) => x.cpuMsPerToken)), unit: 'ms', baseline: median(d.map((x) => x.cpuMsPerToken)),
+        name: `${label} CPU per token, ${c} concurrent`, figure: median(s.map((x) => x.cpuMsPerToken)), unit: 'ms', baseline: median(d.map((x) => x.cpuMsPerToken)),
         baselineName: `direct loop, static batch of ${c}`, ratio: cpuRatio,
         notes: 'served = executor process + benchmark client; less sensitive to machine load than wall time; ratio = direct / served',
       });
@@ -135,6 +147,10 @@ export async function run(): Promise<BenchResult[]> {
     await model.close();
   }
   return results;
+}
+
+export function run(): Promise<BenchResult[]> {
+  return runLlmBench({ modelId: MODEL_ID, folder: 'tiny-lm-a', levels: LEVELS, label: 'llm' });
 }
 
 if (process.argv[1] === fileURLToPath(import.meta.url)) {
