@@ -186,6 +186,10 @@ export class LlmModel {
         ...Array.from({ length: geo.layers }, (_, l) => [`past_key_values.${l}.key`, `past_key_values.${l}.value`]).flat()];
       const missing = needed.filter((n) => !decoder.inputNames.includes(n));
       if (missing.length) throw llmErrors.modelInvalid(`${dir}: the decoder has no input ${missing.join(', ')} (has ${decoder.inputNames.join(', ')})`);
+      const positions = (decoder.inputMetadata as readonly { name: string; shape?: readonly unknown[] }[]).find((m) => m.name === 'position_ids');
+      if (positions?.shape?.length === 3) {
+        throw llmErrors.modelInvalid(`${dir}: the decoder takes 3-D position_ids (M-RoPE, as real Qwen2-VL exports do); the executor feeds 1-D positions [batch, seq] (docs/models.md)`);
+      }
       const tokenizer = await HfTokenizer.load(dir);
       const table = takesIds ? new Float32Array(0) : await embeddingTable(dir, await open(partFile(folder, 'embed_tokens', folder.parts.embed_tokens?.some((p) => p.dtype === dtype) ? dtype : 'fp32')), geo.vocab, geo.hidden);
       const config: LlmConfig = {

@@ -4,9 +4,14 @@
  * positions, and greedy decoding through the executor's steps and KV cache, checked against a plain onnxruntime
  * loop (vision_encoder → embed_tokens → splice → decoder, full recompute; test/helpers/hf-reference.ts).
  */
+import { cp, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import test from 'ava';
 import type { ChatMessage } from '../../../../functions/tasks/openai.js';
 import { generate } from '../../../../executors/llm/direct.js';
+import { LlmModel } from '../../../../executors/llm/model.js';
+import { GraphBuilder } from '../../../../executors/models/onnx/graph-builder.js';
 import { HfTokenizer } from '../../../../executors/llm/hf-tokenizer.js';
 import { InProcessEncoders } from '../../../../executors/llm/encoders.js';
 import { encoderManifest } from '../../../../executors/models/hf-encoder.js';
@@ -108,4 +113,22 @@ test('tiny-qwen2-vl: a chat completion with an image (encoders in the executor) 
   t.is(res.body.choices[0].message.content, tok.decode(expected));
   t.is(res.body.usage.completion_tokens, expected.length);
   t.true(expected.length > 4, 'a continuation long enough to compare');
+});
+
+test('a split VLM decoder taking M-RoPE 3-D position_ids (real Qwen2-VL exports) is refused at load, naming the cause', async (t) => {
+  const scratch = await mkdtemp(join(tmpdir(), 'cs-mrope-'));
+  t.teardown(() => rm(scratch, { recursive: true, force: true }));
+  await cp(await llmDir(VLM), scratch, { recursive: true });
+  // Same names as the real decoder, position_ids [3, batch, seq]; the loader only opens and checks it.
+  const g = new GraphBuilder('mrope-decoder');
+  const embeds = g.input('inputs_embeds', 'FLOAT', ['batch', 'seq', 64]);
+  g.input('attention_mask', 'INT64', ['batch', 'total']);
+  g.input('position_ids', 'INT64', [3, 'batch', 'seq']);
+  for (let l = 0; l < 2; l++) {
+    for (const w of ['key', 'value']) g.output(g.input(`past_key_values.${l}.${w}`, 'FLOAT', ['batch', 2, 'past', 16]), `present.${l}.${w}`, 'FLOAT', ['batch', 2, 'past', 16]);
+  }
+  g.output(embeds, 'logits', 'FLOAT', ['batch', 'seq', 64]);
+  await writeFile(join(scratch, 'onnx/decoder_model_merged.onnx'), g.toBytes());
+  const e = await t.throwsAsync(LlmModel.load(scratch));
+  t.regex(e!.message, /3-D position_ids \(M-RoPE/);
 });
