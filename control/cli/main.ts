@@ -41,6 +41,11 @@ const milliseconds = (option: string) => (value: string) => {
   if (!Number.isSafeInteger(ms) || ms < 0) throw new CliError(`${option} must be a whole number of milliseconds (0 or more), got ${JSON.stringify(value)}`);
   return ms;
 };
+const positiveMs = (option: string) => (value: string) => {
+  const ms = milliseconds(option)(value);
+  if (ms === 0) throw new CliError(`${option} must be more than 0 milliseconds`);
+  return ms;
+};
 /** The gateway's drain (AppManager) and blocked-loop watcher (AppFunctions), for `up` and the gateway role. */
 const drainTimeoutOption = () =>
   new Option('--drain-timeout <ms>', 'on shutdown (Ctrl-C) and unregister: how long in-flight requests may finish before they are cut (new ones get 503 meanwhile)')
@@ -77,6 +82,11 @@ program
       .env('CORNSERVE_DISPATCH'),
   )
   .option('--no-autoscale', 'keep manual scaling only (by default every task autoscales: min 1, max = the pool, target 2 in flight per executor, unless its app or `cornserve autoscale` says otherwise)')
+  // The autoscaler's timing (control/autoscaler/autoscaler.ts); short values make a demo or a test react in seconds.
+  .addOption(new Option('--autoscale-tick <ms>', 'autoscaling: one decision round every this long (default 2000)').argParser(positiveMs('--autoscale-tick')))
+  .addOption(new Option('--autoscale-stable-window <ms>', 'autoscaling: the window load is averaged over for steady decisions (default 60000)').argParser(positiveMs('--autoscale-stable-window')))
+  .addOption(new Option('--autoscale-panic-window <ms>', 'autoscaling: the short window that answers a sudden rise (default 6000)').argParser(positiveMs('--autoscale-panic-window')))
+  .addOption(new Option('--autoscale-scale-down-delay <ms>', 'autoscaling: how long fewer executors must suffice before a scale-down (default 30000)').argParser(positiveMs('--autoscale-scale-down-delay')))
   .action(async (opts: UpCommandOptions) => {
     const { upCommand } = await import('./up.js');
     await upCommand(opts, io);

@@ -252,6 +252,22 @@ export interface UpCommandOptions {
   dispatch: UpDispatch;
   /** false with --no-autoscale */
   autoscale: boolean;
+  /** ms (parsed by the options); absent = the autoscaler's defaults */
+  autoscaleTick?: number;
+  autoscaleStableWindow?: number;
+  autoscalePanicWindow?: number;
+  autoscaleScaleDownDelay?: number;
+}
+
+/** startCornserve's autoscale option from `up`'s flags: false with --no-autoscale, else the timings given. */
+export function upAutoscaleOptions(opts: Pick<UpCommandOptions, 'autoscale' | 'autoscaleTick' | 'autoscaleStableWindow' | 'autoscalePanicWindow' | 'autoscaleScaleDownDelay'>): AutoscaleLoopOptions | false {
+  if (opts.autoscale === false) return false;
+  const autoscaler = {
+    ...(opts.autoscaleStableWindow !== undefined ? { stableWindowMs: opts.autoscaleStableWindow } : {}),
+    ...(opts.autoscalePanicWindow !== undefined ? { panicWindowMs: opts.autoscalePanicWindow } : {}),
+    ...(opts.autoscaleScaleDownDelay !== undefined ? { scaleDownDelayMs: opts.autoscaleScaleDownDelay } : {}),
+  };
+  return { ...(opts.autoscaleTick !== undefined ? { tickMs: opts.autoscaleTick } : {}), ...(Object.keys(autoscaler).length ? { autoscaler } : {}) };
 }
 
 /** The `up` command: start, print how to use it, wait for Ctrl-C / SIGTERM, stop, exit 0. */
@@ -276,7 +292,7 @@ export async function upCommand(
     ...(opts.adminToken ? { adminToken: opts.adminToken } : {}),
     bodyLimitBytes: Number(opts.bodyLimit),
     dispatch: opts.dispatch,
-    ...(opts.autoscale === false ? { autoscale: false } : {}),
+    autoscale: upAutoscaleOptions(opts),
   });
   printBanner(cs, io);
   const recovered = cs.apps.entries();
