@@ -70,5 +70,38 @@ export function experimentCommand(io: Io): Command {
       await writeFile(`${o.resultDir}/summary.md`, `# Disaggregation experiment${o.quick ? ' (quick)' : ''}\n\n${json.conditions}\n\n${table}\n\n${ends.map((l) => `- ${l}`).join('\n')}\n\n${plots.filter((p) => p.endsWith('.png')).map((p) => `![${p}](${p})`).join('\n')}\n`);
       io.out(`\nresults: ${o.resultDir}/ (results.json, summary.md${plots.length ? `, ${plots.length} plot files` : ''})`);
     });
+  cmd.command('live-crosscheck')
+    .description('one small configuration on the live local platform (tiny models, 4 devices): monolithic vs disaggregated at a few rates, and the simulator (preset local-cpu) on the same scenario; prints live vs simulated')
+    .option('--rates <list>', 'request rates (req/s)', '2,4,8')
+    .option('--num-requests <n>', 'requests per rate and system', '40')
+    .option('--port <port>', 'gateway port of the platform it starts (default: a free one)')
+    .option('--sim-only', 'the simulator only (no live platform)')
+    .option('--result-dir <dir>', 'where results.json, summary.md and the bench result directories go', 'experiment-results/live-crosscheck')
+    .addHelpText('after', `
+Monolithic: experiment/apps/mllm-image-monolithic.ts (encoderFission: false), 4 LLM executors with the vision
+encoder inside. Disaggregated: experiment/apps/mllm-image.ts, 1 Eric + 3 LLM executors. Same seeded workload
+(mix text:0.3,image:0.7, 224x224 images, 64 input / 16 output tokens, Poisson), SLO ttft_ms=1000,e2el_ms=3000.
+Each system runs in its own \`cornserve up --devices 4 --no-autoscale\`, started and stopped by the command.`)
+    .action(async (o: { rates: string; numRequests: string; port?: string; simOnly?: boolean; resultDir: string }) => {
+      const [{ DEFAULT_CROSSCHECK, liveCrosscheck, crosscheckTable }, { mkdir, writeFile }, { loadavg }] = await Promise.all([
+        import('./live-crosscheck.js'), import('node:fs/promises'), import('node:os'),
+      ]);
+      const rates = o.rates.split(',').map(Number);
+      if (!rates.length || rates.some((r) => !(r > 0))) throw new CliError(`--rates: positive numbers separated by commas, got ${o.rates}`);
+      const numRequests = Number(o.numRequests);
+      if (!Number.isInteger(numRequests) || numRequests < 1) throw new CliError(`--num-requests: a positive integer, got ${o.numRequests}`);
+      const port = o.port === undefined ? undefined : Number(o.port);
+      if (port !== undefined && !(Number.isInteger(port) && port > 0 && port < 65536)) throw new CliError(`--port: a TCP port, got ${o.port}`);
+      await mkdir(o.resultDir, { recursive: true });
+      const load0 = loadavg()[0]!;
+      const r = await liveCrosscheck({ ...DEFAULT_CROSSCHECK, rates, numRequests, resultDir: o.resultDir, simOnly: Boolean(o.simOnly), ...(port ? { port } : {}) }, io);
+      const load = `load average (1 min) ${load0.toFixed(2)} at the start, ${loadavg()[0]!.toFixed(2)} at the end, ${(await import('node:os')).cpus().length} cores`;
+      const table = crosscheckTable(r);
+      io.out(table);
+      io.out(load);
+      await writeFile(`${o.resultDir}/results.json`, JSON.stringify({ ...r, load }, null, 2));
+      await writeFile(`${o.resultDir}/summary.md`, `# Live cross-check: monolithic vs disaggregated\n\n${load}\n\n${table}\n`);
+      io.out(`\nresults: ${o.resultDir}/ (results.json, summary.md)`);
+    });
   return cmd;
 }
