@@ -83,7 +83,7 @@ encoder inside. Disaggregated: experiment/apps/mllm-image.ts, 1 Eric + 3 LLM exe
 (mix text:0.3,image:0.7, 224x224 images, 64 input / 16 output tokens, Poisson), SLO ttft_ms=1000,e2el_ms=3000.
 Each system runs in its own \`cornserve up --devices 4 --no-autoscale\`, started and stopped by the command.`)
     .action(async (o: { rates: string; numRequests: string; port?: string; simOnly?: boolean; resultDir: string }) => {
-      const [{ DEFAULT_CROSSCHECK, liveCrosscheck, crosscheckTable }, { mkdir, writeFile }, { loadavg }] = await Promise.all([
+      const [{ DEFAULT_CROSSCHECK, liveCrosscheck, crosscheckTable, p99Agreement, agreementText }, { mkdir, writeFile }, { loadavg }] = await Promise.all([
         import('./live-crosscheck.js'), import('node:fs/promises'), import('node:os'),
       ]);
       const rates = o.rates.split(',').map(Number);
@@ -96,10 +96,10 @@ Each system runs in its own \`cornserve up --devices 4 --no-autoscale\`, started
       const load0 = loadavg()[0]!;
       const r = await liveCrosscheck({ ...DEFAULT_CROSSCHECK, rates, numRequests, resultDir: o.resultDir, simOnly: Boolean(o.simOnly), ...(port ? { port } : {}) }, io);
       const load = `load average (1 min) ${load0.toFixed(2)} at the start, ${loadavg()[0]!.toFixed(2)} at the end, ${(await import('node:os')).cpus().length} cores`;
-      const table = crosscheckTable(r);
+      const table = `${crosscheckTable(r)}\n\n${agreementText(p99Agreement(r))}`;
       io.out(table);
       io.out(load);
-      await writeFile(`${o.resultDir}/results.json`, JSON.stringify({ ...r, load }, null, 2));
+      await writeFile(`${o.resultDir}/results.json`, JSON.stringify({ ...r, p99_agreement: p99Agreement(r), load }, null, 2));
       await writeFile(`${o.resultDir}/summary.md`, `# Live cross-check: monolithic vs disaggregated\n\n${load}\n\n${table}\n`);
       io.out(`\nresults: ${o.resultDir}/ (results.json, summary.md)`);
     });

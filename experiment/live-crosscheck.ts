@@ -23,6 +23,8 @@ import { monolithicCandidate, type Candidate } from '../plan/search.js';
 
 export const SPLIT_APP = 'experiment/apps/mllm-image.ts';
 export const MONOLITHIC_APP = 'experiment/apps/mllm-image-monolithic.ts';
+/** The repository root: `cornserve up` and the app files are found from it, wherever the command runs. */
+const REPO = new URL('../', import.meta.url);
 const LLM_LABEL = 'llm:cornserve/tiny-vlm-a';
 const ENCODER_LABEL = 'encoder:image';
 
@@ -57,6 +59,8 @@ export interface CrosscheckResult {
   conditions: Record<string, unknown>;
   replicas: Record<System, Record<string, number>>;
   live: Record<System, Point[]> | null;
+  /** Executors per task class the live platform ran (from /tasks/list after deploying). */
+  live_executors: Record<System, Record<string, number>> | null;
   simulated: Record<System, Point[]>;
 }
 
@@ -78,7 +82,7 @@ export function replicasFor(o: Pick<CrosscheckOptions, 'devices' | 'splitEncoder
 async function startUp(o: CrosscheckOptions, token: string, log: (l: string) => void): Promise<{ url: string; stop: () => Promise<void> }> {
   const port = o.port ?? (await freePort());
   const env = { ...process.env, CORNSERVE_LOG_LEVEL: 'warn', CORNSERVE_ADMIN_TOKEN: token };
-  const child = spawn(process.execPath, ['--import', 'tsx', 'control/cli/main.ts', 'up', '--port', String(port), '--devices', String(o.devices), '--no-autoscale'], { env, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, ['--import', 'tsx', 'control/cli/main.ts', 'up', '--port', String(port), '--devices', String(o.devices), '--no-autoscale'], { cwd: REPO, env, stdio: ['ignore', 'pipe', 'pipe'] });
   const exited = new Promise<void>((r) => child.once('exit', () => r()));
   let out = '';
   child.stdout!.on('data', (d: Buffer) => (out += d.toString()));
@@ -99,9 +103,9 @@ async function startUp(o: CrosscheckOptions, token: string, log: (l: string) => 
 }
 
 /** Registers the system's app and scales its tasks to the experiment's executor counts. */
-async function deploy(client: GatewayClient, system: System, o: CrosscheckOptions, log: (l: string) => void): Promise<string> {
+async function deploy(client: GatewayClient, system: System, o: CrosscheckOptions, log: (l: string) => void): Promise<{ model: string; executors: Record<string, number> }> {
   const file = system === 'monolithic' ? MONOLITHIC_APP : SPLIT_APP;
-  const final = await client.register(await readFile(file, 'utf8'), {});
+  const final = await client.register(await readFile(new URL(file, REPO), 'utf8'), {});
   if ((final as { type?: string }).type !== 'final') throw new Error(`registering ${file} failed: ${JSON.stringify(final)}`);
   const want = replicasFor(o)[system];
   for (const t of await client.tasks()) {
@@ -111,16 +115,17 @@ async function deploy(client: GatewayClient, system: System, o: CrosscheckOption
   }
   const tasks = await client.tasks();
   log(`  ${system}: ${tasks.map((t) => `${t.executors.length} × ${t.task_class}`).join(', ')}`);
-  return system === 'monolithic' ? 'mllm-image-monolithic' : 'mllm-image';
+  const executors = Object.fromEntries(tasks.map((t) => [t.task_class, t.executors.length]));
+  return { model: system === 'monolithic' ? 'mllm-image-monolithic' : 'mllm-image', executors };
 }
 
-async function liveSystem(system: System, o: CrosscheckOptions, io: Io): Promise<Point[]> {
+async function liveSystem(system: System, o: CrosscheckOptions, io: Io): Promise<{ points: Point[]; executors: Record<string, number> }> {
   const token = randomBytes(12).toString('hex');
   io.err(`live ${system}: starting the platform`);
   const up = await startUp(o, token, io.err);
   try {
     const client = new GatewayClient(up.url, token, 300_000);
-    const model = await deploy(client, system, o, io.err);
+    const { model, executors } = await deploy(client, system, o, io.err);
     const raw = (rate: number | 'inf', n: number, dir: string) => ({
       api: 'chat', model, requestRate: String(rate), burstiness: '1', numRequests: String(n), pattern: 'constant', seed: String(o.seed),
       mix: o.mix, inputLen: String(o.inputLen), outputLen: String(o.outputLen), rangeRatio: '0', imageSize: o.imageSize, audioSeconds: '2',
@@ -136,7 +141,7 @@ async function liveSystem(system: System, o: CrosscheckOptions, io: Io): Promise
       points.push(p);
       io.err(`  live ${system} @ ${rate} req/s: ${p.completed}/${o.numRequests} done, attainment ${fmtPct(p.attainment)}, p99 E2EL ${fmt(p.p99_e2el_ms, 0)} ms`);
     }
-    return points;
+    return { points, executors };
   } finally {
     io.err(`live ${system}: stopping the platform`);
     await up.stop();
@@ -174,12 +179,18 @@ const ratio = (a: number | null, b: number | null) => (a === null || b === null 
 export async function liveCrosscheck(o: CrosscheckOptions, io: Io): Promise<CrosscheckResult> {
   const replicas = replicasFor(o);
   let live: CrosscheckResult['live'] = null;
-  if (!o.simOnly) live = { monolithic: await liveSystem('monolithic', o, io), disaggregated: await liveSystem('disaggregated', o, io) };
+  let executors: CrosscheckResult['live_executors'] = null;
+  if (!o.simOnly) {
+    const m = await liveSystem('monolithic', o, io);
+    const d = await liveSystem('disaggregated', o, io);
+    live = { monolithic: m.points, disaggregated: d.points };
+    executors = { monolithic: m.executors, disaggregated: d.executors };
+  }
   io.err('simulator: the same scenario, preset local-cpu');
   const sim = await simulated(o, io);
   return {
     conditions: { ...o, apps: { monolithic: MONOLITHIC_APP, disaggregated: SPLIT_APP }, device_preset: 'local-cpu (sim/presets/local-cpu.yaml)' },
-    replicas, live, simulated: sim,
+    replicas, live, live_executors: executors, simulated: sim,
   };
 }
 
@@ -199,4 +210,30 @@ export function crosscheckTable(r: CrosscheckResult): string {
     }
   }
   return rows.join('\n');
+}
+
+export interface Agreement { rate: number; live_ratio: number | null; simulated_ratio: number | null; compared: boolean; agrees: boolean | null }
+
+/**
+ * Does the live platform agree with the simulator on which system has the lower p99 E2EL? Compared only at the
+ * rates where both differ by at least `factor` (split ÷ monolithic ≥ factor or ≤ 1/factor): smaller differences
+ * are within the noise of a few dozen requests on a shared machine.
+ */
+export function p99Agreement(r: CrosscheckResult, factor = 1.5): Agreement[] {
+  if (!r.live) return [];
+  const live = r.live;
+  return r.simulated.monolithic.map((m, i) => {
+    const sim = ratio(r.simulated.disaggregated[i]!.p99_e2el_ms, m.p99_e2el_ms);
+    const liv = ratio(live.disaggregated[i]!.p99_e2el_ms, live.monolithic[i]!.p99_e2el_ms);
+    const side = (x: number | null) => (x === null ? 0 : x >= factor ? 1 : x <= 1 / factor ? -1 : 0);
+    const compared = side(sim) !== 0 && side(liv) !== 0;
+    return { rate: m.rate, live_ratio: liv, simulated_ratio: sim, compared, agrees: compared ? side(sim) === side(liv) : null };
+  });
+}
+
+export function agreementText(a: Agreement[], factor = 1.5): string {
+  if (!a.length) return 'direction: no live run';
+  return `direction of split ÷ monolithic p99 E2EL (compared where both are ≥ ${factor}× apart): ${a
+    .map((x) => `${x.rate} req/s ${x.compared ? (x.agrees ? 'agrees' : 'DISAGREES') : 'not compared'} (live ${fmt(x.live_ratio)}, simulated ${fmt(x.simulated_ratio)})`)
+    .join('; ')}`;
 }
