@@ -6,6 +6,7 @@
 import test from 'ava';
 import { AutoProcessor, CLIPVisionModelWithProjection, RawImage, SiglipVisionModel, env } from '@huggingface/transformers';
 import { dirname } from 'node:path';
+import { findEncoder } from '../../../../executors/eric/model.js';
 import { resolveModelFolder } from '../../../../executors/models/catalog.js';
 import { encoderManifest, imagePreprocessing } from '../../../../executors/models/hf-encoder.js';
 import { checkHfFolder } from '../../../../executors/models/hf-folder.js';
@@ -75,4 +76,11 @@ test('preprocessor_config.json problems are clear errors naming the field', (t) 
 test('a built-in Hugging Face folder is named by its folder name when no model directory has it', async (t) => {
   const dir = await modelDir('tiny-clip');
   t.is(await resolveModelFolder('tiny-clip', { modality: 'image', family: 'vision-encoder', dirs: [], builtinDir: dirname(dir) }), dir);
+});
+
+test('Eric refuses a Hugging Face tower for another modality or a tensor-parallel degree, naming why', async (t) => {
+  const dir = await modelDir('tiny-clip');
+  await t.throwsAsync(findEncoder([dir], 'audio', 1), { message: /vision-tower folder does not take audio/ });
+  await t.throwsAsync(findEncoder([dir], 'image', 2), { message: /no tensor-parallel shards of degree 2/ });
+  t.is((await findEncoder([dir], 'image', 1)).manifest.graphs.encoder!.outputs[0]!.name, 'image_embeds');
 });
