@@ -19,7 +19,7 @@
  */
 import { CornserveError } from '../../functions/sdk/errors.js';
 import type { DataForward } from '../../functions/sdk/index.js';
-import { LLMAnswerStatesTask, LLMEmbeddingTask, LLMTask, type LLMBaseTask, type LLMEmbeddingOutput } from '../../functions/tasks/llm.js';
+import { LLMAnswerStatesTask, LLMEmbeddingTask, LLMTask, dtypeSuffix, type LLMBaseTask, type LLMEmbeddingOutput } from '../../functions/tasks/llm.js';
 import { tpSuffix } from '../../functions/tasks/encoder.js';
 import { modelBasename, multimodalParts, type ChatRequest, type ContentPart } from '../../functions/tasks/openai.js';
 import { tensorParallelLaunch } from './tensor-parallel.js';
@@ -102,7 +102,7 @@ function hiddenStateXargs(output: LLMEmbeddingOutput): Record<string, string> {
 export const llmDescriptor: TaskDescriptor<LlmTask> = {
   name: 'default',
   taskClass: 'LLMBaseTask',
-  executorName: (task) => `llm-${modelBasename(task.config.modelId)}${tpSuffix(task.config.tensorParallel)}`,
+  executorName: (task) => `llm-${modelBasename(task.config.modelId)}${tpSuffix(task.config.tensorParallel)}${dtypeSuffix(task.config.dtype)}`,
   launch: (task): LaunchSpec => {
     const tp = tensorParallelLaunch(task.config.tensorParallel);
     return {
@@ -111,7 +111,7 @@ export const llmDescriptor: TaskDescriptor<LlmTask> = {
       image: 'cornserve/llm',
       args: [
         '--model-id', task.config.modelId, ...(task.config.receiveEmbeddings ? [] : ['--no-receive-embeddings', '--encoders']),
-        ...tp.args,
+        ...tp.args, ...(task.config.dtype ? ['--dtype', task.config.dtype] : []),
       ],
       // tensorParallel colocated devices: the executor runs its decoder steps over as many ranks
       devicesPerExecutor: tp.devicesPerExecutor,

@@ -3,6 +3,12 @@ import { DataForward, Stream, UnitTask, registerTaskClass, streamOf, tensorForwa
 import { tpSuffix } from './encoder.js';
 import { chatChunkSchema, chatRequestSchema, modelBasename, type ChatChunk, type ChatRequest } from './openai.js';
 
+/** ONNX variants of a Hugging Face folder, by transformers.js's file suffixes (executors/models/hf-folder.ts DTYPE_SUFFIX). */
+export const LLM_DTYPES = ['fp32', 'fp16', 'q8', 'int8', 'uint8', 'q4', 'q4f16', 'bnb4'] as const;
+
+/** `-fp16` etc. in executor names: deployments of one model in different dtypes are different deployments. */
+export const dtypeSuffix = (dtype: string | undefined) => (dtype && dtype !== 'fp32' ? `-${dtype}` : '');
+
 export const llmConfigSchema = z.object({
   modelId: z.string().min(1),
   /** The LLM receives multimodal embeddings from encoders (encoder fission) instead of encoding itself. */
@@ -12,6 +18,8 @@ export const llmConfigSchema = z.object({
    * ranks (the model must have shards of this degree). Absent = 1.
    */
   tensorParallel: z.number().int().min(1).max(8).optional(),
+  /** A Hugging Face folder's ONNX variant (`fp16` → onnx/model_fp16.onnx); the executor's `--dtype`. Absent = fp32. */
+  dtype: z.enum(LLM_DTYPES).optional(),
 });
 
 /**
@@ -22,7 +30,7 @@ export abstract class LLMBaseTask<I, O> extends UnitTask<typeof llmConfigSchema,
   static override readonly configSchema = llmConfigSchema;
 
   get name(): string {
-    return `llm-${modelBasename(this.config.modelId)}${tpSuffix(this.config.tensorParallel)}`;
+    return `llm-${modelBasename(this.config.modelId)}${tpSuffix(this.config.tensorParallel)}${dtypeSuffix(this.config.dtype)}`;
   }
 }
 

@@ -1,6 +1,7 @@
 import test from 'ava';
 import { DataForward } from '../../../../functions/sdk/index.js';
-import { LLMAnswerStatesTask, LLMEmbeddingTask, LLMTask } from '../../../../functions/tasks/llm.js';
+import { LLMAnswerStatesTask, LLMEmbeddingTask, LLMTask, LLM_DTYPES } from '../../../../functions/tasks/llm.js';
+import { DTYPE_SUFFIX } from '../../../../executors/models/hf-folder.js';
 import { chatRequestSchema, type ChatRequest } from '../../../../functions/tasks/openai.js';
 import { externalLlmDescriptor, externalLlmUrl, llmDescriptor, sseData } from '../../../../control/descriptors/llm.js';
 import { descriptorFor } from '../../../../control/descriptors/registry.js';
@@ -148,4 +149,14 @@ test('LLMTask tensorParallel asks for that many colocated devices and --tp-size,
   t.is(llmDescriptor.executorName(tp), 'llm-tiny-vlm-a-tp2');
   t.is(tp.name, 'llm-tiny-vlm-a-tp2');
   t.is(llmDescriptor.launch(new LLMTask({ modelId: MODEL })).devicesPerExecutor, 1);
+});
+
+test('LLMTask dtype launches the executor with --dtype under its own name; the dtypes are the loader\'s', (t) => {
+  const fp16 = new LLMTask({ modelId: 'tiny-qwen2', dtype: 'fp16' });
+  t.deepEqual(llmDescriptor.launch(fp16).args.slice(-2), ['--dtype', 'fp16']);
+  t.is(llmDescriptor.executorName(fp16), 'llm-tiny-qwen2-fp16');
+  t.is(fp16.name, 'llm-tiny-qwen2-fp16');
+  t.false(llmDescriptor.launch(new LLMTask({ modelId: 'tiny-qwen2' })).args.includes('--dtype'));
+  t.throws(() => new LLMTask({ modelId: 'tiny-qwen2', dtype: 'fp8' as never }));
+  t.deepEqual([...LLM_DTYPES], Object.keys(DTYPE_SUFFIX));
 });
