@@ -9,7 +9,8 @@ import { stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import test from 'ava';
 import ort from 'onnxruntime-node';
-import { generate } from '../../../../executors/llm/direct.js';
+import { generate, newCache } from '../../../../executors/llm/direct.js';
+import { prefill } from '../../../../executors/llm/steps.js';
 import { LlmModel } from '../../../../executors/llm/model.js';
 import { inspectHfFolder } from '../../../../executors/models/hf-folder.js';
 import { float16Bits } from '../../../../executors/models/onnx/float16.js';
@@ -61,6 +62,14 @@ test('dtype fp16 loads model_fp16.onnx: logits differ from fp32 (half-precision 
     t.deepEqual(g16.tokens, await ref16.greedy(p.ids, 24, fp32.tokenizer.eos), `${q}: fp16 served = fp16 direct loop`);
   }
   t.log(`max |logits fp16 − fp32| = ${worst}`);
+  // The executor's own prefill over the fp16 model gives the fp16 file's logits, not the fp32 file's.
+  const p = userPrompt(fp16, QUESTIONS[0]!);
+  const cache = newCache(fp16);
+  cache.reserve(1, p.n + 1, []);
+  const served = (await prefill(fp16, cache, [{ embeds: p.embeds, ids: p.ids, n: p.n, slot: 0 }])).lastLogits[0]!;
+  const diff = (a: Float32Array, b: Float32Array) => a.reduce((d, x, i) => Math.max(d, Math.abs(x - b[i]!)), 0);
+  t.true(diff(served, await ref16.lastLogits(p.ids)) <= 1e-4, 'served fp16 = direct fp16');
+  t.true(diff(served, await ref32.lastLogits(p.ids)) > 1e-4, 'served fp16 ≠ fp32');
   t.true(worst > 0, 'the fp16 file has half-precision weights');
   t.true(worst <= 5e-2, `max |logits fp16 − fp32| = ${worst}`);
 });
