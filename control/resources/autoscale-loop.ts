@@ -6,6 +6,9 @@
  *  - A Store failure pauses decisions (nothing is scaled on stale data); the next good read resumes them.
  *  - Each task's change runs on its own: a slow start or drain never delays other tasks' decisions; an executor that
  *    fails to start is backed off (1 s · 2^n up to 30 s), and the failure is in its last_decision.
+ *  - A task still starting executors is decided again each tick and may get more at once (never fewer until its starts
+ *    end): a step that the first tick saw only in part (rates are read by complete seconds) is finished on the next
+ *    tick, while the first executors are still starting, instead of one start after another.
  *  - Devices moved between tasks (pool full): the donors are scaled down (drained) before the receivers go up.
  *  - A dispatcher holding invocations of a task at zero executors publishes a `wake`: the loop ticks at once.
  *  - Policies, desired counts, the last decision and the last cold start are AutoscaleRecords in the Store, so a
@@ -64,8 +67,12 @@ export class AutoscaleLoop {
   private ticking: Promise<void> | undefined;
   private again = false;
   private stopped = false;
-  /** taskId -> its scale operation in progress */
+  /** taskId -> its scale operations in progress (all of them: several scale-ups can overlap) */
   private readonly busy = new Map<string, Promise<void>>();
+  /** taskId -> scale-ups in progress (such a task is still decided, upwards only) */
+  private readonly startsInFlight = new Map<string, number>();
+  /** taskId -> sequence number of its latest decision (an older scale-up ending later does not record its count) */
+  private readonly decisionSeq = new Map<string, number>();
   private readonly backoff = new Map<string, { until: number; attempts: number }>();
   /** taskId -> demand and capacity at the last decision */
   private readonly last = new Map<string, { demandRps: number; capacity?: TaskCapacity }>();
@@ -235,18 +242,20 @@ export class AutoscaleLoop {
       recordOf.set(t.taskId, kept ?? record);
     }
 
-    const auto = running.filter((t) => readyIds.has(t.taskId) && policyOf(t) && !this.busy.has(t.taskId));
+    const starting = (taskId: string) => (this.startsInFlight.get(taskId) ?? 0) > 0;
+    const auto = running.filter((t) => readyIds.has(t.taskId) && policyOf(t) && (!this.busy.has(t.taskId) || starting(t.taskId)));
     const wants = new Map<string, TaskWant>(
       this.autoscaler.decide(now, auto.map((t) => ({ taskId: t.taskId, executors: t.executors, policy: policyOf(t)! }))).map((w) => [w.taskId, w]),
     );
     const poolTasks: PoolTask[] = running.map((t) => {
       const w = wants.get(t.taskId);
       const fixed = { taskId: t.taskId, current: t.executors, want: t.executors, min: t.executors, devicesPerExecutor: t.devicesPerExecutor, demandRps: 0 };
-      if (!w) return fixed; // manual, busy or not ready: holds what it has
+      if (!w) return fixed; // manual, draining, held by a plan or not ready: holds what it has
+      const up = starting(t.taskId); // still starting executors: keeps them all, may get more
       return {
         ...fixed,
-        want: w.to,
-        min: Math.min(policyOf(t)!.min, w.to),
+        want: up ? Math.max(t.executors, w.to) : w.to,
+        min: up ? t.executors : Math.min(policyOf(t)!.min, w.to),
         demandRps: w.currentDemandRps,
         ...(w.capacity ? { perExecutorRps: w.capacity.perExecutorRps } : {}),
       };
@@ -260,7 +269,7 @@ export class AutoscaleLoop {
       const grant = grants.get(t.taskId)!;
       this.last.set(t.taskId, { demandRps: w.demandRps, ...(w.capacity ? { capacity: w.capacity } : {}) });
       this.gauge(t.taskId, grant.to, t.executors, w);
-      if (grant.to === t.executors) continue;
+      if (grant.to === t.executors || (grant.to < t.executors && starting(t.taskId))) continue;
       const backoff = this.backoff.get(t.taskId);
       if (grant.to > t.executors && backoff && backoff.until > now) continue;
       const reason = grant.reason ? `${w.reason}; ${grant.reason}` : w.reason;
@@ -274,6 +283,10 @@ export class AutoscaleLoop {
   /** Runs one decision (after `after`), records it, backs off a failed scale-up. Never throws. */
   private apply(taskId: string, decision: NonNullable<AutoscaleRecord['lastDecision']>, after: Promise<void>): Promise<void> {
     log.info({ task: taskId, from: decision.from, to: decision.to, reason: decision.reason }, 'autoscale decision');
+    const up = decision.to > decision.from;
+    const seq = (this.decisionSeq.get(taskId) ?? 0) + 1;
+    this.decisionSeq.set(taskId, seq);
+    if (up) this.startsInFlight.set(taskId, (this.startsInFlight.get(taskId) ?? 0) + 1);
     const op = (async () => {
       await after;
       const started = this.now();
@@ -285,7 +298,9 @@ export class AutoscaleLoop {
           log.info({ task: taskId, ms: coldStart.ms }, 'cold start: first executor ready');
           this.gauges?.coldStart.set({ task_id: taskId }, coldStart.ms / 1000);
         }
-        await this.record(taskId, { desired: decision.to, lastDecision: decision, ...(coldStart ? { coldStart } : {}) });
+        // A later decision (more executors for a task still starting some) records its own count.
+        if (this.decisionSeq.get(taskId) === seq) await this.record(taskId, { desired: decision.to, lastDecision: decision, ...(coldStart ? { coldStart } : {}) });
+        else if (coldStart) await this.record(taskId, { coldStart });
       } catch (err) {
         const attempts = (this.backoff.get(taskId)?.attempts ?? 0) + 1;
         const { baseMs = 1000, maxMs = 30_000 } = this.options.backoff ?? {};
@@ -295,8 +310,20 @@ export class AutoscaleLoop {
         log.warn({ task: taskId, attempts, waitMs, err: (err as Error).message }, 'autoscale decision failed; backing off');
         await this.record(taskId, { lastDecision: failed });
       }
-    })().finally(() => this.busy.delete(taskId));
-    this.busy.set(taskId, op);
+    })().finally(() => {
+      if (up) {
+        const n = (this.startsInFlight.get(taskId) ?? 1) - 1;
+        if (n > 0) this.startsInFlight.set(taskId, n);
+        else this.startsInFlight.delete(taskId);
+      }
+    });
+    // The task stays busy until every operation of it has ended.
+    const prev = this.busy.get(taskId);
+    const all: Promise<void> = prev ? Promise.allSettled([prev, op]).then(() => undefined) : op;
+    this.busy.set(taskId, all);
+    void all.finally(() => {
+      if (this.busy.get(taskId) === all) this.busy.delete(taskId);
+    });
     return op;
   }
 

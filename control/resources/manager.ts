@@ -23,6 +23,7 @@ import {
   allocateChunks,
   buildInventory,
   claimDevices,
+  devicesOf,
   freeDevices,
   freeOwner,
   type Inventory,
@@ -300,12 +301,18 @@ export class ResourceManager implements ResourceManagerApi {
     return Promise.all(targets.map(async (t) => (await this.status(t.taskId))!));
   }
 
-  /** ± devices (multiples of devicesPerExecutor); removal drains. The autoscaler's way in (no manual pin). */
+  /**
+   * ± devices (multiples of devicesPerExecutor); removal drains. The autoscaler's way in (no manual pin).
+   * A scale-up holds the task's lock only to take its devices and launch its executors, then waits for them to be
+   * ready outside it: a task still starting executors can be given more at once (the autoscaler adds the rest of a
+   * step as soon as it sees it, instead of one start after another). On a failed start, the devices go back under
+   * the lock, only those the task still owns and no executor of it holds (a drain or a teardown meanwhile freed the others).
+   */
   private async scaleDevices(taskId: string, deltaDevices: number): Promise<TaskStatus> {
     this.assertOpen();
     await this.init();
     if (!Number.isInteger(deltaDevices) || deltaDevices === 0) throw new InvalidScaleError(`num_devices must be a non-zero integer, got ${deltaDevices}`);
-    return this.taskLocks.run(taskId, async () => {
+    const launched = await this.taskLocks.run(taskId, async () => {
       const record = await this.opts.store.getTask(taskId);
       if (!record) throw new TaskNotFoundError(taskId);
       if (record.state !== 'ready') throw new TaskNotReadyError(taskId, record.state);
@@ -321,24 +328,40 @@ export class ResourceManager implements ResourceManagerApi {
           const a = allocateChunks(inv, count, per, taskId);
           return { inventory: a.inventory, result: a.groups };
         });
-        try {
-          await m.tm.addExecutors(groups);
-        } catch (e) {
-          await this.changeInventory((inv) => ({ inventory: freeDevices(inv, groups.flat(), taskId), result: undefined }));
-          throw e;
-        }
-      } else {
-        // Down to zero is allowed (the reference allows it): the task stays deployed and ready, and its invocations
-        // are answered 503 NO_EXECUTOR with Retry-After until it is scaled up again.
-        const executors = m.tm.executors().length;
-        if (count > executors) throw new ScaleBelowMinimumError(taskId, executors, count);
-        const freed = await m.tm.removeExecutors(count, { graceMs: this.opts.drainGraceMs });
-        await this.changeInventory((inv) => ({ inventory: freeDevices(inv, freed, taskId), result: undefined }));
+        // addExecutors creates its executors synchronously (they count from now on) and resolves when all are ready.
+        const ready = m.tm.addExecutors(groups);
+        ready.catch(() => undefined); // awaited below, outside the lock
+        await this.opts.store.updateTask(taskId, { devices: m.tm.devices() });
+        return { m, groups, ready };
       }
+      // Down to zero is allowed (the reference allows it): the task stays deployed and ready, and its invocations
+      // are answered 503 NO_EXECUTOR with Retry-After until it is scaled up again.
+      const executors = m.tm.executors().length;
+      if (count > executors) throw new ScaleBelowMinimumError(taskId, executors, count);
+      const freed = await m.tm.removeExecutors(count, { graceMs: this.opts.drainGraceMs });
+      await this.changeInventory((inv) => ({ inventory: freeDevices(inv, freed, taskId), result: undefined }));
       await this.opts.store.updateTask(taskId, { devices: m.tm.devices() });
-      log.info({ task: taskId, delta: deltaDevices, executors: m.tm.executors().length }, 'scaled');
-      return (await this.status(taskId))!;
+      return undefined;
     });
+    if (launched) {
+      const { m, groups, ready } = launched;
+      try {
+        await ready;
+      } catch (e) {
+        await this.taskLocks.run(taskId, async () => {
+          const held = new Set(m.tm.devices().map((d) => d.globalRank));
+          await this.changeInventory((inv) => {
+            const owned = new Set(devicesOf(inv, taskId).map((d) => d.globalRank));
+            const back = groups.flat().filter((d) => owned.has(d.globalRank) && !held.has(d.globalRank));
+            return { inventory: back.length ? freeDevices(inv, back, taskId) : inv, result: undefined };
+          });
+          if (this.managed.get(taskId) === m) await this.opts.store.updateTask(taskId, { devices: m.tm.devices() });
+        });
+        throw e;
+      }
+    }
+    log.info({ task: taskId, delta: deltaDevices, executors: this.managed.get(taskId)?.tm.executors().length }, 'scaled');
+    return (await this.status(taskId))!;
   }
 
   /** Profiles the task on one of its ready executors and stores the profile (control/taskmanager/profiler-run.ts). */

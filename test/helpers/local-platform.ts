@@ -37,14 +37,15 @@ export const exitAtOnceLaunch = (devicesPerExecutor = 1): LaunchSpec => ({
   devicesPerExecutor,
 });
 
-/** The echo server, told to exit at start when its ranks include `failRank` or while `failIfExists` exists. */
-export const flakyLaunch = (options: { failRank?: number; failIfExists?: string } = {}, devicesPerExecutor = 1): LaunchSpec => ({
+/** The echo server, told to exit at start when its ranks include `failRank` or while `failIfExists` exists, or to wait while `holdWhileExists` exists. */
+export const flakyLaunch = (options: { failRank?: number; failIfExists?: string; holdWhileExists?: string } = {}, devicesPerExecutor = 1): LaunchSpec => ({
   kind: 'flaky',
   entry: 'test/helpers/fixtures/flaky-executor.ts',
   image: 'none',
   args: [
     ...(options.failRank !== undefined ? ['--fail-rank', String(options.failRank)] : []),
     ...(options.failIfExists !== undefined ? ['--fail-if-exists', options.failIfExists] : []),
+    ...(options.holdWhileExists !== undefined ? ['--hold-while-exists', options.holdWhileExists] : []),
   ],
   devicesPerExecutor,
 });

@@ -8,6 +8,7 @@ import { MemoryStore } from '../../../../control/store/memory.js';
 import type { Store } from '../../../../control/store/types.js';
 import { AutoscaleLoop, type AutoscaleTarget } from '../../../../control/resources/autoscale-loop.js';
 import { counterNames, COUNTER_TTL_MS } from '../../../../control/autoscaler/signals.js';
+import { waitUntil } from '../../../../lib/wait.js';
 import { uniquePrefix } from '../../../helpers/ids.js';
 import { startRedis, type RedisServer } from '../../../helpers/redis.js';
 import { sampleTask } from '../../../helpers/store-records.js';
@@ -120,4 +121,40 @@ test.serial('a restarted resource manager on the same Redis finds the policies a
   t.deepEqual(status?.policy, { min: 0, max: 3, sloMs: 200 });
   t.is(status?.source, 'admin');
   t.is(status?.desired, 1);
+});
+
+test('a task still starting executors gets more at once when the next tick sees more demand', async (t) => {
+  const store = new MemoryStore();
+  const [a] = await readyTasks(store, 1);
+  const counts = { [a!]: 1 };
+  const calls: number[] = [];
+  let release!: () => void;
+  const started = new Promise<void>((r) => (release = r));
+  const target: AutoscaleTarget = {
+    runningTasks: () => [{ taskId: a!, executors: counts[a!]!, devicesPerExecutor: 1 }],
+    poolDevices: () => 4,
+    async scaleExecutors(_taskId, delta) {
+      calls.push(delta);
+      counts[a!]! += delta; // as the resource manager: starting executors count at once...
+      await started; // ...and are ready only later
+    },
+  };
+  let now = Math.floor(Date.now() / 1000) * 1000 + 500;
+  const loop = new AutoscaleLoop(store, target, { now: () => now, capacity: (taskId) => ({ taskId, perExecutorRps: 10, source: 'profile' }) });
+  t.teardown(async () => {
+    release();
+    await loop.stop();
+  });
+  const arrivals = (rps: number) => store.addCounters([1, 2].map((back) => ({ name: counterNames.arrivals(a!, Math.floor(now / 1000) - back), delta: rps })), COUNTER_TTL_MS);
+  await arrivals(15); // the first tick sees part of a step: 1.5 executors at 10 req/s each
+  await loop.setPolicy(a!, { min: 1, max: 4, target: 2 }, 'admin', 1); // ticks
+  await waitUntil('the first scale-up', () => calls.length === 1, { timeoutMs: 5000 });
+  now += 2000;
+  await arrivals(30); // the whole step: 3 executors, while the second one is still starting
+  await loop.tick();
+  await waitUntil('a second scale-up while the first still starts', () => calls.length === 2, { timeoutMs: 5000 });
+  t.deepEqual(calls, [1, 1]);
+  release();
+  await loop.stop();
+  t.is((await store.getAutoscale(a!))!.desired, 3);
 });

@@ -1,6 +1,11 @@
 import test from 'ava';
 import { TWO_DEVICE_SERVICE_TIME, echoTask, ownersPicture, startResourceManager } from '../../../helpers/resources.js';
-import { echo } from '../../../helpers/local-platform.js';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { echoDescriptor } from '../../../../control/descriptors/echo.js';
+import type { TaskDescriptor } from '../../../../control/descriptors/types.js';
+import { echo, flakyLaunch } from '../../../helpers/local-platform.js';
 import { waitUntil } from '../../../../lib/wait.js';
 
 test.serial('scaling up by n devices starts n more executors, each on its own device, all ready', async (t) => {
@@ -108,4 +113,24 @@ test.serial('a task with multi-device executors scales in whole executors', asyn
   const status = await rm.scale(id!, 2);
   t.deepEqual(status.executors.map((e) => e.sidecarRanks), [[0, 1], [2, 3]]);
   t.is(ownersPicture(rm, { [id!]: 'e' }), 'eeee');
+});
+
+test.serial('a second scale-up starts its executor while the first one is still starting', async (t) => {
+  const dir = mkdtempSync(join(tmpdir(), 'hold-start-'));
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }));
+  const hold = join(dir, 'hold');
+  const holding: TaskDescriptor = { ...(echoDescriptor as unknown as TaskDescriptor), launch: () => flakyLaunch({ holdWhileExists: hold }) };
+  const { rm, platform } = startResourceManager(t, { rm: { descriptors: () => holding } });
+  const [id] = await rm.deploy([echoTask(0)]);
+  writeFileSync(hold, ''); // executors started from now on wait until the file is gone
+  const first = rm.scale(id!, 1);
+  const second = rm.scale(id!, 1);
+  first.catch(() => undefined);
+  second.catch(() => undefined);
+  await waitUntil('both scale-ups launched', () => platform.processes().length === 3, { timeoutMs: 15_000 });
+  t.is(ownersPicture(rm, { [id!]: 'e' }), 'eee.');
+  rmSync(hold);
+  await Promise.all([first, second]);
+  const status = (await rm.status(id!))!;
+  t.deepEqual(status.executors.map((e) => e.state), ['ready', 'ready', 'ready']);
 });
