@@ -2,8 +2,9 @@
  * The real capacity provider for the autoscaler: `provider(taskId)` answers synchronously from a cache that
  * `refresh()` fills from the Store (each task's profile under its unit-task key and device kind, and its executors'
  * live service stats written by the dispatchers). The figure itself is the pure `estimateCapacity`: profile at the
- * policy's target/SLO, overridden by live latency past the margin, else live alone, else undefined (the autoscaler's
- * own default). Call `refresh()` before each decision round, or `start()` to refresh on a timer.
+ * policy's target/SLO, overridden by live latency past the margin, else live alone (extrapolated no further than the
+ * executors' concurrency limit, from `concurrencyLimitOf`), else undefined (the autoscaler's own default). Call
+ * `refresh()` before each decision round, or `start()` to refresh on a timer.
  *
  * Plugging it into the autoscaling loop (control/resources): build one per resource manager and pass its provider,
  *   const capacity = new CapacitySource(store, { deviceKind, policyOf: (id) => policies.get(id) }).start();
@@ -26,6 +27,8 @@ export class CapacitySource {
       deviceKind: string;
       /** The task's policy (the profile is read at its target or SLO). @default FALLBACK_POLICY */
       policyOf?: (taskId: string) => AutoscalePolicy | undefined;
+      /** Requests one of the task's executors serves at once (their GET /load, read by the autoscaling loop); undefined = no limit. */
+      concurrencyLimitOf?: (taskId: string) => number | undefined;
       now?: () => number;
       capacity?: CapacityOptions;
     },
@@ -63,15 +66,18 @@ export class CapacitySource {
   }
 
   /** The autoscaler's CapacityProvider: `(taskId) => TaskCapacity | undefined`. */
-  readonly provider = (taskId: string): TaskCapacity | undefined =>
-    estimateCapacity(
+  readonly provider = (taskId: string): TaskCapacity | undefined => {
+    const limit = this.opts.concurrencyLimitOf?.(taskId);
+    return estimateCapacity(
       {
         taskId,
         profile: this.profiles.get(taskId),
         live: this.live.get(taskId) ?? [],
         policy: this.opts.policyOf?.(taskId) ?? FALLBACK_POLICY,
+        ...(limit !== undefined ? { concurrencyLimit: limit } : {}),
         now: (this.opts.now ?? Date.now)(),
       },
       this.opts.capacity ?? DEFAULT_CAPACITY_OPTIONS,
     );
+  };
 }

@@ -90,6 +90,8 @@ export interface CapacityInputs {
   policy: AutoscalePolicy;
   /** Devices per executor the task runs with (picks the profile's points). */
   devicesPerExecutor?: number;
+  /** Requests one executor serves at once (its GET /load); absent = no limit. Caps the live estimate's concurrency. */
+  concurrencyLimit?: number;
   now: number;
 }
 
@@ -110,8 +112,11 @@ export function estimateCapacity(x: CapacityInputs, o: CapacityOptions = DEFAULT
     // No profile: Little's law, throughput = in-flight ÷ latency. With a target, at the target — unless more were in
     // flight: then the executor queued them (its latency includes the wait) and in-flight ÷ latency is what it
     // served flat out; target ÷ that latency would count the queueing as slowness (a backlog of 30 on an executor
-    // of 10 req/s would read as 0.7 req/s). With an SLO, at the concurrency observed.
-    const concurrency = 'target' in x.policy ? Math.max(x.policy.target, live.concurrency) : Math.max(1, live.concurrency);
+    // of 10 req/s would read as 0.7 req/s). With an SLO, at the concurrency observed. The target counts only up to the
+    // executor's concurrency limit: past it requests queue, so latency at the limit does not hold at the target (an
+    // executor serving 1 at a time in 200 ms does 5 req/s, not 2 ÷ 200 ms = 10).
+    const reach = 'target' in x.policy ? Math.min(x.policy.target, x.concurrencyLimit ?? Infinity) : 1;
+    const concurrency = Math.max(reach, live.concurrency);
     return { taskId: x.taskId, perExecutorRps: (concurrency * 1000) / live.latencyMs, source: 'live' };
   }
   return undefined;

@@ -1,28 +1,40 @@
 /**
  * Executor-side load signals (I/O): every autoscaling tick the resource manager asks each ready executor of the
- * running tasks for GET /load (`{queued, in_flight, busy_ms, uptime_ms}`; the echo executor serves it, see
- * executors/common/busy-meter.ts) and turns the readings into, per task:
- *   queueDepth   = Σ requests waiting in its executors (past their concurrency limit),
- *   busyFraction = mean over its executors of Δbusy_ms ÷ Δuptime_ms since this reader's previous reading of it
- *                  (the fraction of time with ≥ 1 request served).
+ * running tasks for GET /load (`{queued, in_flight, busy_ms, uptime_ms, max_concurrency?}`; the echo executor serves it,
+ * see executors/common/busy-meter.ts) and turns the readings into, per task:
+ *   queueDepth       = Σ requests waiting in its executors (past their concurrency limit),
+ *   busyFraction     = mean over its executors of Δbusy_ms ÷ Δuptime_ms since this reader's previous reading of it
+ *                      (the fraction of time with ≥ 1 request served),
+ *   concurrencyLimit = the requests an executor serves at once (absent or null = no limit); the smallest its
+ *                      executors report (they share one descriptor). The capacity estimate extrapolates no further.
  * Best effort and bounded: an executor that does not answer within `timeoutMs` adds nothing this tick; one that has
  * no /load (404: other kinds of executor) is not asked again. Decisions never wait on it beyond that bound.
  */
 import { z } from 'zod';
 import type { ExecutorRoute } from '../store/types.js';
 
-const loadReply = z.object({ queued: z.number().int().min(0), in_flight: z.number().int().min(0), busy_ms: z.number().min(0), uptime_ms: z.number().min(0) });
+const loadReply = z.object({
+  queued: z.number().int().min(0),
+  in_flight: z.number().int().min(0),
+  busy_ms: z.number().min(0),
+  uptime_ms: z.number().min(0),
+  max_concurrency: z.number().int().positive().nullable().optional(),
+});
 
 export interface ExecutorLoad {
   queued: number;
   busyMs: number;
   uptimeMs: number;
+  /** Requests served at once; absent = no limit. */
+  concurrencyLimit?: number;
 }
 
 export interface TaskExecutorLoad {
   queueDepth: number;
   /** undefined until an executor of the task has been read twice. */
   busyFraction: number | undefined;
+  /** The smallest concurrency limit its executors report; absent when none reports one (unlimited). */
+  concurrencyLimit?: number;
 }
 
 /** Busy fraction between two readings of one executor (undefined without a previous one or after a restart). */
@@ -33,16 +45,24 @@ export function busyFractionBetween(prev: ExecutorLoad | undefined, now: Executo
 
 /** Per task, from the readings of its executors this tick (pure). */
 export function taskExecutorLoads(readings: Array<{ taskId: string; now: ExecutorLoad; prev: ExecutorLoad | undefined }>): Map<string, TaskExecutorLoad> {
-  const acc = new Map<string, { queueDepth: number; fractions: number[] }>();
+  const acc = new Map<string, { queueDepth: number; fractions: number[]; limit?: number }>();
   for (const r of readings) {
     const a = acc.get(r.taskId) ?? { queueDepth: 0, fractions: [] };
     a.queueDepth += r.now.queued;
+    if (r.now.concurrencyLimit !== undefined) a.limit = Math.min(a.limit ?? Infinity, r.now.concurrencyLimit);
     const f = busyFractionBetween(r.prev, r.now);
     if (f !== undefined) a.fractions.push(f);
     acc.set(r.taskId, a);
   }
   return new Map(
-    [...acc].map(([taskId, a]) => [taskId, { queueDepth: a.queueDepth, busyFraction: a.fractions.length ? a.fractions.reduce((x, y) => x + y, 0) / a.fractions.length : undefined }]),
+    [...acc].map(([taskId, a]) => [
+      taskId,
+      {
+        queueDepth: a.queueDepth,
+        busyFraction: a.fractions.length ? a.fractions.reduce((x, y) => x + y, 0) / a.fractions.length : undefined,
+        ...(a.limit !== undefined ? { concurrencyLimit: a.limit } : {}),
+      },
+    ]),
   );
 }
 
@@ -82,7 +102,7 @@ export class ExecutorLoadReader {
         return undefined;
       }
       const body = loadReply.parse(await res.json());
-      return { queued: body.queued, busyMs: body.busy_ms, uptimeMs: body.uptime_ms };
+      return { queued: body.queued, busyMs: body.busy_ms, uptimeMs: body.uptime_ms, ...(body.max_concurrency ? { concurrencyLimit: body.max_concurrency } : {}) };
     } catch {
       return undefined; // slow, gone or not HTTP: nothing from it this tick
     }

@@ -336,6 +336,11 @@ export class AutoscaleLoop {
     }
   }
 
+  /** The concurrency limit the task's executors reported at the last tick (GET /load); undefined = none (no limit). */
+  concurrencyLimitOf(taskId: string): number | undefined {
+    return this.executorSignals.get(taskId)?.concurrencyLimit;
+  }
+
   private executorSignalsOf(taskId: string): Pick<AutoscaleStatus, 'queueDepth' | 'busyFraction'> {
     const e = this.executorSignals.get(taskId);
     if (!e) return {};

@@ -134,7 +134,10 @@ export class ResourceManager implements ResourceManagerApi {
     if (opts.autoscale) {
       // Capacity per executor from the task's profile and its executors' live service times (the Store), unless
       // the caller brings its own; tasks with neither fall back to the autoscaler's Little's-law default.
-      if (!opts.autoscale.capacity) this.capacitySource = new CapacitySource(opts.store, { deviceKind: this.deviceKind() });
+      // The executors' concurrency limit comes from the loop's GET /load readings (read lazily: the loop is built next).
+      if (!opts.autoscale.capacity) {
+        this.capacitySource = new CapacitySource(opts.store, { deviceKind: this.deviceKind(), concurrencyLimitOf: (taskId) => this.autoscaling?.concurrencyLimitOf(taskId) });
+      }
       this.autoscaling = new AutoscaleLoop(
         opts.store,
         {

@@ -3,7 +3,8 @@
  * either as one JSON object or as NDJSON chunks. Used by control-plane tests and the overhead benchmark.
  * With `maxConcurrency`, at most that many requests are served at once and the rest wait in FIFO order, so
  * the executor's capacity is exactly maxConcurrency ÷ service time (the autoscaling tests and benchmark use it).
- * GET /load reports what waits past maxConcurrency and the busy time (executors/common/busy-meter.ts) to the autoscaler.
+ * GET /load reports what waits past maxConcurrency, the busy time (executors/common/busy-meter.ts) and maxConcurrency
+ * itself (null = no limit) to the autoscaler.
  */
 import express from 'express';
 import { z } from 'zod';
@@ -44,10 +45,11 @@ export function buildEchoServer(options: EchoServerOptions = {}): express.Expres
     res.json({ kind: 'echo', executorId: options.executorId ?? null, inFlight, served, maxConcurrency: slots?.limit ?? null, queued: slots?.queued ?? 0 });
   });
   // The autoscaler's executor-side signals (control/autoscaler/executor-load.ts): requests waiting past
-  // maxConcurrency, and cumulative busy time (≥ 1 request served) since start.
+  // maxConcurrency, cumulative busy time (≥ 1 request served) since start, and the limit itself (the capacity
+  // estimate extrapolates latency no further than the requests served at once).
   app.get('/load', (_req, res) => {
     const { busyMs, uptimeMs } = busy.reading();
-    res.json({ queued: slots?.queued ?? 0, in_flight: inFlight, busy_ms: busyMs, uptime_ms: uptimeMs });
+    res.json({ queued: slots?.queued ?? 0, in_flight: inFlight, busy_ms: busyMs, uptime_ms: uptimeMs, max_concurrency: slots?.limit ?? null });
   });
   app.post('/echo', async (req, res) => {
     const body = parseOr422(echoRequestSchema, req.body, 'echo request');

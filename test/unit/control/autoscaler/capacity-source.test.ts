@@ -26,3 +26,16 @@ test('the capacity source reads a task’s profile by its unit-task key and devi
   await source.refresh();
   t.deepEqual(source.provider(task.taskId), { taskId: task.taskId, perExecutorRps: 50, source: 'live' }); // twice the profile's 20 ms
 });
+
+test('the capacity source passes the executors’ concurrency limit to the live estimate', async (t) => {
+  const store = new MemoryStore();
+  const task = sampleTask(1);
+  await store.acquireTask(task);
+  const limits = new Map<string, number>();
+  const source = new CapacitySource(store, { deviceKind: 'cpu', now: () => 10_000, concurrencyLimitOf: (id) => limits.get(id) });
+  await store.putExecutorStats({ executorId: 'e1', taskId: task.taskId, latencyMs: 200, concurrency: 1, samples: 50, updatedAt: 9_000 });
+  await source.refresh();
+  t.is(source.provider(task.taskId)!.perExecutorRps, 10); // no limit known: 2 in flight (the default target) ÷ 200 ms
+  limits.set(task.taskId, 1);
+  t.is(source.provider(task.taskId)!.perExecutorRps, 5); // 1 at a time ÷ 200 ms
+});

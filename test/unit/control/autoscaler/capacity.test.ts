@@ -58,6 +58,18 @@ test('without a profile, more in flight than the target gives capacity by Little
   t.deepEqual(estimateCapacity({ taskId: 't', profile: undefined, live: [live(3000, 30)], policy: { min: 0, max: 4, target: 2 }, now: NOW }), { taskId: 't', perExecutorRps: 10, source: 'live' });
 });
 
+test('without a profile, the target counts only up to the executor\'s concurrency limit (echo: 200 ms, 1 at a time → 5 req/s, not 10)', (t) => {
+  const policy = { min: 0, max: 4, target: 2 };
+  t.deepEqual(estimateCapacity({ taskId: 't', profile: undefined, live: [live(200, 1)], policy, concurrencyLimit: 1, now: NOW }), { taskId: 't', perExecutorRps: 5, source: 'live' });
+  t.is(estimateCapacity({ taskId: 't', profile: undefined, live: [live(200, 1)], policy, concurrencyLimit: 4, now: NOW })!.perExecutorRps, 10, 'a limit above the target changes nothing');
+  // A backlog past the limit is still what the executor serves flat out: 30 in flight over 6 s.
+  t.is(estimateCapacity({ taskId: 't', profile: undefined, live: [live(6000, 30)], policy, concurrencyLimit: 1, now: NOW })!.perExecutorRps, 5);
+});
+
+test('with a profile, the concurrency limit leaves the profile\'s figure as it is (the profile measured the real frontier)', (t) => {
+  t.deepEqual(estimateCapacity({ taskId: 't', profile, live: [], policy: { min: 0, max: 4, target: 2 }, concurrencyLimit: 1, now: NOW }), { taskId: 't', perExecutorRps: 100, source: 'profile' });
+});
+
 test('without a profile or live stats there is no figure (the autoscaler’s default applies)', (t) => {
   t.is(estimateCapacity({ taskId: 't', profile: undefined, live: [], policy: { min: 0, max: 4, target: 2 }, now: NOW }), undefined);
 });

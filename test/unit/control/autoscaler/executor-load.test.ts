@@ -16,3 +16,14 @@ test('a task adds its executors\' queues and averages their busy fractions', (t)
   t.deepEqual(loads.get('a'), { queueDepth: 4, busyFraction: 0.5 });
   t.deepEqual(loads.get('b'), { queueDepth: 2, busyFraction: undefined });
 });
+
+test('a task\'s concurrency limit is the smallest its executors report, absent when none reports one', (t) => {
+  const loads = taskExecutorLoads([
+    { taskId: 'a', prev: undefined, now: { queued: 0, busyMs: 0, uptimeMs: 10, concurrencyLimit: 3 } },
+    { taskId: 'a', prev: undefined, now: { queued: 0, busyMs: 0, uptimeMs: 10, concurrencyLimit: 2 } },
+    { taskId: 'a', prev: undefined, now: { queued: 0, busyMs: 0, uptimeMs: 10 } },
+    { taskId: 'b', prev: undefined, now: { queued: 0, busyMs: 0, uptimeMs: 10 } },
+  ]);
+  t.is(loads.get('a')!.concurrencyLimit, 2);
+  t.false('concurrencyLimit' in loads.get('b')!);
+});
