@@ -60,6 +60,8 @@ export class AutoscaleLoop {
   private readonly executorLoad = new ExecutorLoadReader();
   /** taskId -> its executors' queue depth and busy fraction at the last tick */
   private readonly executorSignals = new Map<string, TaskExecutorLoad>();
+  /** Each task's policy at the last tick (the capacity estimate reads a task at its own target). */
+  private policies = new Map<string, AutoscalePolicy>();
   private readonly tickMs: number;
   private readonly now: () => number;
   private timer: NodeJS.Timeout | undefined;
@@ -233,6 +235,7 @@ export class AutoscaleLoop {
       if (r?.source === 'manual') return undefined;
       return r?.policy ?? defaultPolicy(Math.floor(pool / t.devicesPerExecutor));
     };
+    this.policies = new Map(running.flatMap((t) => { const p = policyOf(t); return p ? [[t.taskId, p] as const] : []; }));
     // Tasks seen for the first time get their default policy recorded (the dispatcher and /tasks/list read it).
     for (const t of running) {
       if (recordOf.has(t.taskId) || !readyIds.has(t.taskId)) continue;
@@ -334,6 +337,11 @@ export class AutoscaleLoop {
     } catch (err) {
       log.warn({ err: (err as Error).message, task: taskId }, 'cannot record the autoscale decision');
     }
+  }
+
+  /** The policy in force for the task at the last tick (its own, else the default); undefined = manual or unseen. */
+  policyOf(taskId: string): AutoscalePolicy | undefined {
+    return this.policies.get(taskId);
   }
 
   /** The concurrency limit the task's executors reported at the last tick (GET /load); undefined = none (no limit). */

@@ -136,7 +136,7 @@ export class ResourceManager implements ResourceManagerApi {
       // the caller brings its own; tasks with neither fall back to the autoscaler's Little's-law default.
       // The executors' concurrency limit comes from the loop's GET /load readings (read lazily: the loop is built next).
       if (!opts.autoscale.capacity) {
-        this.capacitySource = new CapacitySource(opts.store, { deviceKind: this.deviceKind(), concurrencyLimitOf: (taskId) => this.autoscaling?.concurrencyLimitOf(taskId) });
+        this.capacitySource = new CapacitySource(opts.store, { deviceKind: this.deviceKind(), concurrencyLimitOf: (taskId) => this.autoscaling?.concurrencyLimitOf(taskId), policyOf: (taskId) => this.autoscaling?.policyOf(taskId) });
       }
       this.autoscaling = new AutoscaleLoop(
         opts.store,

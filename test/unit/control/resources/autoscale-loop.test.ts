@@ -69,6 +69,21 @@ test('a failed start is not retried before its backoff ends', async (t) => {
   t.is(calls.length, 1);
 });
 
+test('after a tick the loop tells the policy in force for each task (its own, else the default; none when manual)', async (t) => {
+  const store = new MemoryStore();
+  const [a, b, m] = await readyTasks(store, 1, 2, 3);
+  const { target } = fakeTarget({ [a!]: 1, [b!]: 1, [m!]: 1 });
+  const loop = new AutoscaleLoop(store, target);
+  t.teardown(() => loop.stop());
+  await loop.setPolicy(m!, undefined, 'manual', 1);
+  await loop.setPolicy(a!, { min: 1, max: 4, target: 5 }, 'admin', 1); // starts a tick of its own
+  await loop.tick();
+  await loop.tick(); // one that surely began after both policies were set
+  t.like(loop.policyOf(a!), { min: 1, max: 4, target: 5 });
+  t.like(loop.policyOf(b!), { min: 1, target: 2 }, 'the default policy');
+  t.is(loop.policyOf(m!), undefined, 'a manual task has no policy');
+});
+
 let redis: RedisServer | undefined;
 test.before(async () => {
   redis = await startRedis();
