@@ -22,7 +22,7 @@ preset (sim/presets/gpus.yaml). See docs/experiment.md.
 export interface PlanOpts {
   apps: string[]; mix: string; slo?: string; devices: string; nodes: string; device: string; inputLen: string; outputLen: string;
   rangeRatio: string; imageSize: string; audioSeconds: string; videoFrames: string; pattern: string; burstiness: string;
-  duration: string; seed: string; minRate?: string; candidates: string; out: string; monolithic: boolean; tp?: boolean;
+  duration: string; seed: string; minRate?: string; candidates: string; out: string; monolithic: boolean; tp?: boolean; splitOnly?: boolean;
 }
 
 const count = (name: string, v: string) => {
@@ -68,6 +68,7 @@ export function planCommand(io: Io): Command {
     .option('--min-rate <r>', 'refuse (infeasible) if no plan can sustain this many req/s')
     .option('--candidates <k>', 'split candidates simulated after the screen', '4')
     .option('--no-monolithic', 'do not consider the monolithic plan')
+    .option('--split-only', 'only plans where every task runs on executors of its own (no monolithic, no encoder kept inside its LLM): what `apply-plan` can deploy on an app that calls its encoders as tasks')
     .option('--no-tp', 'keep each task\'s own devices per executor (by default LLMs are also tried at tensor-parallel 2 and 4, encoders at 2)')
     .option('--out <file>', 'plan file to write (YAML)', 'plan.yaml')
     .addHelpText('after', EXAMPLES)
@@ -82,7 +83,8 @@ export function planCommand(io: Io): Command {
         const { loadApp } = await import('../sim/apps/record.js');
         const app = await loadApp(sc.app.file, '--apps');
         out = await makePlan(sc, {
-          devices: count('--devices', o.devices), appName: app.name, fineCandidates: count('--candidates', o.candidates), monolithic: o.monolithic, tp: o.tp !== false,
+          devices: count('--devices', o.devices), appName: app.name, fineCandidates: count('--candidates', o.candidates), monolithic: o.monolithic && !o.splitOnly, tp: o.tp !== false,
+          ...(o.splitOnly ? { colocate: false } : {}),
           ...(o.minRate !== undefined ? { minRateRps: Number(o.minRate) } : {}),
         });
       } catch (e) {
@@ -93,12 +95,15 @@ export function planCommand(io: Io): Command {
       const { plan, search } = out;
       io.err(`screened ${search.screened} plans, simulated ${search.evaluated.length}:`);
       for (const c of [...search.evaluated].sort((a, b) => b.goodputRps - a.goodputRps)) {
-        io.err(`  ${c.mode.padEnd(10)} ${Object.entries(c.replicas).map(([l, n]) => `${n} × ${l}${n > 0 && (c.devicesPerExecutor?.[l] ?? 1) > 1 ? ` (TP ${c.devicesPerExecutor![l]})` : ''}`).join(', ').padEnd(60)} screen ${c.screenRateRps.toFixed(2)} req/s, goodput ${c.goodputRps.toFixed(2)} req/s`);
+        const mode = c.mode === 'split' && Object.values(c.replicas).some((n) => n === 0) ? 'mixed' : c.mode;
+        io.err(`  ${mode.padEnd(10)} ${Object.entries(c.replicas).map(([l, n]) => `${n} × ${l}${n > 0 && (c.devicesPerExecutor?.[l] ?? 1) > 1 ? ` (TP ${c.devicesPerExecutor![l]})` : ''}`).join(', ').padEnd(60)} screen ${c.screenRateRps.toFixed(2)} req/s, goodput ${c.goodputRps.toFixed(2)} req/s`);
       }
       io.out(`plan: ${plan.mode}, ${plan.components.map((c) => `${c.replicas} × ${c.label}${c.replicas > 0 && c.devicesPerExecutor > 1 ? ` (TP ${c.devicesPerExecutor})` : ''}`).join(', ')}`);
       io.out(`goodput ${plan.explanation.goodputRps?.toFixed(2)} req/s (≥ 90% SLO attainment, simulated); bottleneck stage ${plan.explanation.bottleneck}`);
       io.out(`headroom (capacity ÷ demand at that rate): ${Object.entries(plan.explanation.headroom).map(([l, h]) => `${l} ${h.toFixed(2)}`).join(', ')}`);
       await writeFile(o.out, stringify(plan));
       io.out(`plan written to ${o.out}`);
+      if (plan.mode !== 'split')
+        io.out(`note: this plan keeps encoders inside their LLM: apply-plan deploys it on an app registered with the encoder inside (encoderFission: false); for an app that calls its encoders as tasks, plan with --split-only`);
     });
 }

@@ -68,10 +68,10 @@ export function placementOf(sc: Scenario, c: Candidate, devicesPer: Record<strin
 
 export interface PlanOutcome { plan: Plan; search: SearchResult; demand: Demand }
 
-export async function makePlan(sc: Scenario, o: { devices: number; minRateRps?: number; fineCandidates?: number; monolithic?: boolean; tp?: boolean; appName: string }): Promise<PlanOutcome> {
+export async function makePlan(sc: Scenario, o: { devices: number; minRateRps?: number; fineCandidates?: number; monolithic?: boolean; colocate?: boolean; tp?: boolean; appName: string }): Promise<PlanOutcome> {
   const { demand, variants } = await demandFor(sc, { tp: o.tp ?? false, devices: o.devices });
   const search = await searchPlan(
-    { demand, variants, devices: o.devices, ...(sc.workload.slo ? { slo: sc.workload.slo } : {}), ...(o.minRateRps !== undefined ? { minRateRps: o.minRateRps } : {}), ...(o.fineCandidates !== undefined ? { fineCandidates: o.fineCandidates } : {}), ...(o.monolithic !== undefined ? { monolithic: o.monolithic } : {}) },
+    { demand, variants, devices: o.devices, ...(sc.workload.slo ? { slo: sc.workload.slo } : {}), ...(o.minRateRps !== undefined ? { minRateRps: o.minRateRps } : {}), ...(o.fineCandidates !== undefined ? { fineCandidates: o.fineCandidates } : {}), ...(o.monolithic !== undefined ? { monolithic: o.monolithic } : {}), ...(o.colocate !== undefined ? { colocate: o.colocate } : {}) },
     (c) => goodputOf(sc, c, c.screenRateRps * 0.8),
   );
   const b = search.best;

@@ -69,6 +69,22 @@ test('cornserve plan with an SLO no request can meet says which stage and writes
   t.false(existsSync(out));
 });
 
+test('cornserve plan --split-only writes a plan where every task has executors of its own (what apply-plan deploys on the app as written)', async (t) => {
+  const dir = await mkdtemp(join(tmpdir(), 'plan-'));
+  t.teardown(() => rm(dir, { recursive: true, force: true }));
+  const out = join(dir, 'plan.yaml');
+  const lines: string[] = [];
+  const io = { out: (l: string) => void lines.push(l), err: (l: string) => void lines.push(l) };
+  // The local-cpu preset's encoder is cheap next to its LLM: unrestricted, the planner keeps it inside (quick mllm test above).
+  await planCommand(io).parseAsync(['--apps', 'functions/apps/mllm.ts', '--devices', '4', '--device', 'local-cpu', '--mix', 'text:0.5,image:0.5', '--slo', 'ttft_ms=3000,tpot_ms=100', '--duration', '20', '--split-only', '--out', out], { from: 'user' }).catch((e) => t.fail(String(e)));
+  const { parsePlan } = await import('../../../plan/schema.js');
+  const { parse } = await import('yaml');
+  const plan = parsePlan(parse(await readFile(out, 'utf8')));
+  t.is(plan.mode, 'split');
+  t.true(plan.components.every((c) => c.replicas >= 1), JSON.stringify(plan.components));
+  t.false(lines.some((l) => /^\s+(mixed|monolithic)\s/.test(l)), 'no colocated candidate was considered');
+});
+
 test('cornserve plan writes a plan file whose executors fit the device budget', async (t) => {
   const dir = await mkdtemp(join(tmpdir(), 'plan-'));
   t.teardown(() => rm(dir, { recursive: true, force: true }));
