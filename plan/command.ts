@@ -7,6 +7,7 @@ import { Command } from 'commander';
 import { basename } from 'node:path';
 import type { Io } from '../control/cli/commands.js';
 import { CliError } from '../control/cli/errors.js';
+import { addWorkloadOptions } from '../control/cli/workload-options.js';
 
 const EXAMPLES = `
 Examples:
@@ -47,7 +48,7 @@ export function planScenarioRaw(o: PlanOpts): Record<string, unknown> {
 }
 
 export function planCommand(io: Io): Command {
-  return new Command('plan')
+  return addWorkloadOptions(new Command('plan')
     .description('search deployment plans (replicas per task, devices per executor, monolithic or split, placement) for an app, a mix, SLOs and a device budget; writes a plan file')
     .requiredOption('--apps <files...>', 'the app file (one)')
     .requiredOption('--devices <n>', 'device budget')
@@ -55,16 +56,8 @@ export function planCommand(io: Io): Command {
     .option('--device <preset>', 'latency preset (sim/presets/gpus.yaml)', 'a100-80g')
     .option('--mix <mix>', 'request mix KIND:WEIGHT,...', 'text:0.3,image:0.5,video:0.1,audio:0.1')
     .option('--slo <slo>', 'SLOs, e.g. ttft_ms=2000,tpot_ms=100 (goodput = highest rate with ≥ 90% attainment)')
-    .option('--input-len <n>', 'prompt tokens', '200')
-    .option('--output-len <n>', 'output tokens', '300')
-    .option('--range-ratio <r>', 'length spread', '0')
-    .option('--image-size <WxH>', 'image size', '1280x720')
-    .option('--audio-seconds <s>', 'audio length', '5')
-    .option('--video-frames <n>', 'video frames', '8')
-    .option('--pattern <p>', 'arrival pattern: constant (Poisson/gamma) | on-off:PERIOD_S[:FACTOR] | step:R1,R2,…:PERIOD_S (as cornserve bench)', 'constant')
-    .option('--burstiness <b>', 'gamma shape (1 = Poisson)', '1')
+    , { inputLen: '200', outputLen: '300', imageSize: '1280x720', audioSeconds: '5', videoFrames: '8' })
     .option('--duration <s>', 'simulated seconds per evaluation', '60')
-    .option('--seed <n>', 'random seed', '0')
     .option('--min-rate <r>', 'refuse (infeasible) if no plan can sustain this many req/s')
     .option('--candidates <k>', 'split candidates simulated after the screen', '4')
     .option('--no-monolithic', 'do not consider the monolithic plan')

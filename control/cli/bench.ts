@@ -4,6 +4,7 @@
  */
 import { Command, Option } from 'commander';
 import type { Io } from './commands.js';
+import { addWorkloadOptions } from './workload-options.js';
 
 const EXAMPLES = `
 Examples:
@@ -32,25 +33,17 @@ executors per task over time, soak memory). Ctrl-C stops sending and still write
 `;
 
 export function benchCommand(io: Io, gatewayUrl: () => string): Command {
-  return new Command('bench')
+  return addWorkloadOptions(new Command('bench')
     .description('load a running gateway the way users do and report vLLM benchmark_serving metrics (TTFT, TPOT, ITL, E2EL, throughput, goodput)')
     .addOption(new Option('--api <api>', 'chat: POST /v1/chat/completions (streamed, tokens counted from the stream); invoke: POST /app/invoke/APP (JSON or NDJSON; first chunk = first token)').choices(['chat', 'invoke']).default('chat'))
     .option('--model <app>', '--api chat: the app name or alias used as the OpenAI model')
     .option('--app <app>', '--api invoke: the app to invoke')
     .option('--request-rate <r>', "requests per second, or 'inf' to send all at once", 'inf')
-    .option('--burstiness <g>', 'gamma shape of inter-arrival times: 1 = Poisson, < 1 burstier (CV = 1/√g)', '1')
     .option('--max-concurrency <n>', 'at most N requests in flight (a request waits for a slot)')
     .option('--num-requests <n>', 'requests to send (default 100 unless --duration or --soak)')
     .option('--duration <s>', 'send for S seconds (with --num-requests: whichever ends first)')
-    .option('--pattern <p>', 'rate over time: constant | on-off:PERIOD_S[:FACTOR] (phases at rate·FACTOR and rate/FACTOR, FACTOR 2) | step:R1,R2,…:PERIOD_S', 'constant')
-    .option('--seed <n>', 'seed of arrivals, the mix and the synthetic media', '0')
     .option('--mix <mix>', 'request kinds and weights, e.g. text:0.4,image:0.4,audio:0.2 (kinds: text, image, audio, video; default text:1, soak text:0.5,image:0.3,audio:0.2)')
-    .option('--input-len <n>', 'prompt length in tokens (characters for the byte-level tiny models)', '64')
-    .option('--output-len <n>', 'max_tokens per request (with ignore_eos: exactly this many)', '32')
-    .option('--range-ratio <r>', 'lengths uniform in [len·(1−r), len·(1+r)]', '0')
-    .option('--image-size <WxH>', 'synthetic image (and video frame) size', '224x224')
-    .option('--audio-seconds <s>', 'synthetic audio length', '2')
-    .option('--video-frames <n>', 'synthetic video frames', '4')
+    , { inputLen: '64', outputLen: '32', imageSize: '224x224', audioSeconds: '2', videoFrames: '4' })
     .option('--dataset <file.jsonl>', 'ready requests, one JSON object per line (chat: a chat request; invoke: the request_data)')
     .option('--slo <slos>', 'SLOs for goodput and attainment, e.g. ttft_ms=500,tpot_ms=50,e2el_ms=5000')
     .option('--sweep-rates <rates>', 'run each rate (e.g. 1,2,4,8) and report the highest with ≥ 90% SLO attainment')
