@@ -17,17 +17,12 @@ import { logger } from '../../lib/log.js';
 import { type EricFixture, dataUrl, startEric } from '../helpers/eric.js';
 import { makeImage } from '../helpers/media.js';
 import { modelDir } from '../helpers/models.js';
+import { BATCH, CLIENTS, PAIRS, PREPROCESS_THREADS, ROUND_MS, SIZE } from './eric.js';
 import { median, formatTable, keepAlivePoster, rate as measure, serial, type BenchResult } from './types.js';
 
 /** Images/s of `step` run back to back by `loops` concurrent loops for `ms`. */
 const rate = async (ms: number, loops: number, step: () => Promise<void>) => (await measure(ms, loops, 1, step)).rate;
 
-const BATCH = 8;
-const CLIENTS = 16;
-const ROUND_MS = 3_000;
-const PAIRS = 5;
-const SIZE = 224;
-const PREPROCESS_THREADS = 2;
 
 export async function run(): Promise<BenchResult[]> {
   const dir = await modelDir('tiny-clip');

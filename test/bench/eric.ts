@@ -29,13 +29,14 @@ import { modelDir } from '../helpers/models.js';
 import { startSidecars } from '../helpers/sidecar.js';
 import { median, formatTable, keepAlivePoster, ownCpuMs, rate, serial, type BenchResult } from './types.js';
 
-const BATCH = 8;
-const CLIENTS = 16;
-const ROUND_MS = 3_000;
-const PAIRS = 5;
-const SIZE = 224;
+/** Shared with the CLIP tower's bench (clip.ts), so the two rows measure the same shape of load. */
+export const BATCH = 8;
+export const CLIENTS = 16;
+export const ROUND_MS = 3_000;
+export const PAIRS = 5;
+export const SIZE = 224;
 /** Eric's preprocessing threads, and the direct baseline's. */
-const PREPROCESS_THREADS = 2;
+export const PREPROCESS_THREADS = 2;
 /** Direct batches in flight: one encoding while the others are preprocessed. */
 const DIRECT_LOOPS = 3;
 
