@@ -21,7 +21,7 @@ preset (sim/presets/gpus.yaml). See docs/experiment.md.
 `;
 
 export interface PlanOpts {
-  apps: string[]; mix: string; slo?: string; devices: string; nodes: string; device: string; inputLen: string; outputLen: string;
+  apps: string[]; mix: string; slo: string; devices: string; nodes: string; device: string; inputLen: string; outputLen: string;
   rangeRatio: string; imageSize: string; audioSeconds: string; videoFrames: string; pattern: string; burstiness: string;
   duration: string; seed: string; minRate?: string; candidates: string; out: string; monolithic: boolean; tp?: boolean; splitOnly?: boolean;
 }
@@ -43,7 +43,7 @@ export function planScenarioRaw(o: PlanOpts): Record<string, unknown> {
     cluster: { nodes, devicesPerNode: devices / nodes, device: o.device },
     app: { file: o.apps[0]!, api: 'chat' },
     workload: { mix: o.mix, inputLen: o.inputLen, outputLen: o.outputLen, rangeRatio: o.rangeRatio, imageSize: o.imageSize, audioSeconds: o.audioSeconds, videoFrames: o.videoFrames, pattern: o.pattern, burstiness: o.burstiness, duration: o.duration, seed: o.seed },
-    ...(o.slo ? { slo: o.slo } : {}),
+    slo: o.slo,
   };
 }
 
@@ -55,7 +55,7 @@ export function planCommand(io: Io): Command {
     .option('--nodes <k>', 'nodes the devices are spread over (evenly)', '1')
     .option('--device <preset>', 'latency preset (sim/presets/gpus.yaml)', 'a100-80g')
     .option('--mix <mix>', 'request mix KIND:WEIGHT,...', 'text:0.3,image:0.5,video:0.1,audio:0.1')
-    .option('--slo <slo>', 'SLOs, e.g. ttft_ms=2000,tpot_ms=100 (goodput = highest rate with ≥ 90% attainment)')
+    .requiredOption('--slo <slo>', 'SLOs, e.g. ttft_ms=2000,tpot_ms=100 (goodput = highest rate with ≥ 90% attainment; required: without one every plan\'s goodput is 0)')
     , { inputLen: '200', outputLen: '300', imageSize: '1280x720', audioSeconds: '5', videoFrames: '8' })
     .option('--duration <s>', 'simulated seconds per evaluation', '60')
     .option('--min-rate <r>', 'refuse (infeasible) if no plan can sustain this many req/s')

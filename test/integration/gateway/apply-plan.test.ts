@@ -113,7 +113,7 @@ test.serial('a plan that is not a plan is rejected naming the field, and a plan 
 test.serial('a plan from cornserve plan round-trips through apply-plan: the deployed executors match it', async (t) => {
   const o: PlanOpts = {
     apps: [VALIDATION_APP_FILE], mix: 'text:1', devices: '4', nodes: '1', device: 'local-cpu', inputLen: '10', outputLen: '1', rangeRatio: '0',
-    imageSize: '64x64', audioSeconds: '1', videoFrames: '1', pattern: 'constant', burstiness: '1', duration: '20', seed: '0', candidates: '1', out: '', monolithic: true,
+    slo: 'e2el_ms=5000', imageSize: '64x64', audioSeconds: '1', videoFrames: '1', pattern: 'constant', burstiness: '1', duration: '20', seed: '0', candidates: '1', out: '', monolithic: true,
   };
   const { plan } = await makePlan(await parseScenario({ ...planScenarioRaw(o), app: { file: VALIDATION_APP_FILE, api: 'invoke', request: { text: 'hi' } } }), { devices: 4, appName: VALIDATION_APP, fineCandidates: 1 });
   t.is(plan.components.length, 1);
