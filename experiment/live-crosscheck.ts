@@ -6,13 +6,11 @@
  * at a few rates, and the simulator on the same scenario with the preset fitted on this machine (local-cpu).
  * Output: per rate and system, SLO attainment and p99 E2EL, live and simulated, and split ÷ monolithic in each.
  */
-import { spawn } from 'node:child_process';
 import { readFile } from 'node:fs/promises';
 import { randomBytes } from 'node:crypto';
 import { GatewayClient } from '../control/cli/client.js';
 import type { Io } from '../control/cli/commands.js';
-import { freePort } from '../lib/net.js';
-import { waitUntil } from '../lib/wait.js';
+import { launchUp } from '../control/cli/launch-up.js';
 import { benchCommand } from '../bench/client/command.js';
 import type { RunResults } from '../bench/report/results.js';
 import { parseScenario } from '../sim/scenario/schema.js';
@@ -80,26 +78,14 @@ export function replicasFor(o: Pick<CrosscheckOptions, 'devices' | 'splitEncoder
 
 /** `cornserve up` as its own process, as a user runs it (no autoscaling: the counts are the experiment's). */
 async function startUp(o: CrosscheckOptions, token: string, log: (l: string) => void): Promise<{ url: string; stop: () => Promise<void> }> {
-  const port = o.port ?? (await freePort());
-  const env = { ...process.env, CORNSERVE_LOG_LEVEL: 'warn', CORNSERVE_ADMIN_TOKEN: token };
-  const child = spawn(process.execPath, ['--import', 'tsx', 'control/cli/main.ts', 'up', '--port', String(port), '--devices', String(o.devices), '--no-autoscale'], { cwd: REPO, env, stdio: ['ignore', 'pipe', 'pipe'] });
-  const exited = new Promise<void>((r) => child.once('exit', () => r()));
-  let out = '';
-  child.stdout!.on('data', (d: Buffer) => (out += d.toString()));
-  child.stderr!.on('data', (d: Buffer) => (out = (out + d.toString()).slice(-20_000)));
-  const stop = async () => {
-    if (child.exitCode === null && child.signalCode === null) child.kill('SIGTERM');
-    await exited;
-  };
-  try {
-    await waitUntil('cornserve up', () => out.includes('Cornserve is up') || child.exitCode !== null, { timeoutMs: 120_000, intervalMs: 100 });
-    if (child.exitCode !== null) throw new Error(`cornserve up exited (${child.exitCode}): ${out.slice(-2000)}`);
-  } catch (e) {
-    await stop();
-    throw e;
-  }
-  log(`  cornserve up on port ${port} (pid ${child.pid}, ${o.devices} devices)`);
-  return { url: `http://127.0.0.1:${port}`, stop };
+  const up = await launchUp({
+    args: ['--devices', String(o.devices), '--no-autoscale'],
+    ...(o.port !== undefined ? { port: o.port } : {}),
+    env: { CORNSERVE_ADMIN_TOKEN: token },
+    readyTimeoutMs: 120_000,
+  });
+  log(`  cornserve up on port ${up.port} (pid ${up.pid}, ${o.devices} devices)`);
+  return { url: up.url, stop: async () => { await up.stop(); } };
 }
 
 /** Registers the system's app and scales its tasks to the experiment's executor counts. */

@@ -8,15 +8,11 @@
  */
 import { readFile } from 'node:fs/promises';
 import { Agent, request } from 'node:http';
-import { spawn } from 'node:child_process';
-import { fileURLToPath } from 'node:url';
 import { pidListeningOn, treeCpuMs } from '../../bench/client/proc.js';
-import { freePort } from '../../lib/net.js';
-import { waitUntil } from '../../lib/wait.js';
+import { launchUp } from '../../control/cli/launch-up.js';
 import type { BenchResult } from './types.js';
 import { formatTable } from './types.js';
 
-const REPO = fileURLToPath(new URL('../../', import.meta.url));
 const agent = new Agent({ keepAlive: true, maxSockets: 64 });
 
 export function post(url: URL, body: string): Promise<void> {
@@ -60,15 +56,13 @@ export async function saturate(call: () => Promise<void>, concurrency: number, m
 
 /** `cornserve up` as its own process (as a user runs it): the client below does not share its event loop. */
 export async function startUp(extraEnv: NodeJS.ProcessEnv = {}, devices = 1, args: string[] = []): Promise<{ url: string; dispatcherUrl: string; pid: number; stop: () => Promise<void> }> {
-  const port = await freePort();
-  const env: NodeJS.ProcessEnv = { ...process.env, CORNSERVE_LOG_LEVEL: 'warn', CORNSERVE_ADMIN_TOKEN: 'bench', ...extraEnv };
-  const child = spawn(process.execPath, ['--import', 'tsx', 'control/cli/main.ts', 'up', '--port', String(port), '--devices', String(devices), ...args], { cwd: REPO, env, stdio: ['ignore', 'pipe', 'inherit'] });
-  const exited = new Promise<void>((r) => child.once('exit', () => r()));
-  let out = '';
-  child.stdout.on('data', (d: Buffer) => (out += d.toString()));
-  await waitUntil('cornserve up', () => out.includes('Cornserve is up'), { timeoutMs: 60_000 });
-  const dispatcherUrl = /\(dispatcher (\S+),/.exec(out)?.[1] ?? '';
-  return { url: `http://127.0.0.1:${port}`, dispatcherUrl, pid: child.pid!, stop: async () => { child.kill('SIGTERM'); await exited; } };
+  const up = await launchUp({
+    args: ['--devices', String(devices), ...args],
+    env: { CORNSERVE_ADMIN_TOKEN: 'bench', ...extraEnv },
+    readyTimeoutMs: 60_000,
+    sink: (_, line, stream) => { if (stream === 'stderr') process.stderr.write(`${line}\n`); }, // as before: its stderr on ours
+  });
+  return { url: up.url, dispatcherUrl: up.dispatcherUrl, pid: up.pid, stop: async () => { await up.stop(); } };
 }
 
 /** Registers functions/apps/NAME.ts on a startUp() platform (throws unless its final event came). */
