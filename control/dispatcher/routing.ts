@@ -13,13 +13,18 @@
  * store link (`cacheRoutes: 'one-ready'`) other processes lease too, so only a task with ONE ready executor is
  * cached: there is no choice to make, so its count cannot be stale in a way that matters; with two or more, the
  * counts are read fresh on every graph.
+ * Leases over the store link (`leases: 'reported'`): a lease on a task's one cached route is counted here and
+ * reported to the Store without waiting (StoreLink.reportOutstanding, sent within a few ms); every release is
+ * reported likewise. So a graph over cached routes makes no store round trip at all, while the Store's counts stay
+ * this process's true counts, a few ms late (the autoscaler and the other processes' routers read them). Where there
+ * is a choice (two or more ready executors, read fresh) the +1 is still awaited: its count steers the next pick.
  * With any store, whether a task with no ready executor may scale from zero (its policy's min 0) is kept per task,
  * dropped on each `autoscale` change notification of it (and read again after MIN_ZERO_MAX_AGE_MS regardless).
  */
 import type { TaskGraph, UnitTask } from '../../functions/sdk/index.js';
 import { StoreNotFoundError, taskIdOf, type ExecutorRoute, type UnitTaskRecord } from '../store/index.js';
 import { MemoryStore } from '../store/memory.js';
-import type { DispatchStore } from '../store/link-protocol.js';
+import type { DispatchStore, ReportsOutstanding } from '../store/link-protocol.js';
 import { logger } from '../../lib/log.js';
 import { pickLeastOutstanding } from './pick.js';
 import { COUNTER_TTL_MS, counterNames } from '../autoscaler/signals.js';
@@ -52,6 +57,11 @@ export interface RouterOptions {
    * @default store is a MemoryStore
    */
   cacheRoutes?: boolean | 'one-ready';
+  /**
+   * 'reported': leases on a cached route, and every release, are sent to the Store without waiting for its reply
+   * (the store must implement ReportsOutstanding: the store link). @default 'awaited'
+   */
+  leases?: 'awaited' | 'reported';
   /** Invocations one dispatcher holds per task while it starts from zero; more get 503 HOLD_QUEUE_FULL. @default 256 */
   holdCap?: number;
 }
@@ -95,12 +105,18 @@ export class Router {
   /** Counts `autoscale` notifications (a read that saw one arrive is not kept); undefined until subscribed. */
   private autoscaleChanges: number | undefined;
   private autoscaleWatchReady = false;
+  /** The store, when leases are reported rather than awaited (leases: 'reported'). */
+  private readonly reporter: ReportsOutstanding | undefined;
 
   constructor(
     private readonly store: DispatchStore,
     options: RouterOptions = {},
   ) {
     this.holdCap = options.holdCap ?? 256;
+    if (options.leases === 'reported') {
+      if (typeof (store as Partial<ReportsOutstanding>).reportOutstanding !== 'function') throw new TypeError("leases: 'reported' needs a store that takes reported lease changes (the store link)");
+      this.reporter = store as DispatchStore & ReportsOutstanding;
+    }
     this.cacheOneReadyOnly = options.cacheRoutes === 'one-ready';
     if (!(options.cacheRoutes ?? store instanceof MemoryStore)) return;
     const cached = (this.cached = new Map());
@@ -113,9 +129,9 @@ export class Router {
   }
 
   /** The task's record and executor routes: from the cache when it has them, else read from the Store. */
-  private async read(taskId: string): Promise<{ record: UnitTaskRecord | undefined; routes: ExecutorRoute[] }> {
+  private async read(taskId: string): Promise<{ record: UnitTaskRecord | undefined; routes: ExecutorRoute[]; hit?: true }> {
     const hit = this.cached?.get(taskId);
-    if (hit) return hit;
+    if (hit) return { ...hit, hit: true };
     const changesBefore = this.changes;
     const record = await fromStore(`read unit task ${taskId}`, this.store.getTask(taskId));
     const routes = record && record.state === 'ready' ? await fromStore(`list executors of ${taskId}`, this.store.listExecutors(taskId)) : [];
@@ -152,14 +168,17 @@ export class Router {
 
   /** Leases one executor per invocation of one task, spreading them by outstanding count. */
   private async routeTask(taskId: string, task: UnitTask, invocations: number[], options: RouteOptions): Promise<Lease[]> {
-    let { record, routes } = await this.read(taskId);
+    let { record, routes, hit } = await this.read(taskId);
     if (!record) throw new TaskNotDeployedError(taskId, task.name);
     if (record.state !== 'ready') throw new TaskNotReadyError(taskId, task.name, record.state);
     let ready = routes.filter((r) => r.state === 'ready');
     if (ready.length === 0 && (await this.scalesFromZero(taskId))) {
       routes = await this.hold(taskId, task, invocations.length, options.signal);
       ready = routes.filter((r) => r.state === 'ready');
+      hit = undefined;
     }
+    // A cached route stands for the executor as of its last change notification: leased without a round trip.
+    if (hit && this.reporter) return invocations.map((invocation) => this.reportedLease(invocation, taskId, this.pick(taskId, ready)!));
     const leases: Lease[] = [];
     try {
       for (const invocation of invocations) {
@@ -287,14 +306,37 @@ export class Router {
     if (current) current.outstanding = n;
   }
 
+  /** Adds `delta` to this router's copy of the executor's count: the leased route and the one cached now, if another. */
+  private bump(taskId: string, leased: ExecutorRoute, delta: number): void {
+    leased.outstanding += delta;
+    const current = this.cached?.get(taskId)?.routes.find((r) => r.executorId === leased.executorId);
+    if (current && current !== leased) current.outstanding += delta;
+  }
+
+  /** A lease counted here at once and reported to the Store (leases: 'reported'); the Store's reply corrects the count. */
+  private reportedLease(invocation: number, taskId: string, route: ExecutorRoute): Lease {
+    this.bump(taskId, route, +1);
+    this.reporter!.reportOutstanding(route.executorId, +1, (n) => this.noteOutstanding(taskId, route, n));
+    return this.lease(invocation, taskId, route);
+  }
+
   private lease(invocation: number, taskId: string, route: ExecutorRoute): Lease {
     let released: Promise<void> | undefined;
     const store = this.store;
+    const reporter = this.reporter;
     return {
       invocation,
       taskId,
       route: { ...route },
       release: () => {
+        if (reporter) {
+          if (!released) {
+            this.bump(taskId, route, -1);
+            reporter.reportOutstanding(route.executorId, -1, (n) => this.noteOutstanding(taskId, route, n));
+            released = Promise.resolve();
+          }
+          return released;
+        }
         released ??= store.adjustOutstanding(route.executorId, -1).then(
           (n) => this.noteOutstanding(taskId, route, n),
           (err: unknown) => {

@@ -3,11 +3,33 @@
  * Every call is one line out and one line back on a unix socket; calls are pipelined (ids match replies).
  * Change notifications are asked for once, at the first subscribe. A lost connection fails the calls in flight
  * with StoreUnavailableError (the dispatcher answers 503) and the next call connects again (and subscribes again).
+ *
+ * Lease changes can also be *reported* (reportOutstanding): nothing waits for them, they are summed per executor
+ * for REPORT_WINDOW_MS and go out as one adjustOutstanding line per executor whose sum is not zero (a lease taken
+ * and released within the window sends nothing). So a request over a task's one cached route makes no round trip
+ * to the `up` process, and the Store's count of an executor is this process's true count as of the last flush:
+ * behind by at most the window, never drifting (issue 17, round 4).
  */
 import { connect, type Socket } from 'node:net';
-import { StoreUnavailableError } from './errors.js';
+import { StoreNotFoundError, StoreUnavailableError } from './errors.js';
 import type { StoreChange, Unsubscribe } from './types.js';
-import { errorFromBody, lineSplitter, SUBSCRIBE, type DispatchStore, type LinkErrorBody, type LinkMethod } from './link-protocol.js';
+import { logger } from '../../lib/log.js';
+import { errorFromBody, lineSplitter, SUBSCRIBE, type DispatchStore, type LinkErrorBody, type LinkMethod, type ReportsOutstanding } from './link-protocol.js';
+
+const log = logger('store-link');
+
+/**
+ * How long reported lease changes are gathered before they are sent. Readers of the counts (the autoscaler, every
+ * seconds; routers picking among several executors) see them this much later at most; a shorter window costs one
+ * more line to the `up` process (and its reply) per request at low load.
+ */
+export const REPORT_WINDOW_MS = 10;
+
+interface Reported {
+  delta: number;
+  /** Told the executor's count once the flush that carried this delta is answered (plus what was reported since). */
+  onCount: ((outstanding: number) => void) | undefined;
+}
 
 interface Pending {
   method: string;
@@ -17,7 +39,7 @@ interface Pending {
 
 type Reply = { i: number; r?: unknown; e?: LinkErrorBody } | { i?: undefined; c: StoreChange };
 
-export class StoreLink implements DispatchStore {
+export class StoreLink implements DispatchStore, ReportsOutstanding {
   #socket: Socket | undefined;
   #nextId = 1;
   readonly #pending = new Map<number, Pending>();
@@ -26,7 +48,17 @@ export class StoreLink implements DispatchStore {
   /** The server's answer to the connection's subscribe line (notifications are live once it came). */
   #subscribed: Promise<unknown> | undefined;
 
-  constructor(readonly socketPath: string) {}
+  /** executorId -> the lease changes reported and not yet sent */
+  readonly #reported = new Map<string, Reported>();
+  #reportTimer: NodeJS.Timeout | undefined;
+  readonly #reportWindowMs: number;
+
+  constructor(
+    readonly socketPath: string,
+    options: { reportWindowMs?: number } = {},
+  ) {
+    this.#reportWindowMs = options.reportWindowMs ?? REPORT_WINDOW_MS;
+  }
 
   /** Connects (the first call would otherwise); rejects when nothing listens at the socket. */
   ready(): Promise<void> {
@@ -95,6 +127,38 @@ export class StoreLink implements DispatchStore {
   wakeTask: DispatchStore['wakeTask'] = (...a) => this.#call('wakeTask', a) as ReturnType<DispatchStore['wakeTask']>;
   putExecutorStats: DispatchStore['putExecutorStats'] = (...a) => this.#call('putExecutorStats', a) as ReturnType<DispatchStore['putExecutorStats']>;
 
+  /** Adds `delta` to the executor's outstanding count without waiting: sent with the next flush (see the header). */
+  reportOutstanding(executorId: string, delta: number, onCount?: (outstanding: number) => void): void {
+    if (this.#closed) return;
+    const entry = this.#reported.get(executorId);
+    if (entry) {
+      entry.delta += delta;
+      entry.onCount = onCount ?? entry.onCount;
+    } else this.#reported.set(executorId, { delta, onCount });
+    if (!this.#reportTimer) {
+      this.#reportTimer = setTimeout(() => this.#flushReported(), this.#reportWindowMs);
+      this.#reportTimer.unref();
+    }
+  }
+
+  /** Sends the reported sums (one adjustOutstanding line per executor; written at once, replies not awaited). */
+  #flushReported(): void {
+    clearTimeout(this.#reportTimer);
+    this.#reportTimer = undefined;
+    const batch = [...this.#reported];
+    this.#reported.clear();
+    for (const [executorId, { delta, onCount }] of batch) {
+      if (delta === 0) continue;
+      this.#send(this.#connect(), 'adjustOutstanding', [executorId, delta]).then(
+        (n) => onCount?.((n as number) + (this.#reported.get(executorId)?.delta ?? 0)),
+        // A deleted executor has nothing to count; a lost link lost the `up` process's Store with it.
+        (err: unknown) => {
+          if (!(err instanceof StoreNotFoundError)) log.warn({ err, executor: executorId }, 'could not report executor leases');
+        },
+      );
+    }
+  }
+
   subscribe(listener: (change: StoreChange) => void): Unsubscribe {
     const own = (c: StoreChange) => listener(c); // a distinct entry even if the same function subscribes twice
     const first = this.#listeners.size === 0;
@@ -118,8 +182,11 @@ export class StoreLink implements DispatchStore {
     await this.#subscribed;
   }
 
+  /** Sends what was reported (written before the socket ends), then closes. */
   async close(): Promise<void> {
+    if (!this.#closed && this.#reported.size) this.#flushReported();
     this.#closed = true;
+    clearTimeout(this.#reportTimer);
     const socket = this.#socket;
     if (!socket) return;
     await new Promise<void>((resolve) => {

@@ -21,6 +21,14 @@ export type LinkMethod = (typeof LINK_METHODS)[number];
 /** What graph dispatch needs of a Store: a Store, a Redis store, or a StoreLink to the `up` process's store. */
 export type DispatchStore = Pick<Store, LinkMethod | 'subscribe' | 'subscriptionReady'>;
 
+/**
+ * A store that takes lease changes without the caller waiting for the count (the store link: StoreLink batches them
+ * per executor and sends them shortly after). `onCount` is told the executor's count when the change is applied.
+ */
+export interface ReportsOutstanding {
+  reportOutstanding(executorId: string, delta: number, onCount?: (outstanding: number) => void): void;
+}
+
 /** The change notifications the link forwards: what the Router watches (its route cache, scale from zero). */
 export const LINK_CHANGE_KINDS: ReadonlySet<StoreChange['kind']> = new Set(['task', 'route', 'autoscale']);
 

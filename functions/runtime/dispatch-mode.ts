@@ -50,8 +50,9 @@ export async function openDispatcher(env: NodeJS.ProcessEnv, o: { appId: string;
     const { StoreLink } = await import('../../control/store/link-client.js');
     const link = new StoreLink(storeSocket!);
     await link.ready();
-    // Route changes reach the link's subscribers, so a task with one ready executor need not be read per graph.
-    const dispatcher = new InProcessDispatcher(link, { appId: o.appId, router: { cacheRoutes: 'one-ready' } });
+    // Route changes reach the link's subscribers, so a task with one ready executor need not be read per graph, and
+    // its leases (every release too) are reported to the `up` process without the request waiting for the reply.
+    const dispatcher = new InProcessDispatcher(link, { appId: o.appId, router: { cacheRoutes: 'one-ready', leases: 'reported' } });
     return { dispatcher, mode, close: () => dispatcher.close().finally(() => link.close()) };
   }
   const { RedisStore } = await import('../../control/store/redis.js');

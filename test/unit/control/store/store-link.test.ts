@@ -124,3 +124,76 @@ test('the link forwards only the changes dispatch watches: a tensor chunk put do
   await waitUntil('the route change', () => seen.some((c) => c.kind === 'route'), { timeoutMs: 10_000 });
   t.deepEqual(seen.map((c) => c.kind), ['route']);
 });
+
+/** Records the adjustOutstanding calls that reach the served store (one per line the link sends). */
+function spyAdjust(store: MemoryStore): Array<[string, number]> {
+  const calls: Array<[string, number]> = [];
+  const adjust = store.adjustOutstanding.bind(store);
+  store.adjustOutstanding = (id, delta) => {
+    calls.push([id, delta]);
+    return adjust(id, delta);
+  };
+  return calls;
+}
+
+test('reported lease changes are summed per executor into one line; the reply tells the count plus what was reported since', async (t) => {
+  const s = await served();
+  t.teardown(() => s.stop());
+  await s.store.putExecutor(sampleRoute(1, 'task-a', { state: 'ready', outstanding: 0 }));
+  const id = sampleRoute(1, 'task-a').executorId;
+  const link = new StoreLink(s.server.socketPath, { reportWindowMs: 5 });
+  t.teardown(() => link.close());
+  const calls = spyAdjust(s.store);
+  const counts: number[] = [];
+  for (let k = 0; k < 3; k++) link.reportOutstanding(id, +1, (n) => counts.push(n));
+  await waitUntil('the reported leases in the served store', async () => (await s.store.getExecutor(id))!.outstanding === 3, { timeoutMs: 10_000 });
+  t.deepEqual(calls, [[id, 3]]);
+  await waitUntil('the reply', () => counts.length > 0, { timeoutMs: 10_000 });
+  t.deepEqual(counts, [3]);
+});
+
+test('close() sends the lease changes still gathered; a lease taken and released within the window sends nothing', async (t) => {
+  const s = await served();
+  t.teardown(() => s.stop());
+  await s.store.putExecutor(sampleRoute(1, 'task-a', { state: 'ready', outstanding: 0 }));
+  await s.store.putExecutor(sampleRoute(2, 'task-a', { state: 'ready', outstanding: 4 }));
+  const [busy, quick] = [sampleRoute(2, 'task-a').executorId, sampleRoute(1, 'task-a').executorId];
+  const link = new StoreLink(s.server.socketPath, { reportWindowMs: 600_000 });
+  await link.ready();
+  const calls = spyAdjust(s.store);
+  link.reportOutstanding(quick, +1);
+  link.reportOutstanding(busy, +1);
+  link.reportOutstanding(quick, -1);
+  await link.close();
+  await waitUntil('the flushed lease', async () => (await s.store.getExecutor(busy))!.outstanding === 5, { timeoutMs: 10_000 });
+  t.deepEqual(calls, [[busy, 1]]);
+  t.is((await s.store.getExecutor(quick))!.outstanding, 0);
+});
+
+test("with leases: 'reported', a graph over a task's cached route is leased without a store round trip; the Store counts it shortly after", async (t) => {
+  const s = await served();
+  t.teardown(() => s.stop());
+  const echo = new EchoTask({ serviceTimeMs: 0 });
+  await deployTask(s.store, echo, [{ url: 'http://127.0.0.1:1', executorId: 'only' }]);
+  const link = new StoreLink(s.server.socketPath, { reportWindowMs: 5 });
+  t.teardown(() => link.close());
+  const router = new Router(link, { cacheRoutes: 'one-ready', leases: 'reported' });
+  const graph = () => new TaskGraph([{ task: echo, input: { text: 'x' }, output: { echo: '' } }]);
+  const outstanding = async () => (await s.store.getExecutor('only'))!.outstanding;
+  const [first] = await router.routeGraph(graph()); // read from the Store: cached from now on
+  await first!.release();
+  await waitUntil('the first lease released', async () => (await outstanding()) === 0, { timeoutMs: 10_000 });
+  const calls = spyAdjust(s.store);
+  const [lease] = await router.routeGraph(graph());
+  t.deepEqual(calls, []); // nothing was asked of the store before the lease was handed out
+  t.is(lease!.route.executorId, 'only');
+  t.is(lease!.route.outstanding, 1);
+  await waitUntil('the lease counted in the served store', async () => (await outstanding()) === 1, { timeoutMs: 10_000 });
+  await lease!.release();
+  await waitUntil('the release counted', async () => (await outstanding()) === 0, { timeoutMs: 10_000 });
+  t.deepEqual(calls, [['only', 1], ['only', -1]]);
+});
+
+test("leases: 'reported' is refused on a store that cannot take reported lease changes", (t) => {
+  t.throws(() => new Router(new MemoryStore(), { leases: 'reported' }), { instanceOf: TypeError, message: /store link/ });
+});
