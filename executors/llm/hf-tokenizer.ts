@@ -32,29 +32,38 @@ function tokenText(v: unknown): string | undefined {
   return undefined;
 }
 
-/** Incremental decoding: decodes everything so far and emits the new suffix; a trailing U+FFFD (an incomplete
- * UTF-8 sequence split across tokens) is held back until the next token completes it. */
+/**
+ * Incremental decoding over a sliding window (as vLLM's and TGI's detokenizers do): each token decodes only
+ * the ids since the last piece went out plus the piece before it as context (`prefix..read` then `prefix..`),
+ * and emits the difference — not the whole sequence again per token, which made a long answer's decoding
+ * quadratic. The context keeps decoders that treat a sequence's start specially (a leading space dropped)
+ * exact; pieces concatenate to the one-shot decode. A trailing U+FFFD (an incomplete UTF-8 sequence split
+ * across tokens) is held back until the next token completes it.
+ */
 class HfTextStream implements TokenTextStream {
   private readonly ids: number[] = [];
-  private printed = '';
+  /** ids[prefix, read) is the last piece emitted (decoded again as context); ids from `read` on are not out yet. */
+  private prefix = 0;
+  private read = 0;
   constructor(private readonly tok: HfTokenizer) {}
 
   push(id: number): string {
     this.ids.push(id);
-    const text = this.tok.decode(this.ids);
-    if (text.endsWith('\uFFFD')) return '';
-    return this.advance(text);
+    return this.next(false);
   }
 
   flush(): string {
-    return this.advance(this.tok.decode(this.ids));
+    return this.next(true);
   }
 
-  private advance(text: string): string {
+  private next(final: boolean): string {
+    const before = this.tok.decode(this.ids.slice(this.prefix, this.read));
+    const now = this.tok.decode(this.ids.slice(this.prefix));
     // Byte-level decoding is prefix-stable; if a decoder ever rewrote earlier text, emit only what is new.
-    const delta = text.startsWith(this.printed) ? text.slice(this.printed.length) : '';
-    if (delta) this.printed = text;
-    return delta;
+    if (now.length <= before.length || (!final && now.endsWith('\uFFFD')) || !now.startsWith(before)) return '';
+    this.prefix = this.read;
+    this.read = this.ids.length;
+    return now.slice(before.length);
   }
 }
 

@@ -90,6 +90,7 @@ export function buildLlmServer(opts: LlmServerOptions): LlmServer {
   let served = 0;
   let receiving = 0;
   const app = express();
+  app.set('etag', false); // replies are POST results: hashing each body for an ETag is pure per-request cost
   app.use(traceRequests('llm'));
   app.use(express.json({ limit: hopBodyLimitBytes() })); // what the gateway accepts, this accepts (lib/body-limit.ts)
 
@@ -182,8 +183,7 @@ export function buildLlmServer(opts: LlmServerOptions): LlmServer {
           },
         });
         res.status(200).set({ 'content-type': 'text/event-stream', 'cache-control': 'no-cache', connection: 'keep-alive' });
-        res.flushHeaders();
-        sse(res, w.role());
+        sse(res, w.role()); // the headers leave with it, in one write (the first token comes after a decoder call)
         try {
           const r = await pending;
           await closeStates();

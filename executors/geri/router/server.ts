@@ -233,6 +233,7 @@ export function buildGeriServer(o: GeriServerOptions): GeriServer {
   };
 
   const app = express();
+  app.set('etag', false); // replies are POST results: hashing each body for an ETag is pure per-request cost
   app.use(traceRequests('geri'));
   app.use(express.json({ limit: hopBodyLimitBytes() })); // what the gateway accepts, this accepts (lib/body-limit.ts)
   app.get('/health', healthRoute([{ name: 'engine', up: () => o.engine.alive, code: ExecutorErrorCode.ENGINE_DEAD, message: 'the engine process is gone' }], { execution: describeExecution(processExecution()) }));

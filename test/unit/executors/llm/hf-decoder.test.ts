@@ -101,3 +101,17 @@ test('streamed text pieces of a multi-byte continuation concatenate to the one-s
   t.false(pieces.some((p) => p.includes('\uFFFD')));
   t.is(pieces.join(''), tok.decode(ids));
 });
+
+test('after every token the streamed text is the one-shot decode of the tokens so far, held back only at an incomplete UTF-8 tail', async (t) => {
+  const tok = await HfTokenizer.load(await llmDir('tiny-qwen2'));
+  const ids = tok.encode('<|im_start|>assistant\nünïcödé ✓ 多模态 — the end, and a longer tail of plain words to decode<|im_end|>');
+  const s = tok.stream();
+  let out = '';
+  ids.forEach((id, k) => {
+    out += s.push(id);
+    const full = tok.decode(ids.slice(0, k + 1));
+    t.is(out, full.endsWith('\uFFFD') ? out : full, `after token ${k}`);
+    t.true(full.startsWith(out), `after token ${k}`);
+  });
+  t.is(out + s.flush(), tok.decode(ids));
+});
