@@ -30,6 +30,8 @@ export interface DispatchGraphOptions {
   deadline: number;
   /** Aborts the graph (e.g. the HTTP caller went away). */
   signal?: AbortSignal;
+  /** A second signal that aborts it the same way (an in-process dispatcher closing): no AbortSignal.any per graph. */
+  cut?: AbortSignal;
   /** The caller's W3C trace context; `dispatcher.invoke` continues it. */
   traceparent?: string;
   /** For span attributes and logs. */
@@ -83,7 +85,9 @@ class GraphRun {
   private sites: FailureSite[] = [];
   private readonly timer: DeadlineTimer;
   private finished = false;
-  private readonly onCallerAbort = () => this.fail(new DispatchCancelledError(describeFailure(this.options.signal?.reason ?? 'the caller went away')));
+  /** The caller's signal and the cut, as given. */
+  private readonly signals: AbortSignal[];
+  private readonly onCallerAbort = () => this.fail(new DispatchCancelledError(describeFailure(this.signals.find((s) => s.aborted)?.reason ?? 'the caller went away')));
 
   constructor(
     private readonly graph: TaskGraph,
@@ -97,8 +101,9 @@ class GraphRun {
       { unref: true },
     );
     if (Date.now() >= options.deadline) this.fail(new DeadlineExceededError(options.deadline, []));
-    if (options.signal?.aborted) this.onCallerAbort();
-    else options.signal?.addEventListener('abort', this.onCallerAbort, { once: true });
+    this.signals = [options.signal, options.cut].filter((x): x is AbortSignal => x !== undefined);
+    if (this.signals.some((x) => x.aborted)) this.onCallerAbort();
+    else for (const x of this.signals) x.addEventListener('abort', this.onCallerAbort, { once: true });
   }
 
   private secondary: { error: Error; timer: NodeJS.Timeout } | undefined;
@@ -125,7 +130,7 @@ class GraphRun {
     if (this.finished) return;
     this.finished = true;
     this.timer.clear();
-    this.options.signal?.removeEventListener('abort', this.onCallerAbort);
+    for (const x of this.signals) x.removeEventListener('abort', this.onCallerAbort);
     if (error) {
       this.span.recordException(error as Error);
       recordWhere(this.span, error);

@@ -81,10 +81,9 @@ export class InProcessDispatcher implements GraphDispatcher {
       // dispatcher.invoke is the child of the span active here (the function's), as it is of function.dispatch on the CloudEvent path.
       const traceparent = currentTraceparent() ?? options.traceparent;
       this.#load.graph(appId === 'unknown' ? undefined : appId, parsed.invocations.map((inv) => taskIdOfCached(inv.task)));
-      const signal = options.signal ? AbortSignal.any([options.signal, this.#cut.signal]) : this.#cut.signal;
       const result = await dispatchGraph(
         parsed,
-        { deadline: options.deadline, appId, signal, ...(traceparent ? { traceparent } : {}) },
+        { deadline: options.deadline, appId, cut: this.#cut.signal, ...(options.signal ? { signal: options.signal } : {}), ...(traceparent ? { traceparent } : {}) },
         this.#deps,
       );
       if (!result.stream) {
