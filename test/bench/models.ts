@@ -5,6 +5,7 @@
  *  - a batch of 8 images (one packed run) vs 8 single-image runs, per image;
  *  - the in-process TP-2 reference runner vs the single encoder graph;
  *  - encodeAudio 5 s WAV (decode + resample + log-mel + encoder) vs the encoder + projector runs alone;
+ *  - Whisper's log-mel features of a 30 s clip (n_fft 400, mixed-radix FFT) vs transformers.js's WhisperFeatureExtractor;
  *  - generateImage 256x256, 4 steps (incl. PNG) vs the prior/denoise/decoder runs alone;
  *  - generateAudio streamed in chunks of 50 (+4 context) vs one-shot, 200 frames.
  * Run alone: node --import tsx test/bench/models.ts
@@ -17,6 +18,9 @@ import { visionFeeds } from '../../executors/models/vision-runs.js';
 import { preprocessImage } from '../../executors/models/preprocess/image.js';
 import { preprocessAudio } from '../../executors/models/preprocess/audio.js';
 import { encodeWav } from '../../executors/models/preprocess/wav.js';
+import { whisperFeatures } from '../../executors/models/preprocess/whisper-features.js';
+import { encoderManifest } from '../../executors/models/hf-encoder.js';
+import { AutoFeatureExtractor, env as transformersEnv } from '@huggingface/transformers';
 import { loadRank, runTensorParallel } from '../../executors/models/tensor-parallel.js';
 import { Prng } from '../../executors/models/onnx/prng.js';
 import { alternating, type BenchResult, formatTable } from './types.js';
@@ -59,6 +63,15 @@ export async function run(): Promise<BenchResult[]> {
   out.push(await compare('audio encodeAudio 5 s 44.1 kHz WAV (→ [251, 256])', 10, () => encodeAudio(audio, wav, A), 'bare encoder+projector session.run',
     async () => aproj.run({ features: (await audio.graph('encoder').run({ input_features: f32(mel.data, [mel.nMels, mel.frames]) })).features! }),
     'figure includes resampling and the TS log-mel'));
+
+  // The reference our Whisper features equal (test/unit/executors/models/hf-whisper.test.ts), on the same clip.
+  transformersEnv.allowRemoteModels = false;
+  const whisperDir = await modelDir('tiny-whisper');
+  const wpre = (await encoderManifest(whisperDir, ['w'])).preprocessing.audio!;
+  const clip30 = tone(440, 30, 16000, 0.4);
+  const extractor = await AutoFeatureExtractor.from_pretrained(whisperDir);
+  out.push(await compare('audio Whisper log-mel features, 30 s clip (→ [80, 3000])', 10, async () => whisperFeatures(clip30, wpre, 30),
+    'transformers.js WhisperFeatureExtractor, same clip', () => extractor(clip30), 'n_fft 400 by the mixed-radix FFT on the packed real frame (200 = 4·2·5·5)'));
 
   const igen = await loadModel(await modelDir('tiny-image-gen'), opts);
   const emb = randomEmbeddings(16, 256);

@@ -95,7 +95,8 @@ export function nonZeroRanges(fb: Float64Array, nMels: number, bins: number): Ui
   return r;
 }
 
-function hann(n: number): Float64Array {
+/** The periodic Hann window of n points (numpy / torch periodic=True), as Whisper and the mel spectrogram use it. */
+export function hann(n: number): Float64Array {
   return Float64Array.from({ length: n }, (_, i) => 0.5 - 0.5 * Math.cos((2 * Math.PI * i) / n));
 }
 

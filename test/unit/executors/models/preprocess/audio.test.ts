@@ -3,7 +3,7 @@ import { tone } from '../../../../helpers/media.js';
 import { decodeWav, encodeWav, toMono } from '../../../../../executors/models/preprocess/wav.js';
 import { resample } from '../../../../../executors/models/preprocess/resample.js';
 import { NORMALISED_FLOOR, logMel, melCenters } from '../../../../../executors/models/preprocess/mel.js';
-import { fft } from '../../../../../executors/models/preprocess/fft.js';
+import { fft, powerSpectrum } from '../../../../../executors/models/preprocess/fft.js';
 import { preprocessAudio } from '../../../../../executors/models/preprocess/audio.js';
 import { ModelErrorCode } from '../../../../../executors/models/errors.js';
 import type { AudioPreprocessing } from '../../../../../executors/models/manifest.js';
@@ -73,6 +73,48 @@ test('FFT matches a naive DFT', (t) => {
       si += x[j]! * Math.sin((-2 * Math.PI * k * j) / n);
     }
     t.true(Math.abs(sr - re[k]!) < 1e-9 && Math.abs(si - im[k]!) < 1e-9);
+  }
+});
+
+test('FFT of a size that is not a power of two (400 = 4·4·5·5, 90, 12, the prime 7) matches a naive DFT of complex input', (t) => {
+  for (const n of [400, 90, 12, 7]) {
+    const xr = Float64Array.from({ length: n }, (_, i) => Math.sin(i * 0.7) + (i % 5) * 0.1);
+    const xi = Float64Array.from({ length: n }, (_, i) => Math.cos(i * 1.3) - (i % 3) * 0.2);
+    const re = xr.slice();
+    const im = xi.slice();
+    fft(re, im);
+    let worst = 0;
+    for (let k = 0; k < n; k++) {
+      let sr = 0;
+      let si = 0;
+      for (let j = 0; j < n; j++) {
+        const a = (-2 * Math.PI * ((k * j) % n)) / n;
+        sr += xr[j]! * Math.cos(a) - xi[j]! * Math.sin(a);
+        si += xr[j]! * Math.sin(a) + xi[j]! * Math.cos(a);
+      }
+      worst = Math.max(worst, Math.abs(sr - re[k]!), Math.abs(si - im[k]!));
+    }
+    t.true(worst < 1e-9, `n = ${n}: max error ${worst}`);
+  }
+});
+
+test('the power spectrum of a real frame (n_fft 400 and 512) equals |DFT|² of bins 0..n/2', (t) => {
+  for (const n of [400, 512]) {
+    const x = Float64Array.from({ length: n }, (_, i) => Math.sin(i * 0.37) * (1 + (i % 7) * 0.05));
+    const power = powerSpectrum(x.slice());
+    t.is(power.length, n / 2 + 1);
+    let worst = 0;
+    for (let k = 0; k <= n / 2; k++) {
+      let sr = 0;
+      let si = 0;
+      for (let j = 0; j < n; j++) {
+        const a = (-2 * Math.PI * ((k * j) % n)) / n;
+        sr += x[j]! * Math.cos(a);
+        si += x[j]! * Math.sin(a);
+      }
+      worst = Math.max(worst, Math.abs(sr * sr + si * si - power[k]!) / Math.max(1, sr * sr + si * si));
+    }
+    t.true(worst < 1e-9, `n = ${n}: max relative error ${worst}`);
   }
 });
 
