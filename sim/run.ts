@@ -21,6 +21,7 @@ import { SimEncoder } from './executors/encoder.js';
 import { SimGenerator } from './executors/generator.js';
 import { SimLlm } from './executors/llm.js';
 import type { SimExecutor, SimJob } from './executors/types.js';
+import { IndependentDevice, SharedCores, type Compute } from './engine/compute.js';
 import type { StageModels } from './latency/models.js';
 import type { Scenario } from './scenario/schema.js';
 import { modelsAtTp } from './latency/tensor-parallel.js';
@@ -66,17 +67,31 @@ function need<K extends keyof StageModels>(models: StageModels, stage: K, label:
   return m as NonNullable<StageModels[K]>;
 }
 
-function makeExecutor(task: SimTask, id: string, node: number, events: EventQueue, models: StageModels): SimExecutor {
+function makeExecutor(task: SimTask, id: string, node: number, events: EventQueue, models: StageModels, compute: Compute): SimExecutor {
   const c = task.config;
   switch (task.stage) {
-    case 'echo': return new SimEcho(id, node, events, c, need(models, 'echo', task.label));
+    case 'echo': return new SimEcho(id, node, events, compute, c, need(models, 'echo', task.label));
     case 'encoder': {
       const m = need(models, 'encoder', task.label);
-      return new SimEncoder(id, node, events, String(c.modality), (c.maxBatchSize as number | undefined) ?? m.maxBatchSize, m);
+      return new SimEncoder(id, node, events, compute, String(c.modality), (c.maxBatchSize as number | undefined) ?? m.maxBatchSize, m);
     }
-    case 'llm': return new SimLlm(id, node, events, need(models, 'llm', task.label), models.encoder);
-    case 'generator': return new SimGenerator(id, node, events, String(c.modality ?? 'image'), need(models, 'generator', task.label), models.encoder);
+    case 'llm': return new SimLlm(id, node, events, compute, need(models, 'llm', task.label), models.encoder);
+    case 'generator': return new SimGenerator(id, node, events, compute, String(c.modality ?? 'image'), need(models, 'generator', task.label), models.encoder);
   }
+}
+
+/**
+ * Where each node's work runs: with `cluster.cores`, one set of shared cores per node that the node's executors
+ * and the platform's own per-request work (the hops) all run on; else every executor is a device of its own.
+ */
+export function nodeCompute(sc: Scenario, events: EventQueue): { of(node: number): Compute; shared: SharedCores[] } {
+  const cores = sc.cluster.cores;
+  if (cores === undefined) {
+    const device = new IndependentDevice(events);
+    return { of: () => device, shared: [] };
+  }
+  const shared = Array.from({ length: sc.cluster.nodes }, () => new SharedCores(events, cores));
+  return { of: (node) => shared[node]!, shared };
 }
 
 /** Encoder units of a request: image patches, video frames × patches, audio units. */
@@ -108,7 +123,7 @@ export async function recordApp(sc: Scenario, tasks: Map<string, SimTask>): Prom
   return byKind;
 }
 
-function deploy(sc: Scenario, tasks: Map<string, SimTask>, events: EventQueue): { executors: Map<string, SimExecutor[]>; pool: Pool } {
+function deploy(sc: Scenario, tasks: Map<string, SimTask>, events: EventQueue, computeOf: (node: number) => Compute): { executors: Map<string, SimExecutor[]>; pool: Pool } {
   const labels = new Map([...tasks.values()].map((t) => [t.label, t]));
   const from = sc.deployment.planSource;
   for (const label of Object.keys(sc.deployment.replicas)) {
@@ -147,7 +162,8 @@ function deploy(sc: Scenario, tasks: Map<string, SimTask>, events: EventQueue): 
         // Placed by the plan: the live allocation on that node alone; otherwise on the whole cluster.
         const a = node === undefined ? allocate(inv, devicesPer(t), t.taskId) : allocate([inv[node]!], devicesPer(t), t.taskId);
         inv = node === undefined ? a.inventory : inv.map((x, k) => (k === node ? a.inventory[0]! : x));
-        const ex = makeExecutor(t, `${t.label}#${i}`, Number(a.devices[0]!.node.slice('node-'.length)), events, modelsAtTp(sc.models, t.stage, devicesPer(t) / t.devicesPerExecutor));
+        const at = Number(a.devices[0]!.node.slice('node-'.length));
+        const ex = makeExecutor(t, `${t.label}#${i}`, at, events, modelsAtTp(sc.models, t.stage, devicesPer(t) / t.devicesPerExecutor), computeOf(at));
         held.set(ex, a.devices);
         list.push(ex);
       } catch (e) {
@@ -167,7 +183,8 @@ export async function simulate(sc: Scenario, o: SimOptions = {}): Promise<SimOut
   const events = new EventQueue();
   const tasks = new Map<string, SimTask>();
   const byKind = await recordApp(sc, tasks);
-  const { executors, pool } = deploy(sc, tasks, events);
+  const compute = nodeCompute(sc, events);
+  const { executors, pool } = deploy(sc, tasks, events, compute.of);
   const everyExecutor = [...executors.values()].flat();
   const autoscaling = sc.deployment.autoscaler
     ? new SimAutoscaling(
@@ -175,7 +192,7 @@ export async function simulate(sc: Scenario, o: SimOptions = {}): Promise<SimOut
       [...tasks.values()].filter((t) => executors.get(t.taskId)!.length > 0),
       executors,
       pool,
-      (t, id, node) => makeExecutor(t, id, node, events, sc.models),
+      (t, id, node) => makeExecutor(t, id, node, events, sc.models, compute.of(node)),
       sc.deployment.autoscaler,
       { appId: sc.name, invocationsPerRequest: invocationsPerRequest(byKind, sc) },
       everyExecutor,
@@ -272,14 +289,16 @@ export async function simulate(sc: Scenario, o: SimOptions = {}): Promise<SimOut
               finish(t);
             },
           };
-          routed[i]!.submit(job);
+          // The app function → executor hop: CPU work on the executor's node (none measured for a GPU preset).
+          if (sc.invocationOverheadMs > 0) compute.of(routed[i]!.node).run(sc.invocationOverheadMs, () => routed[i]!.submit(job));
+          else routed[i]!.submit(job);
         };
         g.invocations.forEach((_, i) => { if (!inline(i) && waiting[i] === 0) start(i); });
       }
     };
     autoscaling?.requestArrived();
     timeline.set(sentMs, ++inFlight);
-    events.after(sc.overheadMs, dispatch);
+    compute.of(0).run(sc.overheadMs, dispatch); // the gateway's node (a fixed delay unless its cores are shared)
   };
 
   // Arrivals are scheduled one ahead (the heap holds the next arrival, not the whole run's).

@@ -1,4 +1,5 @@
 /** The echo executor: requests past maxConcurrency wait FIFO (as executors/echo does); each takes its service time. */
+import type { Compute } from '../engine/compute.js';
 import type { EventQueue } from '../engine/queue.js';
 import { checked, type EchoModel } from '../latency/models.js';
 import { SimExecutor, type SimJob } from './types.js';
@@ -7,7 +8,7 @@ export class SimEcho extends SimExecutor {
   readonly #queue: SimJob[] = [];
   readonly #serviceMs: number;
 
-  constructor(id: string, node: number, private readonly events: EventQueue, config: { serviceTimeMs?: unknown; maxConcurrency?: unknown }, model: EchoModel) {
+  constructor(id: string, node: number, private readonly events: EventQueue, private readonly compute: Compute, config: { serviceTimeMs?: unknown; maxConcurrency?: unknown }, model: EchoModel) {
     super(id, node, typeof config.maxConcurrency === 'number' ? config.maxConcurrency : Infinity);
     this.#serviceMs = checked((typeof config.serviceTimeMs === 'number' ? config.serviceTimeMs : 0) + model.a, `${id} (echo)`, 'a request');
   }
@@ -21,7 +22,7 @@ export class SimEcho extends SimExecutor {
     while (this.running < this.capacity && this.#queue.length) {
       const job = this.#queue.shift()!;
       this.started();
-      this.events.after(this.#serviceMs, () => {
+      this.compute.run(this.#serviceMs, () => {
         this.ended();
         job.done(this.events.now);
         this.#next();

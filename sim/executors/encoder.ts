@@ -1,5 +1,6 @@
 /** Eric in virtual time: the live Eric scheduler forms each batch; the encoder model gives its duration. */
 import { EricScheduler as Scheduler } from '../policies.js';
+import type { Compute } from '../engine/compute.js';
 import type { EventQueue } from '../engine/queue.js';
 import { encoderMs, type EncoderModel } from '../latency/models.js';
 import { SimExecutor, type SimJob } from './types.js';
@@ -8,7 +9,7 @@ export class SimEncoder extends SimExecutor {
   readonly scheduler: Scheduler;
   readonly #jobs = new Map<string, SimJob>();
 
-  constructor(id: string, node: number, private readonly events: EventQueue, private readonly modality: string, maxBatchSize: number | undefined, private readonly model: EncoderModel) {
+  constructor(id: string, node: number, private readonly events: EventQueue, private readonly compute: Compute, private readonly modality: string, maxBatchSize: number | undefined, private readonly model: EncoderModel) {
     super(id, node, 1); // one batch at a time (Eric's engine runs its batches one after another)
     this.scheduler = new Scheduler(maxBatchSize);
   }
@@ -27,7 +28,7 @@ export class SimEncoder extends SimExecutor {
     let units = 0;
     for (const e of batch.entries) units += this.#jobs.get(e.requestId)!.units;
     this.started();
-    this.events.after(encoderMs(this.model, units, `${this.id} (encoder)`), () => {
+    this.compute.run(encoderMs(this.model, units, `${this.id} (encoder)`), () => {
       this.ended();
       for (const e of batch.entries) {
         if (!this.scheduler.complete(e.requestId, { id: e.item.id, ok: true })) continue;

@@ -1,6 +1,7 @@
 /** Geri in virtual time: the live Geri request queue forms each batch; steps × per-step model gives its duration. */
 import { GeriRequestQueue as RequestQueue } from '../policies.js';
 import type { GenParams } from '../../executors/geri/protocol.js';
+import type { Compute } from '../engine/compute.js';
 import type { EventQueue } from '../engine/queue.js';
 import { encoderMs, generatorMs, type EncoderModel, type GeneratorModel } from '../latency/models.js';
 import { SimExecutor, type SimJob } from './types.js';
@@ -11,7 +12,7 @@ export class SimGenerator extends SimExecutor {
   readonly #params: GenParams;
 
   /** inlineEncoder: the encoder model when this executor encodes its requests' inputs itself (monolithic). */
-  constructor(id: string, node: number, private readonly events: EventQueue, modality: string, private readonly model: GeneratorModel, private readonly inlineEncoder?: EncoderModel) {
+  constructor(id: string, node: number, private readonly events: EventQueue, private readonly compute: Compute, modality: string, private readonly model: GeneratorModel, private readonly inlineEncoder?: EncoderModel) {
     super(id, node, 1);
     this.#params = (modality === 'image' ? { kind: 'image', height: 64, width: 64, numInferenceSteps: model.steps } : { kind: 'audio', chunkSize: 4, leftContextSize: 2 }) as GenParams;
   }
@@ -32,7 +33,7 @@ export class SimGenerator extends SimExecutor {
     let units = 0;
     for (const r of batch) units += this.#jobs.get(r.requestId)!.inlineUnits ?? 0;
     const encodeMs = units > 0 && this.inlineEncoder ? encoderMs(this.inlineEncoder, units, `${this.id} (inline encoder)`) : 0;
-    this.events.after(encodeMs + generatorMs(this.model, batch.length, `${this.id} (generator)`), () => {
+    this.compute.run(encodeMs + generatorMs(this.model, batch.length, `${this.id} (generator)`), () => {
       this.ended();
       for (const r of batch) {
         const job = this.#jobs.get(r.requestId)!;

@@ -4,6 +4,7 @@
  * first token, then runs one decode step for every running sequence; finished sequences leave.
  */
 import { admitCount } from '../policies.js';
+import type { Compute } from '../engine/compute.js';
 import type { EventQueue } from '../engine/queue.js';
 import { decodeMs, encoderMs, prefillMs, type EncoderModel, type LlmModel } from '../latency/models.js';
 import { SimExecutor, type SimJob } from './types.js';
@@ -18,7 +19,7 @@ export class SimLlm extends SimExecutor {
   maxKvUsed = 0;
 
   /** inlineEncoder: the encoder model when this executor runs its requests' encoders itself (monolithic). */
-  constructor(id: string, node: number, private readonly events: EventQueue, private readonly model: LlmModel, private readonly inlineEncoder?: EncoderModel) {
+  constructor(id: string, node: number, private readonly events: EventQueue, private readonly compute: Compute, private readonly model: LlmModel, private readonly inlineEncoder?: EncoderModel) {
     super(id, node, 1);
   }
 
@@ -45,7 +46,7 @@ export class SimLlm extends SimExecutor {
       // Monolithic: the step first encodes the admitted requests' media on the same device (one encoder batch),
       // which holds up every running sequence's next decode step as well.
       const encodeMs = units > 0 && this.inlineEncoder ? encoderMs(this.inlineEncoder, units, `${this.id} (inline encoder)`) : 0;
-      this.events.after(encodeMs + prefillMs(m, sum, squares, `${this.id} (llm.prefill)`), () => {
+      this.compute.run(encodeMs + prefillMs(m, sum, squares, `${this.id} (llm.prefill)`), () => {
         const t = this.events.now;
         for (const job of admitted) {
           const kv = job.promptTokens + job.outputTokens;
@@ -66,7 +67,7 @@ export class SimLlm extends SimExecutor {
     if (!this.#running.length) return this.#stepDone();
     let context = 0;
     for (const s of this.#running) context += s.context;
-    this.events.after(decodeMs(this.model, context, this.#running.length, `${this.id} (llm.decode)`), () => {
+    this.compute.run(decodeMs(this.model, context, this.#running.length, `${this.id} (llm.decode)`), () => {
       const t = this.events.now;
       let w = 0;
       for (const s of this.#running) {

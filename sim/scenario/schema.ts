@@ -41,6 +41,9 @@ const scenarioSchema = z.object({
     device: z.string().min(1),
     intraNode: linkName.default('nvlink3'),
     interNode: linkName.default('100gbe'),
+    /** CPU cores each node's executors share (processor sharing, sim/engine/compute.ts); default: the device
+     *  preset's host.cores (local-cpu: this machine's), else none shared (every device independent, as GPUs are). */
+    cores: z.number().positive().optional(),
   }).strict(),
   app: z.object({
     /** An app file (relative to the repository root), recorded through the SDK. */
@@ -83,12 +86,14 @@ const scenarioSchema = z.object({
   slo: z.string().optional(),
   /** Per-stage model overrides on top of the device preset. */
   models: z.partialRecord(z.enum(['encoder', 'llm', 'generator', 'echo']), z.record(z.string(), z.unknown())).optional(),
-  overheadMs: z.number().nonnegative().default(MEASURED_OVERHEAD_MS),
+  /** The gateway → app function hops per request; default: the preset's host.requestMs, else MEASURED_OVERHEAD_MS. */
+  overheadMs: z.number().nonnegative().optional(),
 }).strict();
 
 export interface Scenario {
   name: string;
-  cluster: { nodes: number; devicesPerNode: number; device: string; intraNode: string; interNode: string };
+  /** cores: set when the node's executors share CPU cores (a local, CPU-backed preset); absent = independent devices. */
+  cluster: { nodes: number; devicesPerNode: number; device: string; intraNode: string; interNode: string; cores?: number };
   app: { file: string; api: 'chat' | 'invoke'; request?: Record<string, unknown> };
   deployment: {
     mode: 'manual' | 'monolithic' | 'autoscaler';
@@ -103,15 +108,33 @@ export interface Scenario {
   };
   workload: BenchConfig;
   models: StageModels;
+  /** Per request, the gateway → app function (→ dispatcher) hops, ms. With shared cores it is CPU work on node 0's
+   *  cores (the gateway's node), so it slows the executors there and they slow it; else a fixed delay. */
   overheadMs: number;
+  /** Per invocation, the app function → executor hop and its reply, ms (CPU work on the executor's node's shared
+   *  cores); 0 unless the preset measured it (host.invocationMs). */
+  invocationOverheadMs: number;
 }
 
 export interface Overrides { durationS?: number; seed?: number; rate?: number }
 
-const presetsSchema = z.object({ devices: z.record(z.string(), z.object({ source: z.string(), models: stageModelsSchema })) });
+/**
+ * A CPU-backed preset's host: the cores the node's executors share and the platform's own CPU cost per request
+ * and per invocation, measured with the live platform by `cornserve simulate fit` (sim/fit/host.ts).
+ */
+export const hostSchema = z.object({
+  cores: z.number().positive(),
+  requestMs: z.number().nonnegative(),
+  invocationMs: z.number().nonnegative(),
+}).strict();
+export type HostModel = z.infer<typeof hostSchema>;
 
-export async function loadPresets(): Promise<Record<string, { source: string; models: StageModels }>> {
-  const out: Record<string, { source: string; models: StageModels }> = {};
+export interface DevicePreset { source: string; models: StageModels; host?: HostModel }
+
+const presetsSchema = z.object({ devices: z.record(z.string(), z.object({ source: z.string(), models: stageModelsSchema, host: hostSchema.optional() }).strict()) });
+
+export async function loadPresets(): Promise<Record<string, DevicePreset>> {
+  const out: Record<string, DevicePreset> = {};
   for (const f of (await readdir(PRESETS_DIR)).filter((n) => n.endsWith('.yaml')).sort()) {
     const r = presetsSchema.safeParse(parseYaml(await readFile(join(PRESETS_DIR, f), 'utf8')));
     if (!r.success) throw new ScenarioError(`presets file sim/presets/${f}: ${issuesText(r.error)}`);
@@ -140,6 +163,9 @@ export async function parseScenario(raw: unknown, overrides: Overrides = {}, bas
     Object.assign(models, merged.data);
   }
   probeModels(models, `models (device ${s.cluster.device})`);
+  const cores = s.cluster.cores ?? preset.host?.cores;
+  const cluster: Scenario['cluster'] = { ...s.cluster, ...(cores !== undefined ? { cores } : {}) };
+  const host = { overheadMs: s.overheadMs ?? preset.host?.requestMs ?? MEASURED_OVERHEAD_MS, invocationOverheadMs: preset.host?.invocationMs ?? 0 };
   const w = s.workload;
   const str = (k: string, d: string) => (w[k] === undefined ? d : String(w[k]));
   let workload: BenchConfig;
@@ -173,7 +199,7 @@ export async function parseScenario(raw: unknown, overrides: Overrides = {}, bas
   if (unknownKeys.length) throw new ScenarioError(`workload.${unknownKeys[0]}: unknown option`);
   const d = s.deployment;
   if (d.autoscaler && d.mode !== 'autoscaler') throw new ScenarioError(`deployment.autoscaler: only for mode autoscaler (mode is ${d.mode})`);
-  if (d.mode === 'plan') return { name: s.name, cluster: s.cluster, app: s.app, deployment: await planDeployment(d, s.cluster, baseDir), workload, models, overheadMs: s.overheadMs };
+  if (d.mode === 'plan') return { name: s.name, cluster, app: s.app, deployment: await planDeployment(d, s.cluster, baseDir), workload, models, ...host };
   if (d.file !== undefined || d.plan !== undefined) throw new ScenarioError(`deployment.${d.file !== undefined ? 'file' : 'plan'}: only for mode plan (mode is ${d.mode})`);
   const a = d.mode === 'autoscaler' ? (d.autoscaler ?? scenarioSchema.shape.deployment.unwrap().shape.autoscaler.unwrap().parse({})) : undefined;
   const deployment: Scenario['deployment'] = {
@@ -182,7 +208,7 @@ export async function parseScenario(raw: unknown, overrides: Overrides = {}, bas
     default: d.default,
     ...(a ? { autoscaler: { tickMs: a.tickS * 1000, coldStartMs: a.coldStartS * 1000, policy: a.policy, policies: a.policies, options: a.options } } : {}),
   };
-  return { name: s.name, cluster: s.cluster, app: s.app, deployment, workload, models, overheadMs: s.overheadMs };
+  return { name: s.name, cluster, app: s.app, deployment, workload, models, ...host };
 }
 
 /** A scenario file, or a built-in one by name. */

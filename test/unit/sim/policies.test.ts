@@ -11,6 +11,7 @@ import { Autoscaler } from '../../../control/autoscaler/autoscaler.js';
 import { planPool } from '../../../control/autoscaler/pool.js';
 import { SimEncoder } from '../../../sim/executors/encoder.js';
 import { SimGenerator } from '../../../sim/executors/generator.js';
+import { IndependentDevice } from '../../../sim/engine/compute.js';
 import { EventQueue } from '../../../sim/engine/queue.js';
 
 test('the simulator decides with the live modules themselves (import identity, not copies)', (t) => {
@@ -27,8 +28,8 @@ test('the simulator decides with the live modules themselves (import identity, n
 
 test("the simulated encoder and generator hold the live schedulers' instances", (t) => {
   const events = new EventQueue();
-  t.true(new SimEncoder('e', 0, events, 'image', 4, { a: 1, b: 0, patchSize: 14, audioUnitsPerSecond: 50, bytesPerUnit: 0 }).scheduler instanceof Scheduler);
-  t.true(new SimGenerator('g', 0, events, 'image', { perStep: { a: 1, b: 0 }, steps: 2 }).queue instanceof RequestQueue);
+  t.true(new SimEncoder('e', 0, events, new IndependentDevice(events), 'image', 4, { a: 1, b: 0, patchSize: 14, audioUnitsPerSecond: 50, bytesPerUnit: 0 }).scheduler instanceof Scheduler);
+  t.true(new SimGenerator('g', 0, events, new IndependentDevice(events), 'image', { perStep: { a: 1, b: 0 }, steps: 2 }).queue instanceof RequestQueue);
 });
 
 test('the executor pick takes the least outstanding and rotates among ties', (t) => {
