@@ -33,7 +33,10 @@ Examples:
   cornserve simulate fit --device my-laptop --out /tmp/my-laptop.yaml --quick
 
 Measures Eric (tiny-vision), the LLM executor (tiny-lm-a) and Geri (tiny-image-gen) model steps on this machine
-(the engines' own calls, one process, ~1-3 min), fits the simulator's latency models (sim/latency/fit.ts) and
+(the engines' own calls, one process, ~1-3 min), fits the simulator's latency models (sim/latency/fit.ts),
+measures the live platform's own cost per request and per invocation (serial echo requests through an in-process
+\`cornserve up\`; the preset's host block, with this machine's core count: the simulator runs every executor and
+hop of a node on those shared cores) and
 writes a presets file naming the machine, the date and the samples. Scenarios then say "device: NAME".
 A presets file must be in sim/presets/ to be found by name.
 `;
@@ -66,6 +69,7 @@ function fitCommand(io: Io): Command {
       io.out(`LLM prefill ms = ${m.llm!.prefill.a.toFixed(3)} + ${m.llm!.prefill.b.toFixed(5)}·Σtokens + ${m.llm!.prefill.c.toExponential(3)}·Σtokens²`);
       io.out(`LLM decode step ms = ${m.llm!.decode.a.toFixed(3)} + ${m.llm!.decode.b.toExponential(3)}·Σcontext + ${m.llm!.decode.c.toFixed(4)}·batch`);
       io.out(`generator step ms = ${m.generator!.perStep.a.toFixed(3)} + ${m.generator!.perStep.b.toFixed(4)}·batch (× ${m.generator!.steps} steps)`);
+      io.out(`host: ${o.host.cores} shared cores; per request ${o.host.requestMs.toFixed(2)} ms, per invocation ${o.host.invocationMs.toFixed(2)} ms (live echo hops)`);
       io.out(`preset '${opts.device}' written to ${file} (measured in ${o.seconds.toFixed(0)} s)`);
     });
 }

@@ -23,6 +23,8 @@ import { LlmModel } from '../../executors/llm/model.js';
 import { decode, prefill } from '../../executors/llm/steps.js';
 import { fitDecode, fitPrefill, fitUnits, type DecodeSample, type PrefillSample, type UnitSample } from '../latency/fit.js';
 import { ModelOutputError, probeModels, type StageModels } from '../latency/models.js';
+import type { HostModel } from '../scenario/schema.js';
+import { measureHost, type HostSamples } from './host.js';
 
 /** Eric's worker sessions (executors/eric/worker/worker.ts SESSION): one thread, sequential. */
 const ERIC_SESSION = { intraOpNumThreads: 1, interOpNumThreads: 1, executionMode: 'sequential' as const };
@@ -62,7 +64,9 @@ export const QUICK_PLAN: FitPlan = {
 
 export interface FitOutcome {
   models: StageModels;
-  samples: { encoder: UnitSample[]; prefill: PrefillSample[]; decode: DecodeSample[]; generator: UnitSample[] };
+  /** The cores the node's executors share and the platform's per-request and per-invocation cost (sim/fit/host.ts). */
+  host: HostModel;
+  samples: { encoder: UnitSample[]; prefill: PrefillSample[]; decode: DecodeSample[]; generator: UnitSample[]; host: HostSamples };
   machine: string;
   seconds: number;
   /** The 1-minute load average when the measurement ended (the machine is shared: say how busy it was). */
@@ -159,9 +163,12 @@ export async function measureAndFit(plan: FitPlan, progress: (line: string) => v
     await gen.close();
   }
 
+  // The platform's own hops, with the live platform (3 serial requests per model repeat: they are short and noisy).
+  const host = await measureHost(plan.repeats * 3, progress);
+
   const geometry: ModelGeometry = { patchSize: pre.patch_size, hidden, maxPositions, padMultiple, steps };
-  const samples = { encoder, prefill: prefillSamples, decode: decodeSamples, generator };
-  return { models: fitSamples(samples, geometry), samples, machine: machineText(), seconds: (performance.now() - t0) / 1000, loadAverage: loadavg()[0]! };
+  const samples = { encoder, prefill: prefillSamples, decode: decodeSamples, generator, host: host.samples };
+  return { models: fitSamples(samples, geometry), host: host.host, samples, machine: machineText(), seconds: (performance.now() - t0) / 1000, loadAverage: loadavg()[0]! };
 }
 
 /** What the fit takes from the model folders besides the timings. */
@@ -210,15 +217,17 @@ export function presetYaml(device: string, o: FitOutcome, date = new Date()): st
     `# Fitted on ${o.machine}, ${day}, by \`cornserve simulate fit\` (sim/fit/measure.ts) in ${o.seconds.toFixed(0)} s, load average ${o.loadAverage.toFixed(1)}:`,
     '# Eric + tiny-vision (a + b·patches), the LLM executor + tiny-lm-a (prefill a + b·Σtokens + c·Σtokens²,',
     '# decode step a + b·Σcontext + c·batch), Geri + tiny-image-gen (per step a + b·batch). Medians of repeated runs',
-    '# of the engines\' own model calls, one process alone; process hops and executors sharing the cores are not in',
-    '# these numbers (the validation against the live platform measures them). Re-run on another machine: the',
-    '# numbers are this machine\'s. Samples (ms):',
+    '# of the engines\' own model calls, one process alone. host: the cores every executor and the platform share',
+    '# (the simulator runs all their work there, processor sharing), and the live platform\'s own cost per request and',
+    '# per invocation (serial echo requests, one or two calls each, through a `cornserve up` composition with a',
+    '# zero-time echo executor: sim/fit/host.ts). Re-run on another machine: the numbers are this machine\'s. Samples (ms):',
     `#   encoder ${o.samples.encoder.map((s) => `${s.units}p→${s.ms.toFixed(1)}`).join(', ')}`,
     `#   prefill ${o.samples.prefill.map((s) => `${s.tokens.length}×${s.tokens[0]}→${s.ms.toFixed(1)}`).join(', ')}`,
     `#   decode  ${o.samples.decode.map((s) => `${s.contexts.length}×${s.contexts[0]}→${s.ms.toFixed(1)}`).join(', ')}`,
     `#   generator per step ${o.samples.generator.map((s) => `b${s.units}→${s.ms.toFixed(2)}`).join(', ')}`,
+    `#   host echo request, one call→${o.samples.host.onceMs.toFixed(2)}, two calls→${o.samples.host.twiceMs.toFixed(2)}`,
   ].join('\n');
   const round = (v: unknown): unknown => (typeof v === 'number' ? Number(v.toPrecision(6)) : v && typeof v === 'object' ? Object.fromEntries(Object.entries(v).map(([k, x]) => [k, round(x)])) : v);
-  const body = { devices: { [device]: { source: `fitted on ${o.machine}, ${day}, by cornserve simulate fit (tiny models)`, models: round(o.models) } } };
+  const body = { devices: { [device]: { source: `fitted on ${o.machine}, ${day}, by cornserve simulate fit (tiny models)`, models: round(o.models), host: round(o.host) } } };
   return `${header}\n${stringify(body)}`;
 }

@@ -83,9 +83,14 @@ async function validationTiny(): Promise<BenchResult[]> {
   const dir = await mkdtemp(join(tmpdir(), 'cornserve-sim-bench-tiny-'));
   const ap = await startAppPlatform([TINY_APP], run.devices);
   try {
-    const { live, sim, overheadMs } = await tinyLiveVsSimulated(ap, run, dir);
+    const { live, sim, overheadMs, independent } = await tinyLiveVsSimulated(ap, run, dir);
+    const before = new Map(compareRuns(live, independent.sim).map((c) => [c.metric, c]));
     return comparisonRows(live, sim, ', tiny models', 'live platform (mllm: tiny-vision + tiny-lm-a)',
-      `${run.requests} requests at ${run.rate} req/s, ${TINY_WORKLOAD.mix}, ${TINY_WORKLOAD.inputLen}/${TINY_WORKLOAD.outputLen} tokens, ${TINY_WORKLOAD.imageSize} images; local-cpu preset fitted by cornserve simulate fit; hop overhead measured now: ${overheadMs.toFixed(1)} ms; load average ${loadavg()[0]!.toFixed(1)}`);
+      `${run.requests} requests at ${run.rate} req/s, ${TINY_WORKLOAD.mix}, ${TINY_WORKLOAD.inputLen}/${TINY_WORKLOAD.outputLen} tokens, ${TINY_WORKLOAD.imageSize} images; local-cpu preset fitted by cornserve simulate fit, executors and hops on the node's shared cores; hop overhead measured now: ${overheadMs.toFixed(1)} ms; load average ${loadavg()[0]!.toFixed(1)}`)
+      .map((row) => {
+        const b = before.get(row.name.slice(row.name.lastIndexOf(': ') + 2))!;
+        return { ...row, notes: `${row.notes}; same run with independent devices (no shared cores): simulated ${b.simulated.toFixed(2)}, ${b.errorPct.toFixed(1)}% apart` };
+      });
   } finally {
     await ap.stop();
     await rm(dir, { recursive: true, force: true });

@@ -5,6 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parse as parseYaml } from 'yaml';
 import { fitSamples, measureAndFit, presetYaml, QUICK_PLAN, type FitOutcome } from '../../../sim/fit/measure.js';
+import { hostModel } from '../../../sim/fit/host.js';
 import { stageModelsSchema } from '../../../sim/latency/models.js';
 import { loadPresets, parseScenario } from '../../../sim/scenario/schema.js';
 import { modelsDir } from '../../helpers/models.js';
@@ -22,6 +23,7 @@ function exactSamples(): FitOutcome['samples'] {
     }),
     decode: [[1, 64], [4, 64], [8, 256], [16, 512], [32, 128]].map(([b, ctx]) => ({ contexts: Array<number>(b!).fill(ctx!), ms: 1 + 5e-4 * b! * ctx! + 0.4 * b! })),
     generator: [1, 2, 4].map((units) => ({ units, ms: 10 + 3 * units })),
+    host: { onceMs: 5, twiceMs: 8 },
   };
 }
 
@@ -33,12 +35,14 @@ test('the measured tiny models give one positive timing per planned point', asyn
     return undefined;
   });
   const points = QUICK_PLAN.encoder.length + QUICK_PLAN.prefill.length + QUICK_PLAN.decode.length + QUICK_PLAN.generator.length;
-  t.is(lines.length, points, 'one progress line per point');
+  t.is(lines.length, points + 1, 'one progress line per point, and one for the live platform\'s hops');
   t.regex(lines[0]!, /^fit \[1\/\d+\] encoder 1 × 56×56 \(16 patches\): [\d.]+ ms$/);
+  t.regex(lines.at(-1)!, /^fit host: echo request with one call [\d.]+ ms, with two calls [\d.]+ ms/);
   if (o) {
     const all = [...o.samples.encoder, ...o.samples.prefill, ...o.samples.decode, ...o.samples.generator];
     t.is(all.length, points);
     t.true(all.every((s) => Number.isFinite(s.ms) && s.ms > 0));
+    t.true(o.host.cores >= 1 && o.host.requestMs >= 0 && o.host.invocationMs >= 0, JSON.stringify(o.host));
   }
 });
 
@@ -64,11 +68,13 @@ test('a fit with a negative constant is redone through the origin, so no duratio
 test('the preset file says where and when it was fitted and loads as a device preset', async (t) => {
   const dir = await mkdtemp(join(tmpdir(), 'sim-fit-'));
   t.teardown(() => rm(dir, { recursive: true, force: true }));
-  const o: FitOutcome = { models: fitSamples(exactSamples(), GEOMETRY), samples: exactSamples(), machine: 'box (2 × cpu)', seconds: 42, loadAverage: 1.5 };
+  const o: FitOutcome = { models: fitSamples(exactSamples(), GEOMETRY), host: hostModel(exactSamples().host, 2), samples: exactSamples(), machine: 'box (2 × cpu)', seconds: 42, loadAverage: 1.5 };
   const text = presetYaml('my-box', o, new Date('2026-11-25T12:00:00Z'));
   t.regex(text, /^# FITTED latency models .*\n# Fitted on box \(2 × cpu\), 2026-11-25, by `cornserve simulate fit`/);
-  const raw = parseYaml(text) as { devices: Record<string, { source: string; models: unknown }> };
+  const raw = parseYaml(text) as { devices: Record<string, { source: string; models: unknown; host: unknown }> };
   t.regex(raw.devices['my-box']!.source, /fitted on box/);
+  t.deepEqual(raw.devices['my-box']!.host, { cores: 2, requestMs: 2, invocationMs: 3 });
+  t.regex(text, /# {3}host echo request, one call→5\.00, two calls→8\.00/);
   t.true(stageModelsSchema.safeParse(raw.devices['my-box']!.models).success);
 });
 
@@ -78,4 +84,10 @@ test('the committed local-cpu preset was fitted by `cornserve simulate fit` and 
   t.regex(await readFile(new URL('../../../sim/presets/local-cpu.yaml', import.meta.url), 'utf8'), /^# FITTED latency models/);
   const sc = await parseScenario({ name: 'x', cluster: { nodes: 1, devicesPerNode: 2, device: 'local-cpu' }, app: { file: 'functions/apps/mllm.ts' } });
   t.deepEqual(sc.models.llm, presets['local-cpu']!.models.llm);
+});
+
+test('the host model takes one more call as the per-invocation cost and the rest as the per-request cost', (t) => {
+  t.deepEqual(hostModel({ onceMs: 5, twiceMs: 8 }, 2), { cores: 2, requestMs: 2, invocationMs: 3 });
+  // Noise can make two calls look faster than one: no negative cost, the whole request is the request's.
+  t.deepEqual(hostModel({ onceMs: 5, twiceMs: 4.5 }, 4), { cores: 4, requestMs: 5, invocationMs: 0 });
 });

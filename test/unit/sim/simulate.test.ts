@@ -109,3 +109,49 @@ test('a capped run still plots its whole timeline, in a bounded number of points
   t.true(timeline.at(-1)!.tS >= lastSendS * 0.9, `the timeline reaches ${timeline.at(-1)!.tS} s of a run whose last request was sent at ${lastSendS} s (the 10 kept records end far earlier)`);
   t.true(timeline.some((p) => p.inFlight > 0));
 });
+
+/** The echo app with 200 ms of sleep per request (2 at once), and `workMs` of its executor's own CPU work. */
+const echoWork = (o: { cores?: number; workMs: number; devices: number; overheadMs?: number }) => ({
+  name: 'echo-timed',
+  overheadMs: o.overheadMs ?? 0,
+  cluster: { nodes: 1, devicesPerNode: o.devices, device: 'a100-80g', intraNode: 'local', interNode: 'local', ...(o.cores !== undefined ? { cores: o.cores } : {}) },
+  app: { file: 'test/fixtures/apps/echo-timed.ts', api: 'invoke', request: { text: 'hi' } },
+  deployment: { default: o.devices },
+  models: { echo: { a: o.workMs } },
+  // 4 requests at once (an infinite rate sends them all at 0): 2 executors × 2 at once, so no request queues.
+  workload: { requestRate: 'inf', numRequests: 4, seed: 1 },
+});
+
+test('on shared cores, busy executors slow each other by the cores they share; independent devices do not', async (t) => {
+  const e2el = async (raw: unknown) => (await simulate(await parseScenario(raw))).results.requests.map((r) => r.e2elMs!);
+  // 4 requests, each 100 ms of CPU work then a 200 ms sleep (no core): alone 300 ms.
+  t.deepEqual(await e2el(echoWork({ workMs: 100, devices: 2 })), [300, 300, 300, 300]);
+  // 4 at once on 2 cores: the CPU part runs at half speed (200 ms), the sleep is unchanged.
+  t.deepEqual(await e2el(echoWork({ workMs: 100, devices: 2, cores: 2 })), [400, 400, 400, 400]);
+  // as many cores as busy executors: no slowdown.
+  t.deepEqual(await e2el(echoWork({ workMs: 100, devices: 2, cores: 4 })), [300, 300, 300, 300]);
+});
+
+test('the per-request hop runs on the gateway node’s shared cores, so it queues with the executors’ work', async (t) => {
+  const e2el = async (raw: unknown) => (await simulate(await parseScenario(raw))).results.requests.map((r) => r.e2elMs!);
+  // 4 hops of 10 ms at once on 1 core: all end at 40 ms; then 4 × 100 ms of work on that core (400 ms more), then the sleep.
+  t.deepEqual(await e2el(echoWork({ workMs: 100, devices: 2, cores: 1, overheadMs: 10 })), [640, 640, 640, 640]);
+  // Independent devices: the hop is a fixed delay.
+  t.deepEqual(await e2el(echoWork({ workMs: 100, devices: 2, overheadMs: 10 })), [310, 310, 310, 310]);
+});
+
+test('a preset’s host block gives the shared cores and the per-request and per-invocation costs; a scenario overrides them', async (t) => {
+  const presets = await (await import('../../../sim/scenario/schema.js')).loadPresets();
+  const local = presets['local-cpu']!;
+  const sc = await parseScenario({ name: 'x', cluster: { nodes: 1, devicesPerNode: 2, device: 'local-cpu' }, app: { file: 'functions/apps/mllm.ts' } });
+  t.is(sc.cluster.cores, local.host?.cores);
+  t.is(sc.overheadMs, local.host?.requestMs ?? 1.29);
+  t.is(sc.invocationOverheadMs, local.host?.invocationMs ?? 0);
+  const over = await parseScenario({ name: 'x', overheadMs: 3, cluster: { nodes: 1, devicesPerNode: 2, device: 'local-cpu', cores: 8 }, app: { file: 'functions/apps/mllm.ts' } });
+  t.is(over.cluster.cores, 8);
+  t.is(over.overheadMs, 3);
+  const gpu = await parseScenario({ name: 'x', cluster: { nodes: 1, devicesPerNode: 2, device: 'a100-80g' }, app: { file: 'functions/apps/mllm.ts' } });
+  t.is(gpu.cluster.cores, undefined, 'GPU presets: independent devices');
+  t.is(gpu.invocationOverheadMs, 0);
+  await t.throwsAsync(async () => parseScenario({ name: 'x', cluster: { nodes: 1, devicesPerNode: 2, device: 'a100-80g', cores: 0 }, app: { file: 'functions/apps/mllm.ts' } }), { message: /cluster\.cores/ });
+});
