@@ -141,6 +141,9 @@ async function simulated(o: CrosscheckOptions, io: Io): Promise<Record<System, P
     workload: { requestRate: o.rates[0], numRequests: o.numRequests, mix: o.mix, inputLen: o.inputLen, outputLen: o.outputLen, imageSize: o.imageSize, seed: o.seed },
     slo: o.slo,
   });
+  io.err(sc.cluster.cores !== undefined
+    ? `  executors and hops share ${sc.cluster.cores} cores (processor sharing); hops per request ${sc.overheadMs.toFixed(1)} ms, per invocation ${sc.invocationOverheadMs.toFixed(1)} ms (measured by cornserve simulate fit)`
+    : '  every executor a device of its own (the preset has no host block)');
   const { demand } = await demandFor(sc);
   const mono = monolithicCandidate(demand.stages, o.devices);
   if (!mono) throw new Error(`${o.devices} devices cannot hold a monolithic replica`);
