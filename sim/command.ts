@@ -31,6 +31,7 @@ const FIT_EXAMPLES = `
 Examples:
   cornserve simulate fit                         # measure here, write sim/presets/local-cpu.yaml (device: local-cpu)
   cornserve simulate fit --device my-laptop --out /tmp/my-laptop.yaml --quick
+  cornserve simulate fit --host-only             # only the host block (after platform changes), the models kept
 
 Measures Eric (tiny-vision), the LLM executor (tiny-lm-a) and Geri (tiny-image-gen) model steps on this machine
 (the engines' own calls, one process, ~1-3 min), fits the simulator's latency models (sim/latency/fit.ts),
@@ -41,6 +42,32 @@ writes a presets file naming the machine, the date and the samples. Scenarios th
 A presets file must be in sim/presets/ to be found by name.
 `;
 
+/** `cornserve simulate fit --host-only`: a new host block in an existing presets file (its models kept). */
+async function fitHostOnly(io: Io, device: string, out?: string): Promise<void> {
+  const [{ measureHost, presetWithHost }, { machineText }, { readFile, writeFile }, { join }, { loadavg }, { PRESETS_DIR }] = await Promise.all([
+    import('./fit/host.js'), import('./fit/measure.js'), import('node:fs/promises'), import('node:path'), import('node:os'), import('./scenario/schema.js'),
+  ]);
+  const file = out ?? join(PRESETS_DIR, `${device}.yaml`);
+  let text: string;
+  try {
+    text = await readFile(file, 'utf8');
+  } catch (e) {
+    throw new CliError(`--host-only adds to an existing presets file: cannot read ${file} (${(e as Error).message}); run cornserve simulate fit first`);
+  }
+  io.err('simulate fit: measuring the live platform\'s hops on this machine (host block only)');
+  const measured = await measureHost(21, (line) => io.err(line));
+  let next: string;
+  try {
+    next = presetWithHost(text, device, measured, { machine: machineText(), loadAverage: loadavg()[0]! });
+  } catch (e) {
+    throw new CliError(`${file}: ${(e as Error).message}`);
+  }
+  await writeFile(file, next);
+  const h = measured.host;
+  io.out(`host: ${h.cores} shared cores; per request ${h.requestMs.toFixed(2)} ms, per invocation ${h.invocationMs.toFixed(2)} ms (live echo hops)`);
+  io.out(`host block of '${device}' written to ${file} (its models kept)`);
+}
+
 /** `cornserve simulate fit`: latency presets fitted from our tiny models on this machine. */
 function fitCommand(io: Io): Command {
   return new Command('fit')
@@ -48,9 +75,11 @@ function fitCommand(io: Io): Command {
     .option('--device <name>', 'the preset name scenarios will use (cluster.device)', 'local-cpu')
     .option('--out <file>', 'where the presets file goes (default sim/presets/<device>.yaml)')
     .option('--quick', 'a few points per model (seconds; for trying the command, not for a preset you keep)')
+    .option('--host-only', 'measure only the host block (shared cores, the live platform\'s per-request and per-invocation cost) into the existing presets file, keeping its fitted models')
     .addHelpText('after', FIT_EXAMPLES)
-    .action(async (opts: { device: string; out?: string; quick?: boolean }) => {
+    .action(async (opts: { device: string; out?: string; quick?: boolean; hostOnly?: boolean }) => {
       if (!/^[a-z0-9][a-z0-9-]*$/.test(opts.device)) throw new CliError(`--device must be a lowercase name (letters, digits, -), got '${opts.device}'`);
+      if (opts.hostOnly) return fitHostOnly(io, opts.device, opts.out);
       const [{ measureAndFit, presetYaml, FULL_PLAN, QUICK_PLAN }, { writeFile }, { join }, { PRESETS_DIR }] = await Promise.all([
         import('./fit/measure.js'), import('node:fs/promises'), import('node:path'), import('./scenario/schema.js'),
       ]);

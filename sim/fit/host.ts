@@ -12,6 +12,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import { cpus } from 'node:os';
+import { parse as parseYaml, stringify } from 'yaml';
 import { startCornserve } from '../../control/cli/up.js';
 import { GatewayClient } from '../../control/cli/client.js';
 import type { HostModel } from '../scenario/schema.js';
@@ -71,3 +72,26 @@ export async function measureHost(repeats: number, progress: (line: string) => v
     await cs.stop();
   }
 }
+
+/**
+ * A presets file with `device`'s host block replaced by a new measurement (`cornserve simulate fit --host-only`):
+ * the model steps stay as their own fit left them, and the header gets a line saying when and where the host block
+ * was measured (replacing an earlier such line).
+ */
+export function presetWithHost(text: string, device: string, measured: { host: HostModel; samples: HostSamples }, where: { machine: string; loadAverage: number; date?: Date }): string {
+  const raw = parseYaml(text) as { devices?: Record<string, Record<string, unknown>> };
+  const entry = raw?.devices?.[device];
+  if (!entry) throw new Error(`the presets file has no device '${device}' to add a host block to (run the full cornserve simulate fit first)`);
+  const header = text.split('\n').filter((l) => l.startsWith('#') && !HOST_LINE.test(l));
+  const day = (where.date ?? new Date()).toISOString().slice(0, 10);
+  const { host, samples } = measured;
+  header.push(`# host: measured by \`cornserve simulate fit --host-only\` (sim/fit/host.ts) on ${where.machine}, ${day}, load average ${where.loadAverage.toFixed(1)}: the ${host.cores} cores`,
+    `#   the executors and the platform share, and the live platform's own cost per request and per invocation (serial`,
+    `#   echo requests through \`cornserve up\` with one / two calls: ${samples.onceMs.toFixed(2)} / ${samples.twiceMs.toFixed(2)} ms).`);
+  const round = (v: number) => Number(v.toPrecision(6));
+  const body = { ...raw, devices: { ...raw.devices, [device]: { ...entry, host: { cores: host.cores, requestMs: round(host.requestMs), invocationMs: round(host.invocationMs) } } } };
+  return `${header.join('\n')}\n${stringify(body)}`;
+}
+
+/** The header lines presetWithHost writes (recognised to be replaced): the first starts "# host: measured by". */
+const HOST_LINE = /^# host: measured by |^# {3}(the executors and the platform share|echo requests through `cornserve up` with one)/;

@@ -5,7 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parse as parseYaml } from 'yaml';
 import { fitSamples, measureAndFit, presetYaml, QUICK_PLAN, type FitOutcome } from '../../../sim/fit/measure.js';
-import { hostModel } from '../../../sim/fit/host.js';
+import { hostModel, presetWithHost } from '../../../sim/fit/host.js';
 import { stageModelsSchema } from '../../../sim/latency/models.js';
 import { loadPresets, parseScenario } from '../../../sim/scenario/schema.js';
 import { modelsDir } from '../../helpers/models.js';
@@ -90,4 +90,20 @@ test('the host model takes one more call as the per-invocation cost and the rest
   t.deepEqual(hostModel({ onceMs: 5, twiceMs: 8 }, 2), { cores: 2, requestMs: 2, invocationMs: 3 });
   // Noise can make two calls look faster than one: no negative cost, the whole request is the request's.
   t.deepEqual(hostModel({ onceMs: 5, twiceMs: 4.5 }, 4), { cores: 4, requestMs: 5, invocationMs: 0 });
+});
+
+test('--host-only replaces a preset\'s host block and its header line, keeping the fitted models and the other lines', (t) => {
+  const o: FitOutcome = { models: fitSamples(exactSamples(), GEOMETRY), host: hostModel(exactSamples().host, 2), samples: exactSamples(), machine: 'box (2 × cpu)', seconds: 42, loadAverage: 1.5 };
+  const first = presetYaml('my-box', o, new Date('2026-11-25T12:00:00Z'));
+  const measured = { host: hostModel({ onceMs: 9, twiceMs: 13 }, 2), samples: { onceMs: 9, twiceMs: 13 } };
+  const at = { machine: 'box (2 × cpu)', loadAverage: 0.5, date: new Date('2026-11-27T12:00:00Z') };
+  const once = presetWithHost(first, 'my-box', measured, at);
+  const twice = presetWithHost(once, 'my-box', measured, at);
+  t.is(twice, once, 'a second measurement replaces the first one\'s header lines');
+  const raw = parseYaml(once) as { devices: Record<string, { models: unknown; host: unknown }> };
+  t.deepEqual(raw.devices['my-box']!.host, { cores: 2, requestMs: 5, invocationMs: 4 });
+  t.deepEqual(raw.devices['my-box']!.models, (parseYaml(first) as typeof raw).devices['my-box']!.models);
+  t.regex(once, /^# FITTED latency models/);
+  t.regex(once, /# host: measured by `cornserve simulate fit --host-only` \(sim\/fit\/host\.ts\) on box \(2 × cpu\), 2026-11-27, load average 0\.5/);
+  t.throws(() => presetWithHost(first, 'other', measured, at), { message: /no device 'other'/ });
 });

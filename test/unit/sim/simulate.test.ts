@@ -55,6 +55,8 @@ test('bad scenarios are refused before the run with the field named', async (t) 
   await refused(withOverrides({ app: { file: 'functions/apps/missing.ts' } }), /app\.file: cannot read app file/);
   await refused(withOverrides({ models: { llm: { decode: { a: -50, b: 0, c: 0 } } } }), /models.*llm\.decode: the latency model gives -?\d+(\.\d+)? ms/);
   await refused(withOverrides({ models: { encoder: { a: Number.NaN } } }), /models\.encoder/);
+  // positive at 1 and at 4096 tokens, negative around 100 (a fit on a loaded machine gave this shape)
+  await refused(withOverrides({ models: { llm: { prefill: { a: 58.3, b: -1.2, c: 0.0058 } } } }), /models.*llm\.prefill: the latency model gives -\d+(\.\d+)? ms for Σtokens 10[0-9]/);
   await refused(withOverrides({ cluster: { ...base.cluster, devicesPerNode: 2 } }), /cluster: 1 × 2 devices cannot hold the deployment/);
   await refused(withOverrides({ workload: { ...base.workload, mix: 'text:1,smell:1' } }), /workload: --mix: unknown kind 'smell'/);
   await refused(withOverrides({ workload: { ...base.workload, rate: 3 } }), /workload\.rate: unknown option/);
