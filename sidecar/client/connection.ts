@@ -5,7 +5,8 @@
  */
 import { connect, type Socket } from 'node:net';
 import { SidecarError, errorFromWire } from '../errors.js';
-import { FrameReader, writeFrame } from '../wire/frames.js';
+import { flushFrames, writeFrame } from '../wire/frames.js';
+import { DirectFrameReader } from '../wire/direct-reader.js';
 import { WIRE_VERSION, type HelloReply, type Reply } from '../wire/protocol.js';
 import { openSegment } from '../shm/segment.js';
 import { MAX_TIMER_MS, sleep } from '../../lib/wait.js';
@@ -48,13 +49,9 @@ export class Connection {
   /** Memory the sidecar lent on this connection (given back with `cancel`). */
   readonly leases: Leases;
 
-  private constructor(private readonly sock: Socket, leaseIdleMs: number) {
+  private constructor(private readonly sock: Socket, reader: DirectFrameReader<Reply>, leaseIdleMs: number) {
     this.leases = new Leases((alloc) => { if (this.alive) writeFrame(this.sock, { op: 'cancel', rid: alloc }); }, leaseIdleMs);
-    new FrameReader<Reply>(sock, {
-      target: () => undefined, // a reply's payload (a small object's bytes): a view of the bytes read (codec.ts aligns tensors)
-      frame: (r, payload) => this.onReply(r, payload),
-      error: () => sock.destroy(),
-    });
+    reader.attach(sock);
     sock.on('error', () => {});
     sock.on('close', () => {
       this.alive = false;
@@ -73,11 +70,20 @@ export class Connection {
     for (;;) {
       if (d.signal?.aborted) throw new SidecarError('SIDECAR_ABORTED', 'connecting to the sidecar was aborted');
       try {
+        // Replies are read with `onread` into one reused buffer, every complete frame of a read parsed at once (a read
+        // carries several replies when the sidecar answered several requests in one tick); no buffer is allocated per
+        // read. A reply's payload (a small object's bytes) is copied out into a Buffer of its own.
+        let conn: Connection | undefined;
+        const reader = new DirectFrameReader<Reply>({
+          target: () => undefined,
+          frame: (r, payload) => conn?.onReply(r, payload),
+          error: () => conn?.close(),
+        });
         const sock = await new Promise<Socket>((resolve, reject) => {
-          const s = connect(socketPath, () => { s.off('error', reject); resolve(s); });
+          const s = connect({ path: socketPath, onread: reader.onread }, () => { s.off('error', reject); resolve(s); });
           s.once('error', reject);
         });
-        const conn = new Connection(sock, leaseIdleMs);
+        conn = new Connection(sock, reader, leaseIdleMs);
         try {
           conn.hello = (await conn.call({ op: 'hello', ...hello, wire: WIRE_VERSION }, undefined, d)) as unknown as HelloReply;
           const seg = conn.hello.segment;
@@ -129,6 +135,11 @@ export class Connection {
       const traceparent = currentTraceparent(); // the caller's span (see SidecarClient.traced)
       writeFrame(this.sock, { ...msg, rid: p.rid, ...(traceparent ? { traceparent } : {}) }, payload);
     });
+  }
+
+  /** Sends the requests written this tick now instead of at its end (see flushFrames). */
+  flush(): void {
+    flushFrames(this.sock);
   }
 
   private arm(at: number): void {

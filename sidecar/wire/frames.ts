@@ -14,14 +14,30 @@ const PREFIX = 8;
 export const FRAME_PREFIX = PREFIX;
 const INLINE_LIMIT = 64 * 1024; // payloads up to this size are written in the same buffer as the header
 
-const corked = new WeakSet<Socket>();
+/** Sockets whose writes are held until the end of this tick, each with the token of the tick callback that releases them. */
+const corked = new WeakMap<Socket, object>();
 
 /** Holds `sock`'s writes until the end of this tick, so frames written in one tick leave in one writev. */
 function batchThisTick(sock: Socket): void {
   if (corked.has(sock)) return;
-  corked.add(sock);
+  const token = {};
+  corked.set(sock, token);
   sock.cork();
-  process.nextTick(() => { corked.delete(sock); sock.uncork(); });
+  process.nextTick(() => {
+    if (corked.get(sock) !== token) return; // flushed early (flushFrames): that released this hold
+    corked.delete(sock);
+    sock.uncork();
+  });
+}
+
+/**
+ * Sends the frames held for the end of this tick now (one writev). For a caller about to spend a long time in this
+ * tick (copying a large payload into shared memory) whose peer should not wait for it: frames written after this
+ * are batched again.
+ */
+export function flushFrames(sock: Socket): void {
+  if (!corked.delete(sock)) return;
+  sock.uncork();
 }
 
 /**
