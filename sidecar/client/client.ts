@@ -153,15 +153,13 @@ export class SidecarClient {
       }
       // Large: copy straight into the sidecar's memory — a lease from an earlier put, or a fresh allocation.
       const mem = conn.leases.take(size) ?? ((await conn.call({ op: 'alloc', size, deadline: d.deadline }, undefined, d)) as unknown as AllocReply);
-      // The copy takes a while (~0.1 ms per MiB): requests already written this tick (other calls' recv, markDone, put)
-      // leave before it, and this put right after it, so the sidecar works on them while this process copies the next
-      // chunk instead of both waiting for the end of the tick (with several sends in flight, every copy of a tick ran
-      // before any of their puts left, and copies and round trips took turns).
+      // The copy takes a while (~0.1 ms per MiB): the requests already written this tick (another send's put, recvs,
+      // markDones) leave before it, so the sidecar works on them while this process copies. Held to the end of the tick,
+      // with several sends in flight every copy of a tick ran before any of their puts left: copies and round trips took
+      // turns instead of overlapping. (This put leaves before the next copy, or at the end of the tick.)
       conn.flush();
       conn.segment.bytes.set(enc.bytes, mem.offset);
-      const committed = conn.call({ ...put, alloc: mem.alloc, ...(conn.leases.wanted ? { lease: true } : {}) }, undefined, d);
-      conn.flush();
-      const r = (await committed) as PutReply;
+      const r = (await conn.call({ ...put, alloc: mem.alloc, ...(conn.leases.wanted ? { lease: true } : {}) }, undefined, d)) as PutReply;
       if (r.lease) conn.leases.add(r.lease);
     });
   }
