@@ -136,3 +136,20 @@ test.serial('a client of protocol version 1 reads a fast-path object from shared
   await old.call({ op: 'done', id, chunk: 0 });
   t.like(await health(0), { chunks: 0, bytesInUse: 0, inlineBytes: 0 });
 });
+
+test.serial('small objects received together keep their own bytes while later replies are read into the client\'s reused buffer', async (t) => {
+  const prod = await sc.client(0);
+  const cons = await sc.client(1);
+  const sizes = [1, 100, 4096, 20_000, INLINE_MAX_BYTES]; // below and above the size read straight into its own buffer
+  const sent = sizes.map((n) => ({ id: newId(), data: randomBytes(n) }));
+  await Promise.all(sent.map(({ id, data }) => prod.send(new Uint8Array(data), id, [[1]])));
+  const got = await Promise.all(sent.map(({ id }) => cons.recv(id) as Promise<Uint8Array>)); // replies come in few reads
+  for (let i = 0; i < 50; i++) { // more replies through the same read buffer
+    const id = newId();
+    await prod.send(new Uint8Array(randomBytes(3000)), id, [[1]]);
+    await cons.recv(id);
+    await cons.markDone(id);
+  }
+  sent.forEach(({ data }, i) => t.deepEqual(Buffer.from(got[i]!), data, `${sizes[i]} bytes intact`));
+  for (const { id } of sent) await cons.markDone(id);
+});

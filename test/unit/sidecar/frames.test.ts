@@ -3,7 +3,7 @@ import test from 'ava';
 import { PassThrough } from 'node:stream';
 import type { Socket } from 'node:net';
 import { randomBytes } from 'node:crypto';
-import { FrameReader, writeFrame } from '../../../sidecar/wire/frames.js';
+import { FrameReader, flushFrames, writeFrame } from '../../../sidecar/wire/frames.js';
 
 /** The bytes writeFrame puts on a stream for each [header, payload]. */
 function encode(frames: Array<[object, Buffer | undefined]>): Buffer {
@@ -44,4 +44,62 @@ test('a payload goes into the target the handler gives', async (t) => {
   await new Promise((r) => setImmediate(r));
   t.is(got[0], target);
   t.true(target.equals(FRAMES[0]![1]!));
+});
+
+/** A sink that records what leaves it (written to the "kernel") and decodes it. */
+function sink() {
+  const out: Buffer[] = [];
+  const s = new PassThrough();
+  s.on('data', (b: Buffer) => out.push(b));
+  const sent = () => {
+    const got: unknown[] = [];
+    const stream = new PassThrough();
+    new FrameReader<object>(stream as unknown as Socket, { target: () => undefined, frame: (h) => got.push(h), error: () => {} });
+    stream.write(Buffer.concat(out));
+    return got;
+  };
+  return { sock: s as unknown as Socket, stream: s, sent };
+}
+
+test('frames written in one tick are held until its end, then leave together', async (t) => {
+  const { sock, stream } = sink();
+  writeFrame(sock, { n: 0 });
+  writeFrame(sock, { n: 1 });
+  t.is(stream.writableCorked, 1, 'held');
+  await new Promise((r) => process.nextTick(r));
+  t.is(stream.writableCorked, 0);
+  t.is(stream.writableLength, 0, 'written');
+});
+
+test('flushFrames sends the frames held for the end of the tick at once, and later frames are held again', async (t) => {
+  const { sock, stream, sent } = sink();
+  writeFrame(sock, { n: 0 });
+  writeFrame(sock, { n: 1 });
+  flushFrames(sock);
+  t.is(stream.writableCorked, 0, 'released before the end of the tick');
+  t.is(stream.writableLength, 0, 'written');
+  writeFrame(sock, { n: 2 });
+  t.is(stream.writableCorked, 1, 'a frame after the flush is batched again');
+  await new Promise((r) => setImmediate(r));
+  t.is(stream.writableCorked, 0);
+  t.deepEqual(sent(), [{ n: 0 }, { n: 1 }, { n: 2 }], 'in order');
+});
+
+test('the end-of-tick release of flushed frames does not release a batch written after the flush early', async (t) => {
+  const { sock, stream } = sink();
+  writeFrame(sock, { n: 0 });
+  flushFrames(sock);
+  let heldInBetween: number | undefined;
+  process.nextTick(() => { heldInBetween = stream.writableCorked; }); // runs after the first batch's release, before the second's
+  writeFrame(sock, { n: 1 });
+  await new Promise((r) => setImmediate(r));
+  t.is(heldInBetween, 1, 'the second batch stays held until its own release');
+  t.is(stream.writableCorked, 0);
+});
+
+test('flushFrames with nothing held does nothing', (t) => {
+  const { sock, stream } = sink();
+  flushFrames(sock);
+  t.is(stream.writableCorked, 0);
+  t.is(stream.writableLength, 0);
 });
