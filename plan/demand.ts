@@ -3,7 +3,7 @@
  * latency models (the same ones the simulator runs) and the app's recorded graphs. Also each request kind's
  * floor: its latency on an idle system, which no plan can beat (the infeasibility check). Pure.
  */
-import { decodeMs, encoderMs, generatorMs, prefillMs, type StageKind, type StageModels } from '../sim/latency/models.js';
+import { decodeMs, encoderMs, generatorMs, llmTokensOf, prefillMs, type StageKind, type StageModels } from '../sim/latency/models.js';
 import type { SimGraph } from '../sim/apps/record.js';
 import { modelsAtTp } from '../sim/latency/tensor-parallel.js';
 import { unitsOf } from '../sim/run.js';
@@ -39,7 +39,7 @@ function invocationCost(stage: StageKind, models: StageModels, units: number, pr
     case 'encoder': {
       const m = models.encoder!;
       const idle = encoderMs(m, units);
-      return { work: m.a / (m.maxBatchSize ?? 1) + m.b * units, idle, ttft: idle, tpot: 0 };
+      return { work: m.a / (m.maxBatchSize ?? 1) + m.b * units + (m.c ?? 0) * units * units, idle, ttft: idle, tpot: 0 };
     }
     case 'llm': {
       const m = models.llm!;
@@ -84,7 +84,7 @@ export function demandOf(byKind: ReadonlyMap<RequestKind, readonly SimGraph[]>, 
         const t = inv.task;
         const encUnits = inv.producers.reduce((a, p) => a + (g.invocations[p]!.task.stage === 'encoder' ? units : 0), 0);
         const k = tp[t.label] ?? 1;
-        const c = invocationCost(t.stage, modelsAtTp(models, t.stage, k), units, spec.inputTokens + encUnits, spec.outputTokens, t.config);
+        const c = invocationCost(t.stage, modelsAtTp(models, t.stage, k), units, spec.inputTokens + llmTokensOf(models.encoder, encUnits), spec.outputTokens, t.config);
         const s = stages.get(t.label) ?? { label: t.label, stage: t.stage, devicesPerExecutor: t.devicesPerExecutor * k, workMs: 0 };
         s.workMs += c.work * s.devicesPerExecutor;
         if (t.stage === 'encoder') {

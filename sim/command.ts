@@ -103,9 +103,29 @@ function fitCommand(io: Io): Command {
     });
 }
 
+/** `cornserve simulate fit-encoder`: the presets' encoder rows derived from published GPU profiles (sim/fit/vision-tower.ts). */
+function fitEncoderCommand(io: Io): Command {
+  return new Command('fit-encoder')
+    .description('derive the GPU presets\' encoder rows (a + b·patches + c·patches²) for a named vision tower from Vidur\'s per-operator profiles')
+    .requiredOption('--profiles <dir>', 'the GPU profiles folder (its README names the tables), e.g. /work/shared/data/gpu-profiles')
+    .addHelpText('after', '\nPrints the derivation (fitted GEMM, element-wise and attention rates per device) and one encoder row per\npreset, as sim/presets/gpus.yaml cites them. Reads the tables where they are; copies nothing.\n')
+    .action(async (opts: { profiles: string }) => {
+      const { fitEncoderPresets, encoderReport } = await import('./fit/vision-tower.js');
+      let fits;
+      try {
+        fits = await fitEncoderPresets(opts.profiles);
+      } catch (e) {
+        if ((e as NodeJS.ErrnoException).code === 'ENOENT') throw new CliError(`--profiles: ${(e as Error).message} (the folder must hold vidur/compute/{a100,h100,a40}/… and vidur/legacy/e2d00e9/a100/attention.csv.gz)`);
+        throw e;
+      }
+      io.out(encoderReport(fits));
+    });
+}
+
 export function simulateCommand(io: Io): Command {
   return new Command('simulate')
     .addCommand(fitCommand(io))
+    .addCommand(fitEncoderCommand(io))
     .description('run a scenario on a simulated cluster in virtual time (our own allocation, routing and batching code) and report bench metrics')
     .argument('[scenario]', 'a scenario YAML file')
     .option('--scenario <name>', 'a built-in scenario: local-1x4 | cluster-64x8')

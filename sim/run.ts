@@ -22,7 +22,7 @@ import { SimGenerator } from './executors/generator.js';
 import { SimLlm } from './executors/llm.js';
 import type { SimExecutor, SimJob } from './executors/types.js';
 import { IndependentDevice, SharedCores, type Compute } from './engine/compute.js';
-import type { StageModels } from './latency/models.js';
+import { llmTokensOf, type StageModels } from './latency/models.js';
 import type { Scenario } from './scenario/schema.js';
 import { modelsAtTp } from './latency/tensor-parallel.js';
 import { SimAutoscaling, type Pool, type ScaleEvent } from './autoscale.js';
@@ -267,7 +267,7 @@ export async function simulate(sc: Scenario, o: SimOptions = {}): Promise<SimOut
           const job: SimJob = {
             id: jobIds++,
             units,
-            promptTokens: spec.inputTokens + encoderUnits,
+            promptTokens: spec.inputTokens + llmTokensOf(models.encoder, encoderUnits),
             outputTokens: spec.outputTokens,
             ...(inlineUnits > 0 ? { inlineUnits } : {}),
             ...(streamsOut ? { onToken: (t: number) => {

@@ -26,9 +26,14 @@ export class SimEncoder extends SimExecutor {
     const batch = this.scheduler.schedule();
     if (!batch) return;
     let units = 0;
-    for (const e of batch.entries) units += this.#jobs.get(e.requestId)!.units;
+    let squares = 0;
+    for (const e of batch.entries) {
+      const u = this.#jobs.get(e.requestId)!.units;
+      units += u;
+      squares += u * u;
+    }
     this.started();
-    this.compute.run(encoderMs(this.model, units, `${this.id} (encoder)`), () => {
+    this.compute.run(encoderMs(this.model, units, `${this.id} (encoder)`, squares), () => {
       this.ended();
       for (const e of batch.entries) {
         if (!this.scheduler.complete(e.requestId, { id: e.item.id, ok: true })) continue;

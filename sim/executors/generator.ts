@@ -31,8 +31,13 @@ export class SimGenerator extends SimExecutor {
     const batch = this.queue.popBatch(head, this.model.maxBatchSize);
     this.started();
     let units = 0;
-    for (const r of batch) units += this.#jobs.get(r.requestId)!.inlineUnits ?? 0;
-    const encodeMs = units > 0 && this.inlineEncoder ? encoderMs(this.inlineEncoder, units, `${this.id} (inline encoder)`) : 0;
+    let squares = 0;
+    for (const r of batch) {
+      const u = this.#jobs.get(r.requestId)!.inlineUnits ?? 0;
+      units += u;
+      squares += u * u;
+    }
+    const encodeMs = units > 0 && this.inlineEncoder ? encoderMs(this.inlineEncoder, units, `${this.id} (inline encoder)`, squares) : 0;
     this.compute.run(encodeMs + generatorMs(this.model, batch.length, `${this.id} (generator)`), () => {
       this.ended();
       for (const r of batch) {

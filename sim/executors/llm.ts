@@ -38,14 +38,16 @@ export class SimLlm extends SimExecutor {
       let sum = 0;
       let squares = 0;
       let units = 0;
+      let unitSquares = 0;
       for (const j of admitted) {
         sum += j.promptTokens;
         squares += j.promptTokens * j.promptTokens;
         units += j.inlineUnits ?? 0;
+        unitSquares += (j.inlineUnits ?? 0) ** 2;
       }
       // Monolithic: the step first encodes the admitted requests' media on the same device (one encoder batch),
       // which holds up every running sequence's next decode step as well.
-      const encodeMs = units > 0 && this.inlineEncoder ? encoderMs(this.inlineEncoder, units, `${this.id} (inline encoder)`) : 0;
+      const encodeMs = units > 0 && this.inlineEncoder ? encoderMs(this.inlineEncoder, units, `${this.id} (inline encoder)`, unitSquares) : 0;
       this.compute.run(encodeMs + prefillMs(m, sum, squares, `${this.id} (llm.prefill)`), () => {
         const t = this.events.now;
         for (const job of admitted) {

@@ -1,6 +1,7 @@
 /**
  * Latency models, one per stage, each a function of the batch its scheduler formed (times in ms):
- *  - encoder: a + b·Σunits (image patches, video frames × patches, audio seconds);
+ *  - encoder: a + b·Σunits + c·Σ(units of one item)² (image patches, video frames × patches, audio units; c: attention
+ *    over a whole image, as a vision tower's full-attention layers do);
  *  - LLM prefill: a + b·Σtokens + c·Σtokens² (DistServe), decode step: a + b·Σcontext + c·batch (DistServe;
  *    an optional second set above `largeBatchFrom`, as DistServe's profiles have);
  *  - generator: steps × (a + b·batch);
@@ -16,12 +17,16 @@ export const quad3 = z.object({ a: coef, b: coef, c: coef }).strict();
 export const encoderModelSchema = z.object({
   a: coef,
   b: coef,
+  /** Per item, × its units² (attention across the item's units); absent = 0. */
+  c: coef.optional(),
   /** Pixels per patch side: an image of w×h has ceil(w/p)·ceil(h/p) patches. */
   patchSize: z.number().int().positive().default(14),
   /** Units per second of audio. */
   audioUnitsPerSecond: z.number().positive().default(50),
   /** Bytes of embeddings per unit sent on to the LLM (hidden size × 4 for float32). */
   bytesPerUnit: z.number().nonnegative().default(4096 * 2),
+  /** LLM prompt tokens per unit (a 2 × 2 patch merge: 0.25); absent = 1. */
+  llmTokensPerUnit: z.number().positive().optional(),
   maxBatchSize: z.number().int().positive().optional(),
 }).strict();
 
@@ -70,7 +75,12 @@ export function checked(ms: number, where: string, input: string): number {
   return ms;
 }
 
-export const encoderMs = (m: EncoderModel, units: number, where = 'encoder') => checked(m.a + m.b * units, where, `${units} units`);
+/** `squares`: Σ over the batch's items of their units² (one item of `units` when not given). */
+export const encoderMs = (m: EncoderModel, units: number, where = 'encoder', squares = units * units) =>
+  checked(m.a + m.b * units + (m.c ?? 0) * squares, where, `${units} units`);
+
+/** LLM prompt tokens the embeddings of `units` encoder units become. */
+export const llmTokensOf = (m: EncoderModel | undefined, units: number) => (m?.llmTokensPerUnit ? Math.ceil(units * m.llmTokensPerUnit) : units);
 
 export const prefillMs = (m: LlmModel, sumTokens: number, sumSquares: number, where = 'llm.prefill') =>
   checked(m.prefill.a + m.prefill.b * sumTokens + m.prefill.c * sumSquares, where, `Σtokens ${sumTokens}, Σtokens² ${sumSquares}`);
