@@ -4,8 +4,9 @@
  *  - monolithic: every replica holds every component (vLLM-Omni; a vLLM with its encoder inside),
  *  - disaggregated, static: the planner's best split (cornserve plan, monolithic excluded),
  *  - disaggregated with the autoscaler: the live Autoscaler (in the simulator's virtual time) starting from that
- *    split, as after `cornserve apply-plan` (the platform's default policy: min 1, max the pool, 2 in flight per
- *    executor; 2 s ticks, 10 s cold starts),
+ *    split, as after `cornserve apply-plan`, with what an operator gives it after `cornserve profile`: each task's
+ *    profile under the preset (sim/profile.ts; the capacity per executor the live CapacitySource reads from it) and
+ *    a policy in flight per executor = the profile's saturation concurrency (2 s ticks, 10 s cold starts),
  *  - the "expert" splits a user would write: even, and proportional to each stage's work (FLOPs),
  * at an equal device count. Goodput = highest rate with ≥ 90% SLO attainment; p99s at one fixed rate (the
  * monolithic system's goodput, where it is at its limit).
@@ -18,7 +19,9 @@ import { monolithicCandidate, screen, searchPlan, type Candidate } from '../plan
 import type { StageDemand } from '../plan/demand.js';
 import type { RunResults } from '../bench/report/results.js';
 import type { AutoscaleSettings } from '../sim/autoscale.js';
-import { defaultPolicy } from '../control/autoscaler/autoscaler.js';
+import { policyFromProfile, profileTasks } from '../sim/profile.js';
+import type { TaskProfile } from '../control/autoscaler/types.js';
+import { profileCapacityAt } from '../control/autoscaler/capacity.js';
 
 export interface ExperimentScenario {
   name: string;
@@ -86,6 +89,8 @@ export interface SystemResult {
   scale_events_at_fixed_rate?: number;
   /** Autoscaler system: executors per label when the run at the fixed rate ended (it started from `replicas`). */
   replicas_at_end_of_fixed_run?: Record<string, number>;
+  /** Autoscaler system: per label, the policy and the capacity per executor its profile gave (saturation point). */
+  autoscale_inputs?: Record<string, { target: number; per_executor_rps: number; profile: Array<{ concurrency: number; throughput_rps: number; p99_ms: number }> }>;
   /** The run at the fixed rate (for latency CDFs). */
   fixed?: RunResults;
 }
@@ -100,9 +105,14 @@ export interface ScenarioResult {
   systems: Record<string, SystemResult>;
 }
 
-/** The autoscaler system's settings: the live platform's defaults (control/autoscaler, control/resources/autoscale-loop.ts). */
-export function autoscalerSettings(devices: number): AutoscaleSettings {
-  return { tickMs: 2000, coldStartMs: 10_000, policy: defaultPolicy(devices), policies: {}, options: {} };
+/**
+ * The autoscaler system's settings: the live loop's tick and options (control/resources/autoscale-loop.ts), each
+ * task's profile and the policy read off it (min 1, max the executors the pool holds, in flight per executor = the
+ * saturation concurrency): the same inputs `cornserve profile` + `cornserve autoscale` give the live platform.
+ */
+export function autoscalerSettings(devices: number, profiles: Record<string, TaskProfile>, devicesPerExecutor: (label: string) => number = () => 1): AutoscaleSettings {
+  const policies = Object.fromEntries(Object.entries(profiles).map(([label, p]) => [label, policyFromProfile(p, 1, Math.max(1, Math.floor(devices / devicesPerExecutor(label))))]));
+  return { tickMs: 2000, coldStartMs: 10_000, policy: { min: 1, max: devices, target: 2 }, policies, profiles, options: {} };
 }
 
 async function measure(sc: Scenario, c: Candidate, guess: number, autoscaler?: AutoscaleSettings): Promise<SystemResult> {
@@ -123,7 +133,8 @@ export async function runScenario(s: ExperimentScenario, log: (line: string) => 
   const split = await searchPlan({ demand, devices: s.devices, monolithic: false, colocate: false, fineCandidates: 3 }, evaluate);
   const planned = await searchPlan({ demand, devices: s.devices, fineCandidates: 3 }, evaluate);
   const experts = expertPlans(stagesNoHosts, s.devices);
-  const autoscaler = autoscalerSettings(s.devices);
+  const profiles = await profileTasks(sc, Object.entries(split.best.replicas).filter(([, n]) => n > 0).map(([l]) => l));
+  const autoscaler = autoscalerSettings(s.devices, profiles, (label) => demand.stages.find((x) => x.label === label)?.devicesPerExecutor ?? 1);
   const candidates: Array<[string, Candidate, AutoscaleSettings?]> = [
     ...(mono ? [['monolithic', mono] as [string, Candidate]] : []),
     ['disaggregated', split.best],
@@ -147,6 +158,11 @@ export async function runScenario(s: ExperimentScenario, log: (line: string) => 
     r.slo_attainment_at_fixed_rate = out.results.slo_attainment as number | null;
     r.fixed = out.results;
     if (auto) {
+      r.autoscale_inputs = Object.fromEntries(Object.entries(auto.profiles ?? {}).map(([label, p]) => {
+        const policy = auto.policies[label]!;
+        const target = 'target' in policy ? policy.target : 0;
+        return [label, { target, per_executor_rps: profileCapacityAt(p, policy)?.throughputRps ?? 0, profile: p.points.map((x) => ({ concurrency: x.concurrency, throughput_rps: x.throughputRps, p99_ms: x.p99Ms })) }];
+      }));
       r.scale_events_at_fixed_rate = out.scaling.length;
       r.replicas_at_end_of_fixed_run = { ...c.replicas, ...Object.fromEntries(out.scaling.map((e) => [e.label, e.to])) };
     }

@@ -6,9 +6,9 @@
  * takes its devices at once and serves after the cold-start delay; a scale-down stops routing to the executors
  * with the fewest outstanding invocations and frees their devices once they have drained.
  */
-import { allocate, Autoscaler, freeDevices, planPool, type AutoscalerOptions, type Inventory } from './policies.js';
+import { allocate, Autoscaler, estimateCapacity, freeDevices, planPool, type AutoscalerOptions, type Inventory } from './policies.js';
 import type { DeviceRef } from '../control/store/types.js';
-import type { AutoscalePolicy } from '../control/autoscaler/types.js';
+import type { AutoscalePolicy, TaskCapacity, TaskProfile } from '../control/autoscaler/types.js';
 import type { EventQueue } from './engine/queue.js';
 import type { SimTask } from './apps/record.js';
 import type { SimExecutor } from './executors/types.js';
@@ -20,6 +20,12 @@ export interface AutoscaleSettings {
   policy: AutoscalePolicy;
   policies: Record<string, AutoscalePolicy>;
   options: Partial<AutoscalerOptions>;
+  /**
+   * Profiles per task label (sim/profile.ts, or `cornserve profile`'s): the capacity per executor comes from them as
+   * on the live platform (the live CapacitySource's figure, `estimateCapacity`, read at each task's policy; no live
+   * service stats here). Labels without one get the autoscaler's Little's-law default.
+   */
+  profiles?: Record<string, TaskProfile>;
 }
 
 export interface ScaleEvent {
@@ -60,7 +66,13 @@ export class SimAutoscaling {
     /** Every executor that ever served (for the invariant checks). */
     private readonly everyExecutor: SimExecutor[],
   ) {
-    this.autoscaler = new Autoscaler(s.options);
+    const labelOf = new Map(tasks.map((t) => [t.taskId, t.label]));
+    const capacity = (taskId: string): TaskCapacity | undefined => {
+      const label = labelOf.get(taskId);
+      const profile = label === undefined ? undefined : s.profiles?.[label];
+      return profile ? estimateCapacity({ taskId, profile, live: [], policy: this.policyOf(label!), now: this.events.now }) : undefined;
+    };
+    this.autoscaler = new Autoscaler(s.options, capacity);
     for (const t of tasks) this.made.set(t.taskId, executors.get(t.taskId)!.length);
   }
 
@@ -96,7 +108,10 @@ export class SimAutoscaling {
         at: now,
         windowMs: this.s.tickMs,
         arrivalRps: (this.arrivals.get(t.taskId) ?? 0) * perS,
-        inFlight: this.executors.get(t.taskId)!.reduce((a, ex) => a + ex.outstanding, 0) + this.draining.filter((d) => d.taskId === t.taskId).reduce((a, d) => a + d.ex.outstanding, 0),
+        // In flight = what the task's executors hold (queued or running), as their GET /load reports it: not the
+        // invocations leased to them that still wait for their producers (a generator's, for the whole LLM call
+        // before it), which more executors of this task would not serve sooner.
+        inFlight: this.executors.get(t.taskId)!.reduce((a, ex) => a + ex.holding, 0) + this.draining.filter((d) => d.taskId === t.taskId).reduce((a, d) => a + d.ex.holding, 0),
         held: 0,
       })),
       [{ appId: this.app.appId, at: now, windowMs: this.s.tickMs, requestRps: this.requests * perS, invocationsPerRequest: this.app.invocationsPerRequest }],

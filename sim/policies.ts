@@ -11,3 +11,4 @@ export { admitCount } from '../executors/llm/admission.js';
 export { freeDevices } from '../control/resources/allocation.js';
 export { Autoscaler, type AutoscalerOptions, type TaskSnapshot } from '../control/autoscaler/autoscaler.js';
 export { planPool } from '../control/autoscaler/pool.js';
+export { estimateCapacity } from '../control/autoscaler/capacity.js';

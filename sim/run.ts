@@ -67,7 +67,7 @@ function need<K extends keyof StageModels>(models: StageModels, stage: K, label:
   return m as NonNullable<StageModels[K]>;
 }
 
-function makeExecutor(task: SimTask, id: string, node: number, events: EventQueue, models: StageModels, compute: Compute): SimExecutor {
+export function makeExecutor(task: SimTask, id: string, node: number, events: EventQueue, models: StageModels, compute: Compute): SimExecutor {
   const c = task.config;
   switch (task.stage) {
     case 'echo': return new SimEcho(id, node, events, compute, c, need(models, 'echo', task.label));
@@ -278,6 +278,7 @@ export async function simulate(sc: Scenario, o: SimOptions = {}): Promise<SimOut
             done: (t) => {
               const ex = routed[i]!;
               ex.outstanding--;
+              ex.holding--;
               doneAt[i] = t;
               for (const c of consumers[i]!) {
                 const bytes = inv.task.stage === 'encoder' ? units * models.encoder!.bytesPerUnit : inv.task.stage === 'llm' ? spec.outputTokens * (models.llm?.bytesPerToken ?? 0) : 0;
@@ -289,6 +290,7 @@ export async function simulate(sc: Scenario, o: SimOptions = {}): Promise<SimOut
               finish(t);
             },
           };
+          routed[i]!.holding++;
           // The app function → executor hop: CPU work on the executor's node (none measured for a GPU preset).
           if (sc.invocationOverheadMs > 0) compute.of(routed[i]!.node).run(sc.invocationOverheadMs, () => routed[i]!.submit(job));
           else routed[i]!.submit(job);

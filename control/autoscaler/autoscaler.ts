@@ -8,7 +8,8 @@
  *     — graph-aware: when an app's rate rises, every stage of its graph gets the new demand at once, and a task
  *     shared by several apps adds up their demands;
  *   executors needed x = max(demand ÷ capacity per executor, in-flight ÷ target in-flight per executor)
- *     over a stable window (default 60 s) and a panic window (default 6 s).
+ *     over a stable window (default 60 s) and a panic window (default 6 s); with a measured capacity (profile or
+ *     live service times) x = demand ÷ capacity alone (see need() for why).
  * Panic (KPA): entered when the panic window needs ≥ panicThreshold (2) × the current executors; while in
  * panic (until a stable window without the condition) the count only rises, to ceil(x_panic).
  * Otherwise the count follows ceil(x_stable) upwards at once; downwards only when even x_stable × (1 + tolerance)
@@ -166,7 +167,12 @@ export class Autoscaler {
     const need = (w: WindowStats) => {
       const demand = Math.max(w.arrivalRps, w.appDemandRps);
       const byRate = capacity && capacity.perExecutorRps > 0 ? demand / capacity.perExecutorRps : 0;
-      const x = Math.max(byRate, w.inFlight / target);
+      // A measured capacity (profile, or live service times) already says what one executor serves at the policy's
+      // target: demand ÷ it is the need. In-flight ÷ target is then no second measure: in-flight swings with every
+      // burst (an encoder read at 1 in flight asks for an executor per queued request) and counts invocations leased
+      // to the task that still wait for their producers (a generator's, for the whole LLM call before it), which
+      // more executors of the task would not serve sooner. Without one (the Little's-law default), it is the signal.
+      const x = capacity && capacity.source !== 'default' ? byRate : Math.max(byRate, w.inFlight / target);
       return w.held > 0 ? Math.max(x, 1) : x; // held invocations need at least one executor
     };
     const latest = this.stats(t.taskId, now, TICK_SLICE_MS);

@@ -18,6 +18,8 @@ export interface SimJob {
 export abstract class SimExecutor {
   /** Invocations routed here and not yet done (the dispatcher's count). */
   outstanding = 0;
+  /** Invocations handed to it (their inputs arrived) and not yet done: what the executor itself holds. */
+  holding = 0;
   /** Batches running now, and the most ever at once (the invariant: ≤ capacity). */
   running = 0;
   maxRunning = 0;

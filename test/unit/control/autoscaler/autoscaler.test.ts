@@ -143,8 +143,8 @@ test('on a full pool the devices follow swapped demand on the first tick after t
   t.deepEqual(grants.map((g) => [g.taskId, g.to]), [['a', 1], ['b', 3]]);
 });
 
-test('on a full pool a step seen only in in-flight (the latest rates still the old ones) moves the devices at once', (t) => {
-  const scaler = new Autoscaler({ stableWindowMs: 60_000, panicWindowMs: 6_000 }, fixed(10));
+test('without a measured capacity, on a full pool a step seen only in in-flight (the latest rates still the old ones) moves the devices at once', (t) => {
+  const scaler = new Autoscaler({ stableWindowMs: 60_000, panicWindowMs: 6_000 });
   const policy = { min: 1, max: 4, target: 2 };
   // a at 24 req/s on 3 executors (5 in flight), b at 5 on 1; then b's requests pile up (30 in flight, 1 executor)
   // while the complete seconds read so far still show the old rates.
@@ -152,4 +152,19 @@ test('on a full pool a step seen only in in-flight (the latest rates still the o
   const wants = scaler.decide(60_000, [{ taskId: 'a', executors: 3, policy }, { taskId: 'b', executors: 1, policy }]);
   const grants = planPool(wants.map((w) => ({ taskId: w.taskId, current: w.from, want: w.to, min: policy.min, devicesPerExecutor: 1, demandRps: w.currentDemandRps, perExecutorRps: w.capacity!.perExecutorRps })), 4);
   t.deepEqual(grants.map((g) => [g.taskId, g.to]), [['a', 1], ['b', 3]]);
+});
+
+test('with a profiled capacity the need is demand ÷ capacity: steady in-flight (invocations waiting on their producers, bursts) adds no executors', (t) => {
+  const scaler = new Autoscaler({ stableWindowMs: 60_000, panicWindowMs: 6_000 }, fixed(5));
+  const policy = { min: 1, max: 8, target: 2 };
+  // 9 req/s on executors of 5 req/s each → 2 executors, although 40 invocations are in flight (they wait for an LLM
+  // call upstream): read at 2 in flight per executor that would be 20.
+  for (let at = 2_000; at <= 60_000; at += 2_000) scaler.observe([load('g', at, 9, 40)], []);
+  const [w] = scaler.decide(60_000, [{ taskId: 'g', executors: 2, policy }]);
+  t.is(w!.to, 2);
+  t.false(w!.panic);
+  // The same load with no capacity figure: in-flight ÷ target is the signal.
+  const plain = new Autoscaler({ stableWindowMs: 60_000, panicWindowMs: 6_000 });
+  for (let at = 2_000; at <= 60_000; at += 2_000) plain.observe([load('g', at, 9, 40)], []);
+  t.is(plain.decide(60_000, [{ taskId: 'g', executors: 2, policy }])[0]!.to, 8);
 });
