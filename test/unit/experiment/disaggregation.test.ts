@@ -29,11 +29,16 @@ test('quick any-to-any: disaggregated beats monolithic in goodput and p99 E2EL (
   t.true(r.systems.planner!.goodput_rps >= d.goodput_rps * 0.95, 'the planner’s free choice is at least as good as the fully split one');
 });
 
-test('quick any-to-any: the autoscaler system starts from the static split, rescales during the run and is compared with monolithic', async (t) => {
+test('quick any-to-any: the autoscaler system starts from the static split, sized from profiled capacity, and keeps its goodput', async (t) => {
   const r = await quickAnyToAny();
   const a = r.systems.autoscaler!;
   t.deepEqual(a.replicas, r.systems.disaggregated!.replicas);
-  t.true(a.scale_events_at_fixed_rate! > 0, 'the live Autoscaler changed executor counts in virtual time');
+  t.true(a.goodput_rps >= 0.9 * r.systems.disaggregated!.goodput_rps, `autoscaler ${a.goodput_rps} vs static split ${r.systems.disaggregated!.goodput_rps} req/s`);
+  const inputs = a.autoscale_inputs!;
+  const llm = Object.entries(inputs).find(([l]) => l.startsWith('llm:'))![1];
+  const enc = Object.entries(inputs).find(([l]) => l.startsWith('encoder:'))![1];
+  t.true(llm.target > 2 && llm.target > enc.target, `an LLM executor is sized by the batch it fills (target ${llm.target}), an encoder by what it overlaps (${enc.target})`);
+  t.true(llm.per_executor_rps > 0 && enc.per_executor_rps > llm.per_executor_rps);
   for (const [label, n] of Object.entries(a.replicas_at_end_of_fixed_run!)) t.true(Number.isInteger(n) && n >= 1, `${label}: ${n}`);
   t.true(Number.isFinite(a.goodput_ratio_vs_monolithic) && a.goodput_rps > 0);
   t.true(Number.isFinite(a.p99_e2el_ratio_vs_monolithic));

@@ -9,6 +9,7 @@ import { admitCount } from '../../../executors/llm/admission.js';
 import { freeDevices } from '../../../control/resources/allocation.js';
 import { Autoscaler } from '../../../control/autoscaler/autoscaler.js';
 import { planPool } from '../../../control/autoscaler/pool.js';
+import { estimateCapacity } from '../../../control/autoscaler/capacity.js';
 import { SimEncoder } from '../../../sim/executors/encoder.js';
 import { SimGenerator } from '../../../sim/executors/generator.js';
 import { IndependentDevice } from '../../../sim/engine/compute.js';
@@ -24,6 +25,7 @@ test('the simulator decides with the live modules themselves (import identity, n
   t.is(policies.freeDevices, freeDevices);
   t.is(policies.Autoscaler, Autoscaler);
   t.is(policies.planPool, planPool);
+  t.is(policies.estimateCapacity, estimateCapacity);
 });
 
 test("the simulated encoder and generator hold the live schedulers' instances", (t) => {
