@@ -14,7 +14,7 @@ Examples:
 
 Systems at an equal device count (8 × a100-80g preset): monolithic (every replica holds every component,
 encoders inside), disaggregated (the best fully split plan), autoscaler (the live autoscaler in virtual time,
-starting from that split, default policy), planner (cornserve plan's free choice), and two
+starting from that split, each task's capacity from its simulated profile), planner (cornserve plan's free choice), and two
 hand-written splits (even, proportional to each stage's work). See docs/experiment.md.
 `;
 
@@ -63,7 +63,7 @@ export function experimentCommand(io: Io): Command {
       const json = {
         experiment: 'disaggregation',
         quick: Boolean(o.quick),
-        conditions: 'simulated (cornserve simulate); device preset a100-80g from sim/presets/gpus.yaml (LLM: DistServe OPT-13B TP1 coefficients; encoder and generator rows nominal); 8 devices on 1 node; goodput = highest rate with ≥ 90% SLO attainment',
+        conditions: 'simulated (cornserve simulate); device preset a100-80g from sim/presets/gpus.yaml (LLM: DistServe OPT-13B TP1 coefficients; encoder derived from Vidur per-operator A100 rates for the Qwen2.5-VL-7B vision tower, cornserve simulate fit-encoder; generator row nominal); 8 devices on 1 node; goodput = highest rate with ≥ 90% SLO attainment',
         scenarios: results.map((r) => ({ ...r, systems: Object.fromEntries(Object.entries(r.systems).map(([n, x]) => { const { fixed: _fixed, ...rest } = x; return [n, rest]; })) })),
       };
       await writeFile(`${o.resultDir}/results.json`, JSON.stringify(json, null, 2));
