@@ -300,7 +300,11 @@ export async function simulate(sc: Scenario, o: SimOptions = {}): Promise<SimOut
     };
     autoscaling?.requestArrived();
     timeline.set(sentMs, ++inFlight);
-    compute.of(0).run(sc.overheadMs, dispatch); // the gateway's node (a fixed delay unless its cores are shared)
+    // The gateway's hops: CPU work on its node's shared cores (node 0), the rest a fixed delay; all a delay without shared cores.
+    const cpuMs = sc.cluster.cores !== undefined ? sc.overheadCpuMs : 0;
+    const restMs = sc.overheadMs - cpuMs;
+    if (cpuMs > 0) compute.of(0).run(cpuMs, restMs > 0 ? () => events.after(restMs, dispatch) : dispatch);
+    else events.after(sc.overheadMs, dispatch);
   };
 
   // Arrivals are scheduled one ahead (the heap holds the next arrival, not the whole run's).

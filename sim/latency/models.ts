@@ -101,10 +101,14 @@ export function probeModels(models: StageModels, where: string): void {
   if (models.llm) {
     const m = models.llm;
     for (const t of [1, m.maxPrefillTokens]) prefillMs(m, t, t * t, `${where}.llm.prefill`);
-    // A quadratic with c > 0 and b < 0 dips between the ends (a noisy fit can: e.g. 58 − 0.45·t + 0.0023·t²): probe its lowest point too.
+    // A quadratic with c > 0 and b < 0 dips between the ends (a noisy fit can: e.g. 58 − 0.45·S + 0.0023·Σt²), and
+    // lower for a batch (Σt² ≥ S²/n for n sequences): probe the lowest point for one sequence and for a full batch.
     const p = m.prefill;
-    const vertex = p.c > 0 && p.b < 0 ? -p.b / (2 * p.c) : 0;
-    if (vertex > 1 && vertex < m.maxPrefillTokens) prefillMs(m, vertex, vertex * vertex, `${where}.llm.prefill`);
+    for (const n of [1, m.maxBatch]) {
+      prefillMs(m, m.maxPrefillTokens, (m.maxPrefillTokens * m.maxPrefillTokens) / n, `${where}.llm.prefill`);
+      const low = p.c > 0 && p.b < 0 ? (-p.b * n) / (2 * p.c) : 0;
+      if (low > 1 && low < m.maxPrefillTokens) prefillMs(m, low, (low * low) / n, `${where}.llm.prefill`);
+    }
     for (const b of [1, m.maxBatch]) for (const ctx of [b, m.kvTokens]) decodeMs(m, ctx, b, `${where}.llm.decode`);
   }
   if (models.generator) for (const b of [1, models.generator.maxBatchSize ?? 64]) generatorMs(models.generator, b, `${where}.generator`);

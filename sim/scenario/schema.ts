@@ -111,6 +111,10 @@ export interface Scenario {
   /** Per request, the gateway → app function (→ dispatcher) hops, ms. With shared cores it is CPU work on node 0's
    *  cores (the gateway's node), so it slows the executors there and they slow it; else a fixed delay. */
   overheadMs: number;
+  /** The part of overheadMs that is the platform's CPU work (run on shared cores): the preset's measured host.requestMs at
+   *  most (all of it without a host block). The rest of a larger overhead measured on a busy machine is waiting for
+   *  the machine (other jobs), a fixed delay: it must not take our cores' time from the executors. */
+  overheadCpuMs: number;
   /** Per invocation, the app function → executor hop and its reply, ms (CPU work on the executor's node's shared
    *  cores); 0 unless the preset measured it (host.invocationMs). */
   invocationOverheadMs: number;
@@ -165,7 +169,8 @@ export async function parseScenario(raw: unknown, overrides: Overrides = {}, bas
   probeModels(models, `models (device ${s.cluster.device})`);
   const cores = s.cluster.cores ?? preset.host?.cores;
   const cluster: Scenario['cluster'] = { ...s.cluster, ...(cores !== undefined ? { cores } : {}) };
-  const host = { overheadMs: s.overheadMs ?? preset.host?.requestMs ?? MEASURED_OVERHEAD_MS, invocationOverheadMs: preset.host?.invocationMs ?? 0 };
+  const overheadMs = s.overheadMs ?? preset.host?.requestMs ?? MEASURED_OVERHEAD_MS;
+  const host = { overheadMs, overheadCpuMs: Math.min(overheadMs, preset.host?.requestMs ?? Infinity), invocationOverheadMs: preset.host?.invocationMs ?? 0 };
   const w = s.workload;
   const str = (k: string, d: string) => (w[k] === undefined ? d : String(w[k]));
   let workload: BenchConfig;

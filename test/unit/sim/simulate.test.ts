@@ -152,8 +152,12 @@ test('a preset’s host block gives the shared cores and the per-request and per
   const over = await parseScenario({ name: 'x', overheadMs: 3, cluster: { nodes: 1, devicesPerNode: 2, device: 'local-cpu', cores: 8 }, app: { file: 'functions/apps/mllm.ts' } });
   t.is(over.cluster.cores, 8);
   t.is(over.overheadMs, 3);
+  // A measured overhead above the preset's host cost: only the host cost is CPU work, the rest is waiting (a delay).
+  const busy = await parseScenario({ name: 'x', overheadMs: 1000, cluster: { nodes: 1, devicesPerNode: 2, device: 'local-cpu' }, app: { file: 'functions/apps/mllm.ts' } });
+  t.is(busy.overheadCpuMs, local.host ? local.host.requestMs : 1000);
   const gpu = await parseScenario({ name: 'x', cluster: { nodes: 1, devicesPerNode: 2, device: 'a100-80g' }, app: { file: 'functions/apps/mllm.ts' } });
   t.is(gpu.cluster.cores, undefined, 'GPU presets: independent devices');
   t.is(gpu.invocationOverheadMs, 0);
+  t.is(gpu.overheadCpuMs, gpu.overheadMs, 'no host block: all of the hop is work (on shared cores, if a scenario gives them)');
   await t.throwsAsync(async () => parseScenario({ name: 'x', cluster: { nodes: 1, devicesPerNode: 2, device: 'a100-80g', cores: 0 }, app: { file: 'functions/apps/mllm.ts' } }), { message: /cluster\.cores/ });
 });
