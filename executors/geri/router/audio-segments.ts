@@ -8,7 +8,7 @@
  * one generateAudio run over all the rows. Rows no later window can reach are dropped, so memory stays bounded.
  */
 export interface AudioSegment {
-  /** [rows, hidden] row-major: left context first, then the rows to voice. */
+  /** [rows, hidden] row-major: left context first, then the rows to voice (may be a view of a pushed array). */
   data: Float32Array;
   rows: number;
   /** Rows of `data` that are left context only. */
@@ -53,8 +53,12 @@ export class AudioSegmenter {
     return segment;
   }
 
-  /** Rows [from, total) as one matrix (from ≥ base). */
+  /**
+   * Rows [from, total) as one matrix (from ≥ base). When they are exactly one pushed array (a one-chunk input,
+   * every audio request that is not a stream) that array itself: no copy of the whole input per request.
+   */
   private rowsFrom(from: number): Float32Array {
+    if (this.buf.length === 1 && from === this.base) return this.buf[0]!;
     const out = new Float32Array((this.total - from) * this.hidden);
     let row = this.base;
     let off = 0;
