@@ -16,6 +16,7 @@ import type { AllocReply, PutReply, RecvReply } from '../wire/protocol.js';
 import { SpanKind, tracingOn, withSpan } from '../../lib/telemetry.js';
 import { Connection, type Deadline } from './connection.js';
 import { decode, encode } from './codec.js';
+import { flushFrames } from '../wire/frames.js';
 
 export interface SidecarClientOptions {
   /** This executor device's global rank (= its sidecar rank). */
@@ -153,11 +154,12 @@ export class SidecarClient {
       }
       // Large: copy straight into the sidecar's memory — a lease from an earlier put, or a fresh allocation.
       const mem = conn.leases.take(size) ?? ((await conn.call({ op: 'alloc', size, deadline: d.deadline }, undefined, d)) as unknown as AllocReply);
-      // The copy takes a while (~0.1 ms per MiB): the requests already written this tick (another send's put, recvs,
-      // markDones) leave before it, so the sidecar works on them while this process copies. Held to the end of the tick,
-      // with several sends in flight every copy of a tick ran before any of their puts left: copies and round trips took
-      // turns instead of overlapping. (This put leaves before the next copy, or at the end of the tick.)
-      conn.flush();
+      // The copy takes a while (~0.1 ms per MiB): the requests this process already wrote this tick, on every connection
+      // (another send's put; recvs and markDones of the process's consumers), leave before it, so the sidecar works on
+      // them while this process copies. Held to the end of the tick, with several sends in flight every copy of a tick
+      // ran before any of their puts left: copies and round trips took turns instead of overlapping. (This put leaves
+      // before the next copy, or at the end of the tick.)
+      flushFrames();
       conn.segment.bytes.set(enc.bytes, mem.offset);
       const r = (await conn.call({ ...put, alloc: mem.alloc, ...(conn.leases.wanted ? { lease: true } : {}) }, undefined, d)) as PutReply;
       if (r.lease) conn.leases.add(r.lease);

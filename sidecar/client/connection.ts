@@ -5,7 +5,7 @@
  */
 import { connect, type Socket } from 'node:net';
 import { SidecarError, errorFromWire } from '../errors.js';
-import { flushFrames, writeFrame } from '../wire/frames.js';
+import { writeFrame } from '../wire/frames.js';
 import { DirectFrameReader } from '../wire/direct-reader.js';
 import { WIRE_VERSION, type HelloReply, type Reply } from '../wire/protocol.js';
 import { openSegment } from '../shm/segment.js';
@@ -135,11 +135,6 @@ export class Connection {
       const traceparent = currentTraceparent(); // the caller's span (see SidecarClient.traced)
       writeFrame(this.sock, { ...msg, rid: p.rid, ...(traceparent ? { traceparent } : {}) }, payload);
     });
-  }
-
-  /** Sends the requests written this tick now instead of at its end (see flushFrames). */
-  flush(): void {
-    flushFrames(this.sock);
   }
 
   private arm(at: number): void {

@@ -14,8 +14,11 @@ const PREFIX = 8;
 export const FRAME_PREFIX = PREFIX;
 const INLINE_LIMIT = 64 * 1024; // payloads up to this size are written in the same buffer as the header
 
-/** Sockets whose writes are held until the end of this tick, each with the token of the tick callback that releases them. */
-const corked = new WeakMap<Socket, object>();
+/**
+ * Sockets whose writes are held until the end of this tick, each with the token of the tick callback that releases
+ * them (a socket leaves the map at its release: the map holds none past the tick).
+ */
+const corked = new Map<Socket, object>();
 
 /** Holds `sock`'s writes until the end of this tick, so frames written in one tick leave in one writev. */
 function batchThisTick(sock: Socket): void {
@@ -31,13 +34,19 @@ function batchThisTick(sock: Socket): void {
 }
 
 /**
- * Sends the frames held for the end of this tick now (one writev). For a caller about to spend a long time in this
- * tick (copying a large payload into shared memory) whose peer should not wait for it: frames written after this
- * are batched again.
+ * Sends the frames held for the end of this tick now (one writev per socket): those of `sock`, or with no argument
+ * those of every socket of this process. For a caller about to spend a long time in this tick (copying a large payload
+ * into shared memory) whose peers should not wait for it — a process that sends and receives holds frames on several
+ * connections. Frames written after this are batched again.
  */
-export function flushFrames(sock: Socket): void {
-  if (!corked.delete(sock)) return;
-  sock.uncork();
+export function flushFrames(sock?: Socket): void {
+  if (sock) {
+    if (corked.delete(sock)) sock.uncork();
+    return;
+  }
+  const held = [...corked.keys()];
+  corked.clear();
+  for (const s of held) s.uncork();
 }
 
 /**

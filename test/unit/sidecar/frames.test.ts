@@ -46,7 +46,10 @@ test('a payload goes into the target the handler gives', async (t) => {
   t.true(target.equals(FRAMES[0]![1]!));
 });
 
-/** A sink that records what leaves it (written to the "kernel") and decodes it. */
+/**
+ * A sink that records what leaves it (written to the "kernel") and decodes it. The tests of when frames leave run
+ * serially: `flushFrames()` releases the frames of every socket of the process, another test's too.
+ */
 function sink() {
   const out: Buffer[] = [];
   const s = new PassThrough();
@@ -61,7 +64,7 @@ function sink() {
   return { sock: s as unknown as Socket, stream: s, sent };
 }
 
-test('frames written in one tick are held until its end, then leave together', async (t) => {
+test.serial('frames written in one tick are held until its end, then leave together', async (t) => {
   const { sock, stream } = sink();
   writeFrame(sock, { n: 0 });
   writeFrame(sock, { n: 1 });
@@ -71,7 +74,7 @@ test('frames written in one tick are held until its end, then leave together', a
   t.is(stream.writableLength, 0, 'written');
 });
 
-test('flushFrames sends the frames held for the end of the tick at once, and later frames are held again', async (t) => {
+test.serial('flushFrames sends the frames held for the end of the tick at once, and later frames are held again', async (t) => {
   const { sock, stream, sent } = sink();
   writeFrame(sock, { n: 0 });
   writeFrame(sock, { n: 1 });
@@ -85,7 +88,7 @@ test('flushFrames sends the frames held for the end of the tick at once, and lat
   t.deepEqual(sent(), [{ n: 0 }, { n: 1 }, { n: 2 }], 'in order');
 });
 
-test('the end-of-tick release of flushed frames does not release a batch written after the flush early', async (t) => {
+test.serial('the end-of-tick release of flushed frames does not release a batch written after the flush early', async (t) => {
   const { sock, stream } = sink();
   writeFrame(sock, { n: 0 });
   flushFrames(sock);
@@ -97,9 +100,25 @@ test('the end-of-tick release of flushed frames does not release a batch written
   t.is(stream.writableCorked, 0);
 });
 
-test('flushFrames with nothing held does nothing', (t) => {
+test.serial('flushFrames with nothing held does nothing', (t) => {
   const { sock, stream } = sink();
   flushFrames(sock);
   t.is(stream.writableCorked, 0);
   t.is(stream.writableLength, 0);
+});
+
+test.serial('flushFrames() with no socket sends what every socket of the process holds', async (t) => {
+  const a = sink();
+  const b = sink();
+  writeFrame(a.sock, { n: 0 });
+  writeFrame(b.sock, { n: 1 });
+  t.is(a.stream.writableCorked + b.stream.writableCorked, 2, 'both held');
+  flushFrames();
+  t.is(a.stream.writableCorked + b.stream.writableCorked, 0, 'both released');
+  t.is(a.stream.writableLength + b.stream.writableLength, 0, 'both written');
+  writeFrame(a.sock, { n: 2 });
+  t.is(a.stream.writableCorked, 1, 'held again');
+  await new Promise((r) => setImmediate(r));
+  t.deepEqual(a.sent(), [{ n: 0 }, { n: 2 }]);
+  t.deepEqual(b.sent(), [{ n: 1 }]);
 });
