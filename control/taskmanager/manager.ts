@@ -212,6 +212,7 @@ export class TaskManager {
     const healthy = await Promise.race([
       waitHealthy(slot.url!, this.opts.launch.healthPath ?? '/health', {
         timeoutMs,
+        executorId: slot.executorId,
         intervalMs: this.opts.healthIntervalMs ?? 100,
         signal: slot.removed.signal,
       }).then(() => true, () => false),
@@ -301,6 +302,7 @@ export class TaskManager {
       await Promise.race([
         waitHealthy(inst.url, this.opts.launch.healthPath ?? '/health', {
           timeoutMs: healthTimeoutMs,
+          executorId: slot.executorId,
           intervalMs: this.opts.healthIntervalMs ?? 100,
           signal: slot.removed.signal,
         }).catch((e) => {
@@ -364,7 +366,7 @@ export class TaskManager {
     const probe = async () => {
       slot.probeTimer = undefined;
       if (slot.phase !== 'running') return;
-      const result = await probeExecutor(url, this.opts.launch.healthPath ?? '/health', this.opts.healthCheck?.timeoutMs ?? 2_000);
+      const result = await probeExecutor(url, this.opts.launch.healthPath ?? '/health', this.opts.healthCheck?.timeoutMs ?? 2_000, slot.executorId);
       if (slot.phase !== 'running' || slot.url !== url) return; // died, removed or restarted meanwhile: not this probe's business
       const reason = slot.health.observe(result);
       if (reason) return this.replaceUnhealthy(slot, reason);

@@ -6,6 +6,13 @@
  * route answers at all stands for the router.
  */
 import type { RequestHandler } from 'express';
+import { EXECUTOR_ENV } from '../../control/descriptors/types.js';
+
+/**
+ * The executor id the platform gave this process, in every health answer: the platform's probes check it, so a
+ * process that took over the port (a free-port race between two starting processes) is not taken for this one.
+ */
+const executorId = () => process.env[EXECUTOR_ENV.executorId] || undefined;
 
 export interface HealthPart {
   /** e.g. 'engine', 'preprocess' */
@@ -20,8 +27,10 @@ export interface HealthPart {
 export function healthReport(parts: readonly HealthPart[], details: Record<string, unknown> = {}): { status: number; body: Record<string, unknown> } {
   const state = Object.fromEntries(parts.map((p) => [p.name, p.up() ? 'up' : 'down']));
   const down = parts.find((p) => state[p.name] === 'down');
-  if (!down) return { status: 200, body: { status: 'ok', parts: state, ...details } };
-  return { status: 503, body: { status: 'unavailable', parts: state, error: { code: down.code, message: down.message }, ...details } };
+  const id = executorId();
+  const who = id ? { executor: id } : {};
+  if (!down) return { status: 200, body: { status: 'ok', parts: state, ...who, ...details } };
+  return { status: 503, body: { status: 'unavailable', parts: state, error: { code: down.code, message: down.message }, ...who, ...details } };
 }
 
 export function healthRoute(parts: readonly HealthPart[], details?: Record<string, unknown>): RequestHandler {

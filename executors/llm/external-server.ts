@@ -36,7 +36,7 @@ export function buildExternalServer(opts: ExternalServerOptions): express.Expres
     try {
       const r = await fetch(`${base}/v1/models`, { headers: auth, signal: AbortSignal.timeout(2000) });
       await r.body?.cancel();
-      res.status(r.ok ? 200 : 503).json({ status: r.ok ? 'ok' : 'upstream unhealthy', upstream: base, upstreamStatus: r.status });
+      res.status(r.ok ? 200 : 503).json({ status: r.ok ? 'ok' : 'upstream unhealthy', ...(opts.executorId ? { executor: opts.executorId } : {}), upstream: base, upstreamStatus: r.status });
     } catch (e) {
       res.status(503).json({ status: 'upstream unreachable', upstream: base, error: (e as Error).message });
     }
