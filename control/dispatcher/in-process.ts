@@ -22,6 +22,7 @@ import { Router, taskIdOfCached, type RouterOptions } from './routing.js';
 import { LoadRecorder } from '../autoscaler/signals.js';
 import { LiveServiceRecorder } from './live-service.js';
 import { sleep } from '../../lib/wait.js';
+import { setMaxListeners } from 'node:events';
 
 /** How long close() lets the graphs in flight finish before cutting them. */
 const DEFAULT_CLOSE_GRACE_MS = 30_000;
@@ -53,7 +54,8 @@ export class InProcessDispatcher implements GraphDispatcher {
   readonly #liveService: LiveServiceRecorder;
   /** Graphs in flight (a streaming graph until its stream ends), and what cuts them when close()'s grace is over. */
   readonly #inFlight = new Set<Promise<void>>();
-  readonly #cut = new AbortController();
+  /** Every graph in flight listens to it (and stops at its end): as many listeners as graphs, none left behind. */
+  readonly #cut = unlimitedListeners(new AbortController());
   #closing: Promise<void> | undefined;
 
   constructor(
@@ -123,4 +125,10 @@ export class InProcessDispatcher implements GraphDispatcher {
     })();
     return this.#closing;
   }
+}
+
+/** Node warns of a leak past 10 listeners on one signal; the cut has one per graph in flight by design. */
+function unlimitedListeners(c: AbortController): AbortController {
+  setMaxListeners(0, c.signal);
+  return c;
 }
