@@ -124,10 +124,11 @@ test.serial('a restarted resource-manager process reconciles the cluster with th
 test.serial('a restarted resource-manager process adopts the running executors: scale works without restarting them', async (t) => {
   await rm.stop();
   // What a previous resource manager left: a ready task with two executors (Deployments in the cluster, routes in
-  // the Store). Their routes point at real echo executors on this machine, so health checks can pass.
+  // the Store). Their routes point at real echo executors on this machine, so health checks can pass; each runs
+  // with the executor id its Deployment gives it (health answers name it, and the manager checks who answers).
   const echos: EchoExecutor[] = [];
   t.teardown(() => Promise.all(echos.map((e) => e.stop())));
-  for (let i = 0; i < 2; i++) echos.push(await startEchoExecutor());
+  for (let i = 0; i < 2; i++) echos.push(await startEchoExecutor({ executorId: `echo-adopt-${i}` }));
   const task = new EchoTask({ serviceTimeMs: 0 });
   const taskId = taskIdOf(task);
   const store = createStore({ redisUrl: redis.url });
@@ -135,7 +136,7 @@ test.serial('a restarted resource-manager process adopts the running executors: 
   await store.ready();
   await store.acquireTask(newTaskRecord(task));
   const routes: ExecutorRoute[] = echos.map((e, rank) => ({
-    executorId: `echo-adopt-${rank}`,
+    executorId: e.executorId,
     taskId,
     url: e.url,
     sidecarRanks: [rank],
