@@ -7,7 +7,7 @@
  * invocations of the task (the request mix, media sizes and lengths), so the figure is the executor's capacity on the
  * traffic it will serve. Executors run split (no encoder inside), as in a disaggregated deployment.
  */
-import { paretoFrontier, saturationPoint, sweepStopped, DEFAULT_SWEEP_STOP } from '../control/autoscaler/frontier.js';
+import { paretoFrontier, percentile, saturationPoint, sweepStopped, DEFAULT_SWEEP_STOP } from '../control/autoscaler/frontier.js';
 import type { AutoscalePolicy, ProfilePoint, TaskProfile } from '../control/autoscaler/types.js';
 import { nextSpec } from '../bench/workload/mix.js';
 import { RandomSource } from '../bench/workload/random.js';
@@ -54,8 +54,7 @@ function measureLevel(task: SimTask, sc: Scenario, nextJob: () => Omit<SimJob, '
   events.run();
   const windowMs = events.now - windowStart;
   latencies.sort((a, b) => a - b);
-  const q = (p: number) => latencies[Math.min(latencies.length - 1, Math.max(0, Math.ceil(p * latencies.length) - 1))]!;
-  return { devicesPerExecutor: task.devicesPerExecutor, concurrency: c, throughputRps: windowMs > 0 ? (latencies.length * 1000) / windowMs : 0, p50Ms: q(0.5), p99Ms: q(0.99) };
+  return { devicesPerExecutor: task.devicesPerExecutor, concurrency: c, throughputRps: windowMs > 0 ? (latencies.length * 1000) / windowMs : 0, p50Ms: percentile(latencies, 50), p99Ms: percentile(latencies, 99) };
 }
 
 /** Profiles of the scenario's tasks (by label); `labels` limits them (e.g. to the tasks a plan runs on executors). */

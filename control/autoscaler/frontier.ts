@@ -50,3 +50,7 @@ export function saturationPoint(points: readonly ProfilePoint[], within = DEFAUL
   const best = Math.max(...points.map((p) => p.throughputRps));
   return [...points].sort((a, b) => a.concurrency - b.concurrency).find((p) => p.throughputRps >= best * (1 - within));
 }
+
+/** Nearest-rank percentile (q in 0–100) of sorted values: what a profile point's p50 / p99 are. */
+export const percentile = (sorted: readonly number[], q: number): number =>
+  sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil((q / 100) * sorted.length) - 1))]!;

@@ -16,6 +16,7 @@
  */
 import { fileURLToPath } from 'node:url';
 import { freePort } from '../../lib/net.js';
+import { probe } from '../../lib/unix-url.js';
 import { waitUntil } from '../../lib/wait.js';
 import { guardChildren } from '../platform/exit-guard.js';
 import { ManagedChild, type ExitInfo, type LogSink } from '../platform/child.js';
@@ -97,13 +98,7 @@ export async function launchUp(o: LaunchUpOptions = {}): Promise<LaunchedUp> {
   const unguard = guardChildren({ killAll: () => { child.kill(); sweepGroup(); }, shutdown: async () => { await stop(); } });
 
   const ms = o.readyTimeoutMs ?? 120_000;
-  const healthy = async () => {
-    try {
-      return (await fetch(`${url}/health`, { signal: AbortSignal.timeout(2_000) })).ok;
-    } catch {
-      return false;
-    }
-  };
+  const healthy = () => probe(`${url}/health`, 2_000).then((status) => status === 200, () => false);
   let dispatcherUrl = '';
   try {
     await waitUntil(`cornserve up (pid ${pid}) on port ${port}${o.readyWhen ? ` (${o.readyWhen.what})` : ''}`, async () => {

@@ -15,7 +15,7 @@
  * measured figures are those of the shared executor.
  */
 import type { UnitTask } from '../../functions/sdk/index.js';
-import { paretoFrontier, sweepStopped, DEFAULT_SWEEP_STOP, type SweepStopRule } from '../autoscaler/frontier.js';
+import { paretoFrontier, percentile, sweepStopped, DEFAULT_SWEEP_STOP, type SweepStopRule } from '../autoscaler/frontier.js';
 import type { ProfilePoint, TaskProfile } from '../autoscaler/types.js';
 import type { TaskDescriptor } from '../descriptors/types.js';
 import { callExecutor } from '../dispatcher/executor-client.js';
@@ -52,9 +52,6 @@ export function devicesPerExecutorOptions(descriptor: TaskDescriptor, task: Unit
   const listed = descriptor.profiling?.devicesPerExecutorOptions?.(task);
   return listed?.length ? [...new Set(listed)].sort((a, b) => a - b) : [descriptor.launch(task).devicesPerExecutor];
 }
-
-/** Nearest-rank percentile of sorted values. */
-const percentile = (sorted: number[], q: number) => sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil((q / 100) * sorted.length) - 1))]!;
 
 /** One invocation of the sample, read to its end; resolves with its latency (ms). */
 async function invokeOnce(target: ProfileTarget, timeoutMs: number, signal: AbortSignal | undefined): Promise<number> {

@@ -151,12 +151,6 @@ export class Engine {
         this.wake = undefined;
         continue;
       }
-      // The loop must let I/O (new requests, disconnects, SSE writes) in between steps. A decoder call already
-      // passes through the event loop (onnxruntime-node runs a session from setImmediate), so a second turn of
-      // our own after every step only added a loop iteration per token; this probe — an immediate that runs in
-      // the first turn after the poll phase — tells whether the step took a turn, and only if not do we yield.
-      let turned = false;
-      setImmediate(() => { turned = true; });
       this.reap();
       const admitted = this.admit();
       try {
@@ -169,7 +163,7 @@ export class Engine {
         const err = e instanceof Error ? e : new Error(String(e));
         for (const j of [...admitted, ...this.running.splice(0)]) j.reject(err);
       }
-      if (!turned) await yieldToIo();
+      await yieldToIo(); // let I/O (new requests, disconnects, SSE writes) in between steps
     }
     const err = llmErrors.cancelled('the engine stopped');
     for (const j of [...this.waiting.splice(0), ...this.running.splice(0)]) j.reject(err);
