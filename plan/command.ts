@@ -96,6 +96,9 @@ export function planCommand(io: Io): Command {
       io.out(`headroom (capacity ÷ demand at that rate): ${Object.entries(plan.explanation.headroom).map(([l, h]) => `${l} ${h.toFixed(2)}`).join(', ')}`);
       await writeFile(o.out, stringify(plan));
       io.out(`plan written to ${o.out}`);
+      const tp = plan.components.filter((c) => c.replicas > 0 && c.devicesPerExecutor > 1);
+      if (tp.length)
+        io.out(`note: this plan runs ${tp.map((c) => `${c.label} at tensor-parallel ${c.devicesPerExecutor}`).join(', ')}: apply-plan deploys it on an app whose tasks are registered with that degree; for the app's tasks as deployed, plan with --no-tp`);
       if (plan.mode !== 'split')
         io.out(`note: this plan keeps encoders inside their LLM: apply-plan deploys it on an app registered with the encoder inside (encoderFission: false); for an app that calls its encoders as tasks, plan with --split-only`);
     });
