@@ -2,7 +2,7 @@
 import { EricScheduler as Scheduler } from '../policies.js';
 import type { Compute } from '../engine/compute.js';
 import type { EventQueue } from '../engine/queue.js';
-import { encoderMs, type EncoderModel } from '../latency/models.js';
+import { encoderMs, sums, type EncoderModel } from '../latency/models.js';
 import { SimExecutor, type SimJob } from './types.js';
 
 export class SimEncoder extends SimExecutor {
@@ -25,13 +25,7 @@ export class SimEncoder extends SimExecutor {
     if (this.running >= this.capacity) return;
     const batch = this.scheduler.schedule();
     if (!batch) return;
-    let units = 0;
-    let squares = 0;
-    for (const e of batch.entries) {
-      const u = this.#jobs.get(e.requestId)!.units;
-      units += u;
-      squares += u * u;
-    }
+    const { sum: units, squares } = sums(batch.entries, (e) => this.#jobs.get(e.requestId)!.units);
     this.started();
     this.compute.run(encoderMs(this.model, units, `${this.id} (encoder)`, squares), () => {
       this.ended();

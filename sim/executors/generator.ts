@@ -3,7 +3,7 @@ import { GeriRequestQueue as RequestQueue } from '../policies.js';
 import type { GenParams } from '../../executors/geri/protocol.js';
 import type { Compute } from '../engine/compute.js';
 import type { EventQueue } from '../engine/queue.js';
-import { encoderMs, generatorMs, type EncoderModel, type GeneratorModel } from '../latency/models.js';
+import { encoderMs, generatorMs, sums, type EncoderModel, type GeneratorModel } from '../latency/models.js';
 import { SimExecutor, type SimJob } from './types.js';
 
 export class SimGenerator extends SimExecutor {
@@ -30,13 +30,7 @@ export class SimGenerator extends SimExecutor {
     if (!head) return;
     const batch = this.queue.popBatch(head, this.model.maxBatchSize);
     this.started();
-    let units = 0;
-    let squares = 0;
-    for (const r of batch) {
-      const u = this.#jobs.get(r.requestId)!.inlineUnits ?? 0;
-      units += u;
-      squares += u * u;
-    }
+    const { sum: units, squares } = sums(batch, (r) => this.#jobs.get(r.requestId)!.inlineUnits ?? 0);
     const encodeMs = units > 0 && this.inlineEncoder ? encoderMs(this.inlineEncoder, units, `${this.id} (inline encoder)`, squares) : 0;
     this.compute.run(encodeMs + generatorMs(this.model, batch.length, `${this.id} (generator)`), () => {
       this.ended();

@@ -6,7 +6,7 @@
 import { admitCount } from '../policies.js';
 import type { Compute } from '../engine/compute.js';
 import type { EventQueue } from '../engine/queue.js';
-import { decodeMs, encoderMs, prefillMs, type EncoderModel, type LlmModel } from '../latency/models.js';
+import { decodeMs, encoderMs, prefillMs, sums, type EncoderModel, type LlmModel } from '../latency/models.js';
 import { SimExecutor, type SimJob } from './types.js';
 
 interface Seq { job: SimJob; context: number; left: number; kv: number }
@@ -35,16 +35,8 @@ export class SimLlm extends SimExecutor {
     const admitted = this.#waiting.splice(0, n);
     this.started();
     if (admitted.length) {
-      let sum = 0;
-      let squares = 0;
-      let units = 0;
-      let unitSquares = 0;
-      for (const j of admitted) {
-        sum += j.promptTokens;
-        squares += j.promptTokens * j.promptTokens;
-        units += j.inlineUnits ?? 0;
-        unitSquares += (j.inlineUnits ?? 0) ** 2;
-      }
+      const { sum, squares } = sums(admitted, (j) => j.promptTokens);
+      const { sum: units, squares: unitSquares } = sums(admitted, (j) => j.inlineUnits ?? 0);
       // Monolithic: the step first encodes the admitted requests' media on the same device (one encoder batch),
       // which holds up every running sequence's next decode step as well.
       const encodeMs = units > 0 && this.inlineEncoder ? encoderMs(this.inlineEncoder, units, `${this.id} (inline encoder)`, unitSquares) : 0;

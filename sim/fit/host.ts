@@ -16,6 +16,7 @@ import { parse as parseYaml, stringify } from 'yaml';
 import { startCornserve } from '../../control/cli/up.js';
 import { GatewayClient } from '../../control/cli/client.js';
 import type { HostModel } from '../scenario/schema.js';
+import { medianMsEach } from './timing.js';
 
 const echoApp = (name: string, calls: number) => `
 import { z } from 'zod';
@@ -55,17 +56,9 @@ export async function measureHost(repeats: number, progress: (line: string) => v
       if (!res.ok) throw new Error(`simulate fit: ${name}: HTTP ${res.status} ${await res.text()}`);
       await res.arrayBuffer();
     };
-    for (const name of names) for (let i = 0; i < 3; i++) await invoke(name); // warm-up: connections, first-call compilation
-    const ms = names.map(() => [] as number[]);
-    for (let r = 0; r < repeats; r++) {
-      for (const [i, name] of names.entries()) {
-        const t0 = performance.now();
-        await invoke(name);
-        ms[i]!.push(performance.now() - t0);
-      }
-    }
-    const median = (xs: number[]) => xs.sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
-    const samples = { onceMs: median(ms[0]!), twiceMs: median(ms[1]!) };
+    for (const name of names) for (let i = 0; i < 2; i++) await invoke(name); // warm-up: connections, first-call compilation (+1 in medianMsEach)
+    const [onceMs, twiceMs] = await medianMsEach(repeats, names.map((name) => () => invoke(name)));
+    const samples = { onceMs: onceMs!, twiceMs: twiceMs! };
     progress(`fit host: echo request with one call ${samples.onceMs.toFixed(2)} ms, with two calls ${samples.twiceMs.toFixed(2)} ms (median of ${repeats})`);
     return { host: hostModel(samples), samples };
   } finally {

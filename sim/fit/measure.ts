@@ -11,6 +11,7 @@
  * process hops (HTTP, ZeroMQ, sidecar) and several executors sharing the cores; the validation measures those.
  */
 import { cpus, hostname, loadavg } from 'node:os';
+import { medianMsEach } from './timing.js';
 import { stringify } from 'yaml';
 import { join } from 'node:path';
 import { syntheticPng } from '../../bench/workload/media.js';
@@ -71,24 +72,6 @@ export interface FitOutcome {
   seconds: number;
   /** The 1-minute load average when the measurement ended (the machine is shared: say how busy it was). */
   loadAverage: number;
-}
-
-/**
- * Times every probe `repeats` times in interleaved rounds (probe 1, 2, …, then again), after one warm-up each, and
- * returns each probe's median: on a shared machine a burst of someone else's load then hits every point alike
- * instead of bending the fitted line.
- */
-async function medianMsEach(repeats: number, probes: ReadonlyArray<() => Promise<unknown>>): Promise<number[]> {
-  for (const p of probes) await p(); // warm-up: session allocation and first-run arenas
-  const ms = probes.map(() => [] as number[]);
-  for (let r = 0; r < repeats; r++) {
-    for (let i = 0; i < probes.length; i++) {
-      const t0 = performance.now();
-      await probes[i]!();
-      ms[i]!.push(performance.now() - t0);
-    }
-  }
-  return ms.map((m) => m.sort((a, b) => a - b)[Math.floor(m.length / 2)]!);
 }
 
 export const machineText = () => `${hostname()} (${cpus().length} × ${cpus()[0]?.model.trim() ?? 'cpu'})`;

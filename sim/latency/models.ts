@@ -75,6 +75,18 @@ export function checked(ms: number, where: string, input: string): number {
   return ms;
 }
 
+/** Σ x and Σ x² over a batch's items: the quadratic models (encoder, prefill) take a batch as both sums. */
+export function sums<T>(items: Iterable<T>, of: (item: T) => number): { sum: number; squares: number } {
+  let sum = 0;
+  let squares = 0;
+  for (const item of items) {
+    const x = of(item);
+    sum += x;
+    squares += x * x;
+  }
+  return { sum, squares };
+}
+
 /** `squares`: Σ over the batch's items of their units² (one item of `units` when not given). */
 export const encoderMs = (m: EncoderModel, units: number, where = 'encoder', squares = units * units) =>
   checked(m.a + m.b * units + (m.c ?? 0) * squares, where, `${units} units`);
