@@ -12,7 +12,7 @@
  */
 import { SidecarError, badRequest } from '../errors.js';
 import { convertTensor, isTensor, type DType, type Tensor } from '../tensor.js';
-import type { AllocReply, PutReply, RecvReply } from '../wire/protocol.js';
+import { QUIET_DONE_VERSION, type AllocReply, type PutReply, type RecvReply } from '../wire/protocol.js';
 import { SpanKind, tracingOn, withSpan } from '../../lib/telemetry.js';
 import { Connection, type Deadline } from './connection.js';
 import { decode, encode } from './codec.js';
@@ -213,7 +213,11 @@ export class SidecarClient {
       if (this.kept.delete(chunkKey(id, chunk)) && !o.group) return; // the sidecar counted this rank done at recv
       const d = this.deadline(o);
       const conn = await this.connection(d);
-      await conn.call({ op: 'done', id, chunk, ...(o.group ? { group: true } : {}) }, undefined, d);
+      const done = { op: 'done', id, chunk, ...(o.group ? { group: true } : {}) };
+      // A sidecar of protocol 3 answers a quiet done only if it fails (logged): no round trip, and the consumer's next
+      // recv leaves in the same write. It never fails but for a dropped connection, which post() reports.
+      if ((conn.hello.wire ?? 1) >= QUIET_DONE_VERSION) await conn.post({ ...done, quiet: true });
+      else await conn.call(done, undefined, d);
     });
   }
 

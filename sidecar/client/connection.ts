@@ -12,6 +12,9 @@ import { openSegment } from '../shm/segment.js';
 import { MAX_TIMER_MS, sleep } from '../../lib/wait.js';
 import { currentTraceparent } from '../../lib/telemetry.js';
 import { Leases } from './leases.js';
+import { logger } from '../../lib/log.js';
+
+const log = logger('sidecar-client');
 
 /** A request waiting for its reply (no per-call closures or timers: this runs for every call). */
 interface Pending {
@@ -105,7 +108,10 @@ export class Connection {
 
   private onReply(r: Reply, payload: Buffer | null): void {
     const p = this.pending.get(r.rid);
-    if (!p) return; // already given up on (deadline/abort); the sidecar was told to cancel
+    if (!p) { // given up on (deadline/abort; the sidecar was told to cancel), or a request sent without waiting (post)
+      if (!r.ok) log.warn({ rid: r.rid, err: r.error }, 'a sidecar request the client no longer waits for failed');
+      return;
+    }
     this.pending.delete(r.rid);
     settle(p);
     if (r.ok) p.resolve(payload && payload.length > 0 ? { ...r, payload } : r);
@@ -134,6 +140,21 @@ export class Connection {
       if (p.deadline < this.timerAt) this.arm(p.deadline);
       const traceparent = currentTraceparent(); // the caller's span (see SidecarClient.traced)
       writeFrame(this.sock, { ...msg, rid: p.rid, ...(traceparent ? { traceparent } : {}) }, payload);
+    });
+  }
+
+  /**
+   * Sends one request without waiting for its reply (the sidecar answers only if it fails: that reply is logged).
+   * Resolves once the frame is handed to the kernel, so any later request on this connection is served after it.
+   */
+  post(msg: Record<string, unknown>): Promise<void> {
+    if (!this.alive) return Promise.reject(new SidecarError('SIDECAR_UNAVAILABLE', 'the connection to the local sidecar is closed'));
+    const traceparent = currentTraceparent();
+    return new Promise((resolve, reject) => {
+      writeFrame(this.sock, { ...msg, rid: this.nextRid++, ...(traceparent ? { traceparent } : {}) }, undefined, (err) => {
+        if (err) reject(new SidecarError('SIDECAR_UNAVAILABLE', `the connection to the local sidecar closed before ${String(msg.op)} ${String(msg.id ?? '')} was sent`));
+        else resolve();
+      });
     });
   }
 

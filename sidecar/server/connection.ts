@@ -8,7 +8,7 @@ import { SidecarError, badRequest, errorToWire } from '../errors.js';
 import type { Allocation } from '../shm/memory.js';
 import { Cancel, type Cancellable } from '../cancel.js';
 import { FrameReader, writeFrame } from '../wire/frames.js';
-import { ClientRequest, WIRE_VERSION, type Lease, type PutReply, type PutReq, type RecvReply } from '../wire/protocol.js';
+import { WIRE_VERSION, parseClientRequest, type ClientRequest, type Lease, type PutReply, type PutReq, type RecvReply } from '../wire/protocol.js';
 import type { ChunkMemory, SidecarServer } from './server.js';
 import { serveTraced } from './tracing.js';
 import { currentTraceparent } from '../../lib/telemetry.js';
@@ -48,7 +48,7 @@ export class ClientConnection {
   }
 
   private handle(raw: unknown, payload: Buffer | null): void {
-    const parsed = ClientRequest.safeParse(raw);
+    const parsed = parseClientRequest(raw);
     if (!parsed.success) {
       const rid = typeof (raw as { rid?: unknown })?.rid === 'number' ? (raw as { rid: number }).rid : -1;
       const issue = parsed.error.issues[0];
@@ -58,13 +58,19 @@ export class ClientConnection {
     const req = parsed.data;
     if (req.op === 'cancel') { this.cancel(req.rid); return; }
     if (req.op !== 'hello' && this.rank === undefined) { this.fail(req.rid, badRequest('send hello first')); return; }
+    if (req.op === 'done' && !req.traceparent) { // nothing to wait for or cancel: served at once, no promise
+      this.srv.ledger.done(req.id, req.chunk, this.rank!, req.group ?? false);
+      if (!req.quiet) this.reply(req.rid, {});
+      return;
+    }
     const cancel = new Cancel();
     const rid = req.rid;
     this.inflight.set(rid, cancel);
     const traceparent = 'traceparent' in req ? req.traceparent : undefined;
     const served = traceparent ? this.traced(req, traceparent, () => this.dispatch(req, payload, cancel)) : this.dispatch(req, payload, cancel);
+    const quiet = req.op === 'done' && req.quiet === true; // answered only if it fails (protocol 3)
     served.then(
-      (body) => { this.inflight.delete(rid); this.reply(rid, body); },
+      (body) => { this.inflight.delete(rid); if (!quiet) this.reply(rid, body); },
       (err) => { this.inflight.delete(rid); this.fail(rid, err); },
     );
   }

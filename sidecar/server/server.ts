@@ -324,8 +324,8 @@ export class SidecarServer {
       if (added === 'failed') throw new SidecarError('SIDECAR_PRODUCER_FAILED', `${input.id} already failed`);
       return;
     }
-    this.metrics.transfers.inc({ origin });
-    this.metrics.bytesMoved.inc({ path: origin === 'local' ? 'local' : 'from_peer' }, input.size);
+    this.metrics.transfers.add(origin);
+    this.metrics.bytesMoved.add(origin === 'local' ? 'local' : 'from_peer', input.size);
     for (const [node, groups] of remote) {
       const header: PeerChunk = {
         op: 'chunk', id: input.id, chunk: input.chunk, dst: groups, kind: input.kind, size: input.size,
@@ -339,7 +339,7 @@ export class SidecarServer {
       this.peers.send(node, header, mem.bytes ?? this.memory.view(mem.alloc), input.expiresAt, (err) => {
         if (push) endSpan(push.span, err);
         if (err) this.log.warn({ id: input.id, chunk: input.chunk, node, err: err.message }, 'push to peer failed');
-        else this.metrics.bytesMoved.inc({ path: 'to_peer' }, input.size);
+        else this.metrics.bytesMoved.add('to_peer', input.size);
         this.ledger.pushed(rec);
       });
     }
@@ -375,7 +375,7 @@ export class SidecarServer {
     }
     if (rec.alloc) this.memory.free(rec.alloc);
     if (rec.bytes) this.inlineBytes -= rec.size;
-    this.metrics.freed.inc({ reason });
+    this.metrics.freed.add(reason);
     if (reason === 'expired') this.metrics.expiredBytes.inc(rec.size);
     if (rec.entry) this.mirror.remove(rec.id, rec.chunk);
   }

@@ -24,7 +24,13 @@ const traceparent = z.string().max(128).optional();
  * no version (1) with offsets only, so an older executor keeps working against a newer sidecar and the other way round.
  * Sidecar↔sidecar frames did not change (a receiving sidecar decides alone where a chunk's bytes go).
  */
-export const WIRE_VERSION = 2;
+export const WIRE_VERSION = 3;
+/**
+ * 3: a `done` may say `quiet: true`: the sidecar answers it only when it fails (an error reply the client logs), so a
+ * markDone costs the client no round trip and the sidecar no reply; the consumer's next recv leaves in the same write.
+ * A client sends it only to a sidecar whose hello said 3 or more.
+ */
+export const QUIET_DONE_VERSION = 3;
 /**
  * Objects up to this size take the one-frame fast path: the bytes travel inside the put, the sidecar keeps them in its
  * heap (no shared-memory slot to allocate and free) and hands them back inside the recv reply.
@@ -47,7 +53,7 @@ export const PutReq = z.object({
   lease: z.boolean().optional(), traceparent,
 });
 export const RecvReq = z.object({ op: z.literal('recv'), rid: z.number(), id, chunk: chunkNo, deadline: z.number(), traceparent });
-export const DoneReq = z.object({ op: z.literal('done'), rid: z.number(), id, chunk: chunkNo, group: z.boolean().optional(), traceparent });
+export const DoneReq = z.object({ op: z.literal('done'), rid: z.number(), id, chunk: chunkNo, group: z.boolean().optional(), quiet: z.boolean().optional(), traceparent });
 export const CloseReq = z.object({ op: z.literal('close'), rid: z.number(), id, numChunks: z.number().int().min(0), dst: groups.optional(), traceparent });
 export const FailReq = z.object({ op: z.literal('fail'), rid: z.number(), id, reason: z.string(), dst: groups.optional(), traceparent });
 export const CancelReq = z.object({ op: z.literal('cancel'), rid: z.number() });
@@ -55,6 +61,59 @@ export const CancelReq = z.object({ op: z.literal('cancel'), rid: z.number() });
 export const ClientRequest = z.discriminatedUnion('op', [HelloReq, AllocReq, PutReq, RecvReq, DoneReq, CloseReq, FailReq, CancelReq]);
 export type ClientRequest = z.infer<typeof ClientRequest>;
 export type PutReq = z.infer<typeof PutReq>;
+
+// ---------- the hot requests, checked without zod ----------
+// A sidecar serves a put, a recv and (for slot chunks) a done per transfer: zod's parse (a walk of the schema and a
+// copy of the object) was a measurable part of the sidecar's CPU per 4 KiB transfer. These checks accept exactly what
+// the schemas above accept for those ops (test/unit/sidecar/protocol-check.test.ts compares them on valid and invalid
+// requests); a request they do not accept goes to zod, which rejects it with its usual message (SIDECAR_BAD_REQUEST)
+// or accepts it. Unknown keys are left in place rather than stripped: the server reads only the fields it knows.
+
+const isInt = (x: unknown, min: number): x is number => Number.isSafeInteger(x) && (x as number) >= min;
+const isNum = (x: unknown): x is number => typeof x === 'number' && Number.isFinite(x);
+const isId = (x: unknown): x is string => typeof x === 'string' && x.length >= 1 && x.length <= 256;
+const optBool = (x: unknown) => x === undefined || typeof x === 'boolean';
+const optTraceparent = (x: unknown) => x === undefined || (typeof x === 'string' && x.length <= 128);
+const DTYPES: ReadonlySet<unknown> = new Set(dtype.options);
+const KINDS: ReadonlySet<unknown> = new Set(kinds);
+function isRanks(x: unknown): boolean {
+  if (!Array.isArray(x) || x.length === 0) return false;
+  for (const r of x) if (!isInt(r, 0)) return false;
+  return true;
+}
+function isGroups(x: unknown): boolean {
+  if (!Array.isArray(x) || x.length === 0) return false;
+  for (const g of x) if (!isRanks(g)) return false;
+  return true;
+}
+function isShape(x: unknown): boolean {
+  if (!Array.isArray(x)) return false;
+  for (const d of x) if (!isInt(d, 0)) return false;
+  return true;
+}
+
+/** Whether `m` (a JSON-parsed request) is a valid put, recv, done or cancel; false sends it to zod. */
+function hotRequest(m: Record<string, unknown>): boolean {
+  if (!isNum(m.rid)) return false;
+  switch (m.op) {
+    case 'recv': return isId(m.id) && isInt(m.chunk, 0) && isNum(m.deadline) && optTraceparent(m.traceparent);
+    case 'done': return isId(m.id) && isInt(m.chunk, 0) && optBool(m.group) && optBool(m.quiet) && optTraceparent(m.traceparent);
+    case 'cancel': return true;
+    case 'put': return isId(m.id) && isInt(m.chunk, 0) && (m.numChunks === undefined || isInt(m.numChunks, 1)) && optBool(m.stream)
+      && isGroups(m.dst) && KINDS.has(m.kind) && (m.dtype === undefined || DTYPES.has(m.dtype)) && (m.shape === undefined || isShape(m.shape))
+      && isInt(m.size, 0) && (m.alloc === undefined || isInt(m.alloc, Number.MIN_SAFE_INTEGER)) && (m.ttlMs === undefined || (isNum(m.ttlMs) && m.ttlMs > 0))
+      && isNum(m.deadline) && optBool(m.lease) && optTraceparent(m.traceparent);
+    default: return false;
+  }
+}
+
+/** `ClientRequest.safeParse`, with the hot ops checked by hand first (see above). */
+export function parseClientRequest(raw: unknown): ReturnType<typeof ClientRequest.safeParse> {
+  if (typeof raw === 'object' && raw !== null && !Array.isArray(raw) && hotRequest(raw as Record<string, unknown>)) {
+    return { success: true, data: raw as ClientRequest } as ReturnType<typeof ClientRequest.safeParse>;
+  }
+  return ClientRequest.safeParse(raw);
+}
 
 export interface HelloReply { node: string; instance: string; segment: { path: string; size: number }; ranks: number[]; wire?: number }
 export interface AllocReply { alloc: number; offset: number }
