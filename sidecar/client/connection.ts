@@ -42,6 +42,8 @@ export interface Deadline {
 export class Connection {
   private readonly pending = new Map<number, Pending>();
   private nextRid = 1;
+  /** Requests sent with `post` count down from -1: a reply to one (only ever a failure) is told apart from a given-up call's. */
+  private nextPostRid = -1;
   /** One timer for every pending call's deadline, armed for the earliest (calls mostly share the default timeout). */
   private timer: NodeJS.Timeout | undefined;
   private timerAt = Infinity;
@@ -109,12 +111,15 @@ export class Connection {
   private onReply(r: Reply, payload: Buffer | null): void {
     const p = this.pending.get(r.rid);
     if (!p) { // given up on (deadline/abort; the sidecar was told to cancel), or a request sent without waiting (post)
-      if (!r.ok) log.warn({ rid: r.rid, err: r.error }, 'a sidecar request the client no longer waits for failed');
+      if (!r.ok && r.rid < 0) log.warn({ rid: r.rid, err: r.error }, 'a sidecar request sent without waiting for its reply failed');
       return;
     }
     this.pending.delete(r.rid);
     settle(p);
-    if (r.ok) p.resolve(payload && payload.length > 0 ? { ...r, payload } : r);
+    if (r.ok) {
+      if (payload && payload.length > 0) (r as Record<string, unknown>).payload = payload; // r is this reply's own parsed header
+      p.resolve(r);
+    }
     else p.reject(errorFromWire(r.error));
   }
 
@@ -126,7 +131,7 @@ export class Connection {
     p.reject(err);
   }
 
-  /** Sends one request and waits for its reply, until `d.deadline` or `d.signal`. */
+  /** Sends one request (`msg` is made for this call: its `rid` is set in place) and waits for its reply, until `d.deadline` or `d.signal`. */
   call(msg: Record<string, unknown>, payload: Uint8Array | undefined, d: Deadline): Promise<Record<string, unknown>> {
     if (!this.alive) return Promise.reject(new SidecarError('SIDECAR_UNAVAILABLE', 'the connection to the local sidecar is closed'));
     return new Promise((resolve, reject) => {
@@ -139,19 +144,25 @@ export class Connection {
       this.pending.set(p.rid, p);
       if (p.deadline < this.timerAt) this.arm(p.deadline);
       const traceparent = currentTraceparent(); // the caller's span (see SidecarClient.traced)
-      writeFrame(this.sock, { ...msg, rid: p.rid, ...(traceparent ? { traceparent } : {}) }, payload);
+      // `msg` is the caller's own object, made for this call: completed in place rather than copied.
+      msg.rid = p.rid;
+      if (traceparent) msg.traceparent = traceparent;
+      writeFrame(this.sock, msg, payload);
     });
   }
 
   /**
-   * Sends one request without waiting for its reply (the sidecar answers only if it fails: that reply is logged).
+   * Sends one request without waiting for its reply (the sidecar answers only if it fails: that reply is logged as a
+   * warning).
    * Resolves once the frame is handed to the kernel, so any later request on this connection is served after it.
    */
   post(msg: Record<string, unknown>): Promise<void> {
     if (!this.alive) return Promise.reject(new SidecarError('SIDECAR_UNAVAILABLE', 'the connection to the local sidecar is closed'));
     const traceparent = currentTraceparent();
+    msg.rid = this.nextPostRid--;
+    if (traceparent) msg.traceparent = traceparent;
     return new Promise((resolve, reject) => {
-      writeFrame(this.sock, { ...msg, rid: this.nextRid++, ...(traceparent ? { traceparent } : {}) }, undefined, (err) => {
+      writeFrame(this.sock, msg, undefined, (err) => {
         if (err) reject(new SidecarError('SIDECAR_UNAVAILABLE', `the connection to the local sidecar closed before ${String(msg.op)} ${String(msg.id ?? '')} was sent`));
         else resolve();
       });

@@ -44,7 +44,11 @@ export class ClientConnection {
   }
 
   private reply(rid: number, body: ReplyBody): void {
-    if (!this.sock.destroyed) writeFrame(this.sock, { rid, ok: true, ...body }, body[PAYLOAD]);
+    if (this.sock.destroyed) return;
+    // `body` is this request's own reply, made by dispatch: completed in place rather than copied.
+    body.rid = rid;
+    body.ok = true;
+    writeFrame(this.sock, body, body[PAYLOAD]);
   }
 
   private handle(raw: unknown, payload: Buffer | null): void {
@@ -112,17 +116,21 @@ export class ClientConnection {
       case 'recv': {
         const rec = await srv.recv(req.id, req.chunk, this.rank!, req.deadline, signal);
         if (!rec) return { end: true } satisfies RecvReply;
-        const meta = { kind: rec.kind, size: rec.size, producerRank: rec.producerRank, ...(rec.dtype ? { dtype: rec.dtype } : {}), ...(rec.shape ? { shape: rec.shape } : {}) };
+        const body: RecvReply & ReplyBody = { kind: rec.kind, size: rec.size, producerRank: rec.producerRank };
+        if (rec.dtype) body.dtype = rec.dtype;
+        if (rec.shape) body.shape = rec.shape;
         // The fast path: a small object's bytes go back inside the reply (a client of protocol 1 gets them in slots).
         if (rec.bytes && this.wire >= 2) {
           // The client gets a copy, so nothing of this sidecar's stays in use: this rank is done with the chunk now, and
           // its markDone costs no round trip (the one-frame fast path; the client answers a second recv from its copy).
-          const body = { ...({ ...meta, inline: true, done: true } satisfies RecvReply), [PAYLOAD]: rec.bytes };
+          body.inline = true;
+          body.done = true;
+          body[PAYLOAD] = rec.bytes;
           srv.ledger.done(req.id, req.chunk, this.rank!, false);
           return body;
         }
-        const alloc = rec.alloc ?? await srv.materialize(rec, req.deadline, signal);
-        return { ...meta, offset: alloc.offset } satisfies RecvReply;
+        body.offset = (rec.alloc ?? await srv.materialize(rec, req.deadline, signal)).offset;
+        return body;
       }
       case 'done':
         srv.ledger.done(req.id, req.chunk, this.rank!, req.group ?? false);

@@ -14,7 +14,7 @@ import { createServer, connect, type Server, type Socket } from 'node:net';
 import type { Logger } from '../../lib/log.js';
 import { FrameReader, writeFrame, type PayloadTarget } from '../wire/frames.js';
 import { DirectFrameReader } from '../wire/direct-reader.js';
-import { PeerHello, PeerMessage, type PeerChunk } from '../wire/protocol.js';
+import { PeerHello, parsePeerMessage, type PeerMessage, type PeerChunk } from '../wire/protocol.js';
 
 export interface PeerAddress {
   node: string;
@@ -127,7 +127,7 @@ class InboundLink {
     const parsed = new WeakMap<object, PeerMessage>();
     const reader = new DirectFrameReader<object>({
       target: (raw, length) => {
-        const msg = PeerMessage.safeParse(raw);
+        const msg = parsePeerMessage(raw);
         if (!msg.success) {
           this.log.warn({ from, issue: msg.error.issues[0]?.message }, 'bad peer message');
           return length > 0 ? null : undefined;

@@ -161,3 +161,16 @@ export const PeerMessage = z.discriminatedUnion('op', [
 ]);
 export type PeerMessage = z.infer<typeof PeerMessage>;
 export type PeerChunk = z.infer<typeof PeerChunk>;
+
+/** `PeerMessage.safeParse`, with a chunk (one per pushed chunk) checked by hand first, as `parseClientRequest` does. */
+export function parsePeerMessage(raw: unknown): ReturnType<typeof PeerMessage.safeParse> {
+  if (typeof raw === 'object' && raw !== null && !Array.isArray(raw)) {
+    const m = raw as Record<string, unknown>;
+    if (m.op === 'chunk' && isId(m.id) && isInt(m.chunk, 0) && (m.numChunks === undefined || isInt(m.numChunks, 1)) && optBool(m.stream)
+      && isGroups(m.dst) && KINDS.has(m.kind) && (m.dtype === undefined || DTYPES.has(m.dtype)) && (m.shape === undefined || isShape(m.shape))
+      && isInt(m.size, 0) && isInt(m.producerRank, 0) && isNum(m.expiresAt) && optTraceparent(m.traceparent)) {
+      return { success: true, data: raw as PeerMessage } as ReturnType<typeof PeerMessage.safeParse>;
+    }
+  }
+  return PeerMessage.safeParse(raw);
+}
