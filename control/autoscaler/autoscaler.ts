@@ -12,7 +12,8 @@
  *     live service times) x = demand ÷ capacity alone (see need() for why).
  * Panic (KPA): entered when the panic window needs ≥ panicThreshold (2) × the current executors; while in
  * panic (until a stable window without the condition) the count only rises, to ceil(x_panic).
- * Otherwise the count follows ceil(x_stable) upwards at once; downwards only when even x_stable × (1 + tolerance)
+ * Otherwise the count follows max(ceil(x_stable), ceil(x over the panic window)) upwards at once (a rise below the
+ * panic threshold is followed within the panic window, not a stable window late); downwards only when even x_stable × (1 + tolerance)
  * needs fewer executors, continuously for scaleDownDelayMs, and never below half the current count in one step
  * (hysteresis: a steady load near a boundary causes no flapping). Always within the policy's [min, max].
  *
@@ -215,10 +216,16 @@ export class Autoscaler {
       return want(to, `${why}: ${described(basis, latestFirst ? 'the latest tick' : `${o.panicWindowMs / 1000} s`, xp)}`, true, basis);
     }
 
-    const up = ceil(xs);
+    // Upwards the short window counts too: a rise below the panic threshold (2 executors that now need 2.3) would
+    // otherwise wait for the stable window's mean to catch up — a minute or more — while a queue builds. Going up on
+    // 6 s of load is safe against noise because coming down still takes the whole stable window (below).
+    const xw = need(panicW);
+    const upShort = panicW.samples > 0 && ceil(xw) > ceil(xs);
+    const up = upShort ? ceil(xw) : ceil(xs);
     if (up > from) {
       this.belowSince.delete(t.taskId);
-      return want(clamp(up), `load: ${described(stable, `${o.stableWindowMs / 1000} s`, xs)}`, false, stable);
+      const [basis, over, x] = upShort ? [panicW, `${o.panicWindowMs / 1000} s`, xw] as const : [stable, `${o.stableWindowMs / 1000} s`, xs] as const;
+      return want(clamp(up), `load: ${described(basis, over, x)}`, false, basis);
     }
     // Down only to what the busiest tick of the whole stable window needed: load that just stopped keeps its executors a window long.
     const peak = this.tickTimes(t.taskId, now).reduce((m, at) => Math.max(m, need(this.stats(t.taskId, at, TICK_SLICE_MS))), xs);

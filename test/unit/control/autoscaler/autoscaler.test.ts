@@ -168,3 +168,18 @@ test('with a profiled capacity the need is demand ÷ capacity: steady in-flight 
   for (let at = 2_000; at <= 60_000; at += 2_000) plain.observe([load('g', at, 9, 40)], []);
   t.is(plain.decide(60_000, [{ taskId: 'g', executors: 2, policy }])[0]!.to, 8);
 });
+
+test('a rise below the panic threshold is followed within the panic window, not a stable window late', (t) => {
+  const scaler = new Autoscaler({ stableWindowMs: 60_000, panicWindowMs: 6_000 }, fixed(10));
+  const counts = new Map([['echo', 2]]);
+  const policy = { min: 1, max: 4, target: 2 };
+  // 60 s at 15 req/s on 2 executors, then 24: 2.4 executors' worth, below the 2× panic threshold (4). The stable
+  // window's mean would need more than two minutes to exceed 20 req/s; the 6 s window shows it three ticks after.
+  const loads = (now: number) => ({ tasks: [], apps: [app('a', now, now <= 60_000 ? 15 : 24, { echo: 1 })] });
+  run(scaler, counts, policy, 2_000, 60_000, loads);
+  const after = run(scaler, counts, policy, 62_000, 68_000, loads);
+  t.is(counts.get('echo'), 3, JSON.stringify(after));
+  t.true(after[0]!.at <= 66_000, JSON.stringify(after));
+  t.regex(after[0]!.reason, /^load: .*over 6 s/);
+  t.false(/panic/.test(after[0]!.reason));
+});
