@@ -13,6 +13,8 @@ import type { Registry } from 'prom-client';
 import { AppFunctions, type AppFunctionsOptions } from '../gateway/app-functions.js';
 import { AppManager } from '../gateway/app-manager.js';
 import { buildGateway } from '../gateway/gateway.js';
+import { FunctionLinks } from '../gateway/function-link.js';
+import type { FunctionHop } from '../../lib/function-link.js';
 import { GatewayMetrics } from '../gateway/metrics.js';
 import { attachSessionSocket } from '../gateway/routes/session.js';
 import { Sessions } from '../gateway/sessions/sessions.js';
@@ -130,6 +132,8 @@ export interface GatewayPartsOptions {
   sessionTimeoutMs?: number;
   port: number;
   host?: string;
+  /** How the gateway calls app functions: over framed links (`up`) or HTTP. @default 'http' (a Knative Service, the gateway role) */
+  functionHop?: FunctionHop;
 }
 
 /** App functions, the app manager and the gateway, listening on `port` (after recover(), when asked). */
@@ -149,7 +153,14 @@ export async function startGatewayParts(closers: Closer[], o: GatewayPartsOption
   });
   closers.push(() => functions.close());
   apps = new AppManager({ store: o.store, resources: o.resources, functions, log: logger('gateway'), ...(o.drainTimeoutMs !== undefined ? { drainTimeoutMs: o.drainTimeoutMs } : {}) });
+  let links: FunctionLinks | undefined;
+  if (o.functionHop === 'link') {
+    const open = new FunctionLinks(logger('gateway'));
+    closers.push(async () => open.close());
+    links = open;
+  }
   const gateway = buildGateway({
+    ...(links ? { links } : {}),
     apps,
     functions,
     resources: o.resources,

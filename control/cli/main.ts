@@ -81,6 +81,12 @@ program
       .default('auto')
       .env('CORNSERVE_DISPATCH'),
   )
+  .addOption(
+    new Option('--function-hop <hop>', 'how the gateway calls app functions: link (one framed connection per function, requests multiplexed on it) or http (an HTTP request per invocation)')
+      .choices(['link', 'http'])
+      .default('link')
+      .env('CORNSERVE_FUNCTION_HOP'),
+  )
   .option('--no-autoscale', 'keep manual scaling only (by default every task autoscales: min 1, max = the pool, target 2 in flight per executor, unless its app or `cornserve autoscale` says otherwise)')
   // The autoscaler's timing (control/autoscaler/autoscaler.ts); short values make a demo or a test react in seconds.
   .addOption(new Option('--autoscale-tick <ms>', 'autoscaling: one decision round every this long (default 2000)').argParser(positiveMs('--autoscale-tick')))

@@ -40,6 +40,7 @@ import { printAppUsage, printBanner } from './up-output.js';
 import { bodyLimitEnv, hopBodyLimitBytes } from '../../lib/body-limit.js';
 import { MODELS_ENV, modelDirs } from '../../executors/models/model-dirs.js';
 import { DISPATCH_ENV, type DispatchMode } from '../../functions/runtime/dispatch-mode.js';
+import { FUNCTION_HOP_ENV, functionHopOf, type FunctionHop } from '../../lib/function-link.js';
 import { serveStoreLink } from '../store/link-server.js';
 
 /** The run's folder of unix sockets (gateway -> app function -> dispatcher); short: socket paths are limited to 107 bytes. */
@@ -86,6 +87,12 @@ export interface CornserveOptions {
    * 'cloudevent' (through the dispatcher service), 'auto' = in-process. @default $CORNSERVE_DISPATCH, else 'auto'
    */
   dispatch?: UpDispatch;
+  /**
+   * How the gateway calls the app functions (lib/function-link.ts): 'link' (one framed connection per function,
+   * requests multiplexed on it) or 'http' (one HTTP request per invocation over a keep-alive pool).
+   * @default $CORNSERVE_FUNCTION_HOP, else 'link'
+   */
+  functionHop?: FunctionHop;
   /**
    * Autoscale the unit tasks (control/resources/autoscale-loop.ts) with these options (windows, tick; tests use short
    * ones); false = manual scaling only (`cornserve up --no-autoscale`). @default {} (on, as `cornserve up`)
@@ -188,6 +195,7 @@ export async function startCornserve(opts: CornserveOptions = {}): Promise<Corns
       ...(opts.sessionTimeoutMs !== undefined ? { sessionTimeoutMs: opts.sessionTimeoutMs } : {}),
       port: opts.port ?? 8000,
       ...(opts.host ? { host: opts.host } : {}),
+      functionHop: opts.functionHop ?? functionHopOf(process.env[FUNCTION_HOP_ENV]),
     });
     const registrations = opts.appsDir ? await registerAppsDir(apps, opts.appsDir, opts.onRegistration) : [];
     return {
@@ -250,6 +258,7 @@ export interface UpCommandOptions {
   /** ms (parsed by the option) */
   blockedLimit: number;
   dispatch: UpDispatch;
+  functionHop: FunctionHop;
   /** false with --no-autoscale */
   autoscale: boolean;
   /** ms (parsed by the options); absent = the autoscaler's defaults */
@@ -292,6 +301,7 @@ export async function upCommand(
     ...(opts.adminToken ? { adminToken: opts.adminToken } : {}),
     bodyLimitBytes: Number(opts.bodyLimit),
     dispatch: opts.dispatch,
+    functionHop: opts.functionHop,
     autoscale: upAutoscaleOptions(opts),
   });
   printBanner(cs, io);

@@ -16,6 +16,7 @@ import { requireAdmin } from './auth.js';
 import { ShuttingDownError } from './errors.js';
 import type { GatewayMetrics } from './metrics.js';
 import { keepAliveAgent } from './proxy.js';
+import type { FunctionLinks } from './function-link.js';
 import { appRoutes, hotInvoke, jsonBody, rawBody } from './routes/apps.js';
 import { healthRoutes } from './routes/health.js';
 import { openaiRoutes } from './routes/openai.js';
@@ -42,6 +43,8 @@ export interface GatewayDeps {
   /** How long an invocation waits for a restarting app function. @default 30 s */
   restartWaitMs?: number;
   agent?: Agent;
+  /** Call app functions over these framed links (`up`); without, over HTTP (Knative Services, the gateway role). */
+  links?: FunctionLinks;
   log?: Logger;
   /** User-defined unit tasks (POST /tasks/register); without it those routes are absent. */
   registry?: TaskRegistry;
@@ -56,7 +59,8 @@ export function buildGateway(deps: GatewayDeps): express.Express {
   const raw = rawBody(limit);
   const { metrics } = deps;
 
-  const appDeps = { apps: deps.apps, functions: deps.functions, metrics, agent, admin, json, raw, ...(deps.restartWaitMs ? { restartWaitMs: deps.restartWaitMs } : {}) };
+  const links = deps.links ? { links: deps.links } : {};
+  const appDeps = { apps: deps.apps, functions: deps.functions, metrics, agent, ...links, admin, json, raw, ...(deps.restartWaitMs ? { restartWaitMs: deps.restartWaitMs } : {}) };
 
   const app = express();
   app.disable('x-powered-by');
@@ -84,7 +88,7 @@ export function buildGateway(deps: GatewayDeps): express.Express {
   app.use(profileRoutes({ resources: deps.resources, admin, json }));
   if (deps.registry) app.use(registryRoutes({ registry: deps.registry, admin, json }));
   app.use(healthRoutes(metrics, deps.extraRegistries));
-  app.use(openaiRoutes({ apps: deps.apps, functions: deps.functions, metrics, agent, json, log, ...(deps.restartWaitMs ? { restartWaitMs: deps.restartWaitMs } : {}) }));
+  app.use(openaiRoutes({ apps: deps.apps, functions: deps.functions, metrics, agent, ...links, json, log, ...(deps.restartWaitMs ? { restartWaitMs: deps.restartWaitMs } : {}) }));
   app.use((req, _res, next) => next(notFound(`route ${req.method} ${req.path}`)));
   const handle = errorHandler(log);
   const countErrors: ErrorRequestHandler = (err, req, res, next) => {

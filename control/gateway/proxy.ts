@@ -9,8 +9,13 @@
  *    after a stream started, the stream ends with a final `{"error": {...}}` line;
  *  - error replies and a stream's final error line pass through redactInternal (lib/redact.ts): no internal
  *    address (socket path, loopback port) leaves the platform, whatever the upstream wrote.
+ *
+ * With `link` (an app function's framed link under `up`, function-link.ts) the same request goes as frames on
+ * that link instead of an HTTP request: a LinkCall behaves like the ClientRequest, so everything above holds on
+ * both hops with this one code.
  */
-import { Agent, type ClientRequest, type IncomingMessage } from 'node:http';
+import { Agent, type IncomingHttpHeaders } from 'node:http';
+import type { Readable } from 'node:stream';
 import type { Response } from 'express';
 import { DEADLINE_HEADER, isCornserveError } from '../../functions/sdk/index.js';
 import { errorHeaders, toErrorBody } from '../../lib/http.js';
@@ -19,6 +24,7 @@ import { traceHeaders } from '../../lib/telemetry.js';
 import { deadlineTimer } from '../../lib/wait.js';
 import { httpRequest } from '../../lib/unix-url.js';
 import { GatewayDeadlineError } from './errors.js';
+import type { FunctionLink } from './function-link.js';
 
 export interface UpstreamOptions {
   /** http:// or http+unix:// (lib/unix-url.ts). */
@@ -32,6 +38,24 @@ export interface UpstreamOptions {
   traceparent?: string;
   /** Names the upstream in the deadline error. */
   what: string;
+  /** Send it on this function link instead of as an HTTP request (`url` and `headers` then do not apply). */
+  link?: FunctionLink;
+}
+
+/** The upstream's reply as forward() reads it: an IncomingMessage, or a reply on the function link. */
+export interface UpstreamReply extends Readable {
+  readonly statusCode?: number | undefined;
+  readonly headers: IncomingHttpHeaders;
+  /** True once the whole body came (false for a reply cut mid-way). */
+  readonly complete: boolean;
+}
+
+/** The upstream request as forward() drives it: a ClientRequest, or a call on the function link. */
+interface UpstreamCall {
+  end(body: string | Buffer): void;
+  destroy(err?: Error): void;
+  on(event: 'response', listener: (res: UpstreamReply) => void): this;
+  on(event: 'error', listener: (err: Error) => void): this;
 }
 
 export interface ForwardOptions extends UpstreamOptions {
@@ -51,7 +75,8 @@ const PASSED_HEADERS = ['content-type', 'cache-control', 'retry-after'];
 export const keepAliveAgent = () => new Agent({ keepAlive: true, maxSockets: Infinity, timeout: 60_000 });
 
 /** The POST to the upstream (not yet ended), with the JSON body's headers, the deadline and the trace context. */
-function postUpstream(opts: UpstreamOptions): ClientRequest {
+function postUpstream(opts: UpstreamOptions): UpstreamCall {
+  if (opts.link) return opts.link.call({ deadline: opts.deadline, trace: { ...(opts.traceparent ? { traceparent: opts.traceparent } : {}), ...traceHeaders() } });
   return httpRequest(opts.url, {
     method: 'POST',
     agent: opts.agent,
@@ -71,7 +96,7 @@ function postUpstream(opts: UpstreamOptions): ClientRequest {
  * connection failure. Past the deadline (+ the grace) or once `signal` aborts, the request — and a reply
  * still being read — is destroyed (GatewayDeadlineError / "the client disconnected").
  */
-export function openUpstream(opts: UpstreamOptions & { signal: AbortSignal }): Promise<IncomingMessage> {
+export function openUpstream(opts: UpstreamOptions & { signal: AbortSignal }): Promise<UpstreamReply> {
   return new Promise((resolve, reject) => {
     const req = postUpstream(opts);
     const timer = deadlineTimer(opts.deadline + DEADLINE_GRACE_MS, () => req.destroy(new GatewayDeadlineError(opts.what)));
@@ -100,7 +125,7 @@ export function openUpstream(opts: UpstreamOptions & { signal: AbortSignal }): P
 export function forward(res: Response, opts: ForwardOptions): Promise<number> {
   return new Promise((resolve) => {
     let settled = false;
-    let upstreamRes: IncomingMessage | undefined;
+    let upstreamRes: UpstreamReply | undefined;
     const finish = () => {
       if (settled) return;
       settled = true;
@@ -180,7 +205,7 @@ export function forward(res: Response, opts: ForwardOptions): Promise<number> {
     });
 
     /** An error reply (small): read whole, counted by code, redacted, sent. */
-    const relayError = (up: IncomingMessage) => {
+    const relayError = (up: UpstreamReply) => {
       const parts: Buffer[] = [];
       up.on('data', (chunk: Buffer) => parts.push(chunk));
       up.on('end', () => {

@@ -11,6 +11,10 @@
  *
  * The signal given to serve() aborts when the client disconnects or the deadline passes; every wait on
  * serve() is bounded by the deadline, so a hanging app still gets a 504.
+ *
+ * The same invocations also come over the function link (`GET /link` upgraded: lib/function-link.ts,
+ * link-server.ts), the gateway's hop under `cornserve up`: invoke() is written against InvokeReply, which a
+ * node:http response and a link request both implement.
  */
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import {
@@ -30,6 +34,7 @@ import { deadlineTimer } from '../../lib/wait.js';
 import { parseDeadline } from '../../lib/deadline.js';
 import { AppServeError, BadInvokeBodyError, DeadlineExceededError, ResponseSchemaError } from './errors.js';
 import { bodyLimitBytes, hopBodyLimitBytes } from '../../lib/body-limit.js';
+import { acceptLinks } from './link-server.js';
 
 export interface FunctionServerOptions {
   app: App;
@@ -79,8 +84,62 @@ class Cancellation {
   }
 }
 
-function readBody(req: IncomingMessage, limit: number): Promise<Buffer> {
-  return readWhole(req, limit, () => new BadInvokeBodyError(`request body is larger than ${limit} bytes`, 413, 'PAYLOAD_TOO_LARGE'));
+/**
+ * Where one invocation's reply goes: a node:http response, or one request's frames on the function link
+ * (link-server.ts). invoke() below is written against this only, so both hops run the same code.
+ */
+export interface InvokeReply {
+  /** True once the status went out: an error can then only end the reply (a stream's error line) or cut it. */
+  readonly started: boolean;
+  /** The status sent (for the span). */
+  readonly status: number;
+  /** A whole reply. */
+  send(status: number, headers: Record<string, string>, body: string): void;
+  /** Starts a 200 reply whose body follows in write()s. */
+  startStream(headers: Record<string, string>): void;
+  /** More body; false: wait for drained() before writing more (the caller reads slower than serve() yields). */
+  write(chunk: string): boolean;
+  drained(): Promise<void>;
+  end(): void;
+  /** Ends a started reply that cannot be completed: the caller sees it cut, not complete. */
+  cut(): void;
+  /** `listener` runs once if the caller goes away (disconnect, cancel) before the reply is complete. */
+  onAbandoned(listener: () => void): void;
+  /** `listener` runs once the reply is over, whichever way. */
+  onClose(listener: () => void): void;
+}
+
+/** One invocation as either hop delivers it. */
+export interface InvokeRequest {
+  /** The deadline as sent (header text, or the link's number); parseDeadline checks it. */
+  deadline: unknown;
+  /** Trace context carrier: the request headers, or the link's `trace` fields. */
+  carrier: Record<string, string | string[] | undefined>;
+  /** The invoke body, refused with `tooLarge` past `limit` bytes. */
+  body(limit: number, tooLarge: () => Error): Promise<Buffer>;
+}
+
+/** Handles one invocation: the same for the HTTP route and the link. */
+export type Invoker = (request: InvokeRequest, reply: InvokeReply) => void;
+
+/** InvokeReply over a node:http response. */
+class HttpReply implements InvokeReply {
+  constructor(private readonly res: ServerResponse) {}
+  get started(): boolean { return this.res.headersSent; }
+  get status(): number { return this.res.statusCode; }
+  send(status: number, headers: Record<string, string>, body: string): void {
+    this.res.writeHead(status, { ...headers, 'content-length': Buffer.byteLength(body) });
+    this.res.end(body);
+  }
+  startStream(headers: Record<string, string>): void { this.res.writeHead(200, headers); }
+  write(chunk: string): boolean { return this.res.write(chunk); }
+  drained(): Promise<void> { return new Promise((resolve) => this.res.once('drain', resolve)); }
+  end(): void { this.res.end(); }
+  cut(): void { this.res.destroy(); }
+  onAbandoned(listener: () => void): void {
+    this.res.on('close', () => { if (!this.res.writableFinished) listener(); });
+  }
+  onClose(listener: () => void): void { this.res.on('close', listener); }
 }
 
 function parseInvokeBody(raw: Buffer): unknown {
@@ -95,12 +154,14 @@ function parseInvokeBody(raw: Buffer): unknown {
   return (body as { request_data: unknown }).request_data;
 }
 
-function sendError(res: ServerResponse, err: unknown): void {
+function sendError(reply: InvokeReply, err: unknown): void {
+  if (reply.started) return reply.cut();
   const { status, body } = toErrorBody(err);
-  if (res.headersSent) return void res.end();
-  const text = JSON.stringify(body);
-  res.writeHead(status, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(text), ...errorHeaders(err) });
-  res.end(text);
+  reply.send(status, { 'content-type': 'application/json', ...errorHeaders(err) }, JSON.stringify(body));
+}
+
+function sendHttpError(res: ServerResponse, err: unknown): void {
+  sendError(new HttpReply(res), err);
 }
 
 export function buildFunctionServer(options: FunctionServerOptions): Server {
@@ -125,21 +186,22 @@ export function buildFunctionServer(options: FunctionServerOptions): Server {
     return { kind: 'stream', first, next, stop: () => void it.return?.().catch(() => {}) };
   }
 
-  async function streamReply(res: ServerResponse, reply: Extract<Reply, { kind: 'stream' }>, cancel: Cancellation): Promise<void> {
-    res.writeHead(200, { 'content-type': 'application/x-ndjson', 'cache-control': 'no-cache' });
+  async function streamReply(out: InvokeReply, reply: Extract<Reply, { kind: 'stream' }>, cancel: Cancellation): Promise<void> {
+    out.startStream({ 'content-type': 'application/x-ndjson', 'cache-control': 'no-cache' });
     let next = reply.first;
     try {
       while (!next.done) {
-        res.write(`${JSON.stringify(checkChunk(next.value, 'stream chunk'))}\n`);
+        // A caller reading slower than serve() yields holds serve() back instead of piling lines up here.
+        if (!out.write(`${JSON.stringify(checkChunk(next.value, 'stream chunk'))}\n`)) await cancel.race(out.drained());
         next = await cancel.race(reply.next());
       }
     } catch (e) {
       const err = normalizeError(e, cancel.signal);
       log.warn({ err, appId }, 'stream failed after it started');
-      res.write(`${JSON.stringify(toErrorBody(err).body)}\n`);
+      out.write(`${JSON.stringify(toErrorBody(err).body)}\n`);
       reply.stop();
     }
-    res.end();
+    out.end();
   }
 
   function normalizeError(e: unknown, signal: AbortSignal): unknown {
@@ -148,30 +210,45 @@ export function buildFunctionServer(options: FunctionServerOptions): Server {
     return new AppServeError(app.name, e);
   }
 
-  async function invoke(req: IncomingMessage, res: ServerResponse): Promise<void> {
-    const deadline = parseDeadline(req.headers[DEADLINE_HEADER], { where: `the ${DEADLINE_HEADER} header`, invalid: (m) => new BadInvokeBodyError(m) });
-    const requestData = parseInvokeBody(await readBody(req, bodyLimit));
+  const tooLarge = () => new BadInvokeBodyError(`request body is larger than ${bodyLimit} bytes`, 413, 'PAYLOAD_TOO_LARGE');
+
+  async function invoke(request: InvokeRequest, out: InvokeReply): Promise<void> {
+    const deadline = parseDeadline(request.deadline, { where: `the ${DEADLINE_HEADER} header`, invalid: (m) => new BadInvokeBodyError(m) });
+    const requestData = parseInvokeBody(await request.body(bodyLimit, tooLarge));
     const parsed = app.request.safeParse(requestData);
     if (!parsed.success) throw new ValidationError('request_data', formatIssues(parsed.error.issues));
 
     const cancel = new Cancellation();
     const timer = deadlineTimer(deadline, () => cancel.abort(new DOMException('deadline passed', 'TimeoutError')));
-    res.on('close', () => {
-      if (!res.writableFinished) cancel.abort(new DOMException('the client disconnected', 'AbortError'));
-    });
+    out.onAbandoned(() => cancel.abort(new DOMException('the client disconnected', 'AbortError')));
     try {
-      const incoming = typeof req.headers.traceparent === 'string' ? req.headers.traceparent : undefined;
+      const incoming = typeof request.carrier.traceparent === 'string' ? request.carrier.traceparent : undefined;
       const reply = await runServe(parsed.data, cancel, deadline, currentTraceparent() ?? incoming);
-      if (reply.kind === 'stream') return await streamReply(res, reply, cancel);
-      const text = JSON.stringify(reply.value);
-      res.writeHead(200, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(text) });
-      res.end(text);
+      if (reply.kind === 'stream') return await streamReply(out, reply, cancel);
+      out.send(200, { 'content-type': 'application/json' }, JSON.stringify(reply.value));
     } catch (e) {
       throw normalizeError(e, cancel.signal);
     } finally {
       timer.clear();
     }
   }
+
+  /** One invocation, from either hop: its span (when tracing), invoke(), and the error reply. */
+  const serveInvoke: Invoker = (request, out) => {
+    const fail = (e: unknown) => {
+      if (toErrorBody(e).status >= 500) log.error({ err: e, appId }, 'invoke failed');
+      sendError(out, e);
+    };
+    if (!tracingOn()) return void invoke(request, out).catch(fail);
+    const parent = propagation.extract(context.active(), request.carrier);
+    const span = tracer().startSpan('function POST /invoke', { kind: SpanKind.SERVER, attributes: { 'cornserve.app_id': appId } }, parent);
+    out.onClose(() => {
+      span.setAttribute('http.response.status_code', out.status);
+      if (out.status >= 500) span.setStatus({ code: SpanStatusCode.ERROR });
+      span.end();
+    });
+    context.with(trace.setSpan(parent, span), () => invoke(request, out).catch(fail));
+  };
 
   function handle(req: IncomingMessage, res: ServerResponse): void {
     const path = (req.url ?? '/').split('?')[0];
@@ -180,24 +257,13 @@ export function buildFunctionServer(options: FunctionServerOptions): Server {
       return void res.end(JSON.stringify({ status: 'ok', app: app.name, app_id: appId }));
     }
     if (req.method !== 'POST' || path !== '/invoke') {
-      return sendError(res, new BadInvokeBodyError(`no route ${req.method} ${path}`, 404, 'NOT_FOUND'));
+      return sendHttpError(res, new BadInvokeBodyError(`no route ${req.method} ${path}`, 404, 'NOT_FOUND'));
     }
-    const fail = (e: unknown) => {
-      if (toErrorBody(e).status >= 500) log.error({ err: e, appId }, 'invoke failed');
-      sendError(res, e);
-    };
-    if (!tracingOn()) return void invoke(req, res).catch(fail);
-    const parent = propagation.extract(context.active(), req.headers);
-    const span = tracer().startSpan('function POST /invoke', { kind: SpanKind.SERVER, attributes: { 'cornserve.app_id': appId } }, parent);
-    res.on('close', () => {
-      span.setAttribute('http.response.status_code', res.statusCode);
-      if (res.statusCode >= 500) span.setStatus({ code: SpanStatusCode.ERROR });
-      span.end();
-    });
-    context.with(trace.setSpan(parent, span), () => invoke(req, res).catch(fail));
+    serveInvoke({ deadline: req.headers[DEADLINE_HEADER], carrier: req.headers, body: (limit, big) => readWhole(req, limit, big) }, new HttpReply(res));
   }
 
   const server = createServer(handle);
   server.keepAliveTimeout = 65_000;
+  acceptLinks(server, serveInvoke, log);
   return server;
 }

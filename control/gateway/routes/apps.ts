@@ -14,6 +14,7 @@ import { requestDeadline } from '../deadline.js';
 import { AppNotReadyError, UnsupportedMediaTypeError } from '../errors.js';
 import type { GatewayMetrics } from '../metrics.js';
 import { forward } from '../proxy.js';
+import type { FunctionLinks } from '../function-link.js';
 import { startSse } from '../sse.js';
 
 export interface AppRoutesDeps {
@@ -21,6 +22,8 @@ export interface AppRoutesDeps {
   functions: AppFunctions;
   metrics: GatewayMetrics;
   agent: Agent;
+  /** The framed links to the app functions (`up`'s default hop); without, invocations go over HTTP with `agent`. */
+  links?: FunctionLinks;
   admin: RequestHandler;
   json: RequestHandler;
   /** Raw body (Buffer) with the same cap: invocations are forwarded byte for byte, the function validates them. */
@@ -112,7 +115,9 @@ async function invokeApp(deps: AppRoutesDeps, appIdOrName: string, req: Request,
   const done = metrics.invocationStarted(entry.name, entry.appId);
   res.on('close', () => done(res.statusCode));
   const target = await functions.waitReady(entry.appId, Math.min(deadline, Date.now() + (deps.restartWaitMs ?? 30_000)));
+  const link = deps.links ? await deps.links.get(target.url) : undefined;
   await forward(res, {
+    link,
     url: `${target.url}/invoke`,
     body: Buffer.isBuffer(req.body) ? req.body : Buffer.alloc(0),
     deadline,

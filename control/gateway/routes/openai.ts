@@ -14,7 +14,7 @@
  *    registration check, AppEntry.requestExample) is itself a chat request (`model` + `messages`). Only those
  *    are listed by GET /v1/models; /v1/chat/completions forwards to any app and lets it validate.
  */
-import type { Agent, IncomingMessage } from 'node:http';
+import type { Agent } from 'node:http';
 import { Router, type ErrorRequestHandler, type RequestHandler, type Response } from 'express';
 import { z } from 'zod';
 import { ndjsonLines } from '../../../functions/sdk/index.js';
@@ -26,13 +26,16 @@ import type { AppEntry, AppManager } from '../app-manager.js';
 import { requestDeadline } from '../deadline.js';
 import { AppNotReadyError, GatewayDeadlineError } from '../errors.js';
 import type { GatewayMetrics } from '../metrics.js';
-import { openUpstream } from '../proxy.js';
+import { openUpstream, type UpstreamReply } from '../proxy.js';
+import type { FunctionLinks } from '../function-link.js';
 
 export interface OpenAIRoutesDeps {
   apps: AppManager;
   functions: AppFunctions;
   metrics: GatewayMetrics;
   agent: Agent;
+  /** The framed links to the app functions (routes/apps.ts). */
+  links?: FunctionLinks;
   json: RequestHandler;
   log: Logger;
   /** How long a request waits for a restarting app function. @default 30 s */
@@ -97,12 +100,13 @@ export function openaiRoutes(deps: OpenAIRoutesDeps): Router {
       if (!res.writableFinished) abort.abort();
     });
     ticket.signal.addEventListener('abort', () => abort.abort(ticket.signal.reason), { once: true }); // a drain's cut
-    let up: IncomingMessage;
+    let up: UpstreamReply;
     try {
+      const link = deps.links ? await deps.links.get(target.url) : undefined;
       // Aggregated replies report usage, so the LLM is asked for it.
       const requestData = stream ? body : { ...(body as object), stream_options: { include_usage: true } };
       up = await openUpstream({
-        url: `${target.url}/invoke`, body: JSON.stringify({ request_data: requestData }), agent: deps.agent, deadline, signal: abort.signal, what: 'the app function',
+        link, url: `${target.url}/invoke`, body: JSON.stringify({ request_data: requestData }), agent: deps.agent, deadline, signal: abort.signal, what: 'the app function',
         ...(typeof req.headers.traceparent === 'string' ? { traceparent: req.headers.traceparent } : {}),
       });
     } catch (e) {
@@ -180,14 +184,14 @@ function toOpenAIError(err: unknown): { status: number; body: OpenAIError } {
   return { status, body: { error: { message: redactInternal(cs.message), type: typeFor(status), param, code: cs.code.toLowerCase() } } };
 }
 
-async function readAll(up: IncomingMessage): Promise<string> {
+async function readAll(up: UpstreamReply): Promise<string> {
   const parts: Buffer[] = [];
   for await (const p of up as AsyncIterable<Buffer>) parts.push(p);
   return Buffer.concat(parts).toString('utf8');
 }
 
 /** The app function's NDJSON chunks; its final `{"error": ...}` line is thrown as that error. */
-async function* chunksOf(up: IncomingMessage): AsyncGenerator<Chunk> {
+async function* chunksOf(up: UpstreamReply): AsyncGenerator<Chunk> {
   const parse = (line: string): Chunk => {
     const value = JSON.parse(line) as Chunk;
     if (Object.keys(value).length === 1 && typeof value.error === 'object' && value.error !== null && 'code' in value.error)
@@ -209,7 +213,7 @@ async function* chunksOf(up: IncomingMessage): AsyncGenerator<Chunk> {
 }
 
 /** A non-streaming app's JSON value, as a one-chunk stream. */
-async function* jsonValue(up: IncomingMessage): AsyncGenerator<Chunk> {
+async function* jsonValue(up: UpstreamReply): AsyncGenerator<Chunk> {
   yield JSON.parse(await readAll(up)) as Chunk;
 }
 
