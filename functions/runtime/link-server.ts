@@ -15,16 +15,35 @@ import { LINK_PATH, LINK_PROTOCOL, SWITCHING, type ToFunction, type ToGateway } 
 import type { Logger } from '../../lib/log.js';
 import type { InvokeReply, Invoker } from './server.js';
 
+export interface LinkAcceptor {
+  /**
+   * Stops taking links and closes the open ones once their requests finished (at shutdown: the HTTP server's
+   * close() waits for every socket it accepted, upgraded ones included).
+   */
+  drain(): void;
+}
+
 /** Serves the function link on `server`'s upgrade requests; other upgrades are refused (400). */
-export function acceptLinks(server: Server, invoke: Invoker, log: Logger): void {
+export function acceptLinks(server: Server, invoke: Invoker, log: Logger): LinkAcceptor {
+  const open = new Set<LinkConnection>();
+  let draining = false;
   server.on('upgrade', (req: IncomingMessage, socket: Duplex, head: Buffer) => {
+    if (draining) return void socket.end('HTTP/1.1 503 Service Unavailable\r\nconnection: close\r\ncontent-length: 0\r\n\r\n');
     const path = (req.url ?? '/').split('?')[0];
     if (req.method !== 'GET' || path !== LINK_PATH || String(req.headers.upgrade ?? '').toLowerCase() !== LINK_PROTOCOL) {
       return void socket.end('HTTP/1.1 400 Bad Request\r\nconnection: close\r\ncontent-length: 0\r\n\r\n');
     }
     socket.write(SWITCHING);
-    new LinkConnection(socket as Socket, head, invoke, log);
+    const conn = new LinkConnection(socket as Socket, head, invoke, log);
+    open.add(conn);
+    socket.once('close', () => open.delete(conn));
   });
+  return {
+    drain() {
+      draining = true;
+      for (const conn of open) conn.endWhenIdle();
+    },
+  };
 }
 
 class LinkConnection {
@@ -48,12 +67,21 @@ class LinkConnection {
     });
   }
 
+  #ending = false;
+
+  /** Ends the connection now if no request is in flight, else after the last one. */
+  endWhenIdle(): void {
+    this.#ending = true;
+    if (this.#replies.size === 0) this.sock.end();
+  }
+
   send(header: ToGateway, payload?: Buffer): boolean {
     return writeFrame(this.sock, header, payload);
   }
 
   done(id: number): void {
     this.#replies.delete(id);
+    if (this.#ending && this.#replies.size === 0) this.sock.end();
   }
 
   #frame(h: ToFunction, payload: Buffer | null): void {

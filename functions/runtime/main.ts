@@ -79,6 +79,7 @@ async function serve(): Promise<void> {
   exitOnSignal(async () => {
     const closed = new Promise((resolve) => server.close(resolve));
     server.closeIdleConnections();
+    server.drainLinks();
     await closed;
     await closeDispatcher();
     await stopTelemetry();

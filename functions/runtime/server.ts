@@ -164,7 +164,10 @@ function sendHttpError(res: ServerResponse, err: unknown): void {
   sendError(new HttpReply(res), err);
 }
 
-export function buildFunctionServer(options: FunctionServerOptions): Server {
+/** The app function's server; drainLinks() ends its function links once their requests finished (shutdown). */
+export type FunctionServer = Server & { drainLinks(): void };
+
+export function buildFunctionServer(options: FunctionServerOptions): FunctionServer {
   const { app, appId, dispatcher, log } = options;
   const bodyLimit = hopBodyLimitBytes(options.bodyLimitBytes ?? bodyLimitBytes()); // the gateway's limit is the smallest (lib/body-limit.ts)
   const allowedTaskKeys = new Set(app.unitTasks().map(unitTaskKey));
@@ -264,6 +267,6 @@ export function buildFunctionServer(options: FunctionServerOptions): Server {
 
   const server = createServer(handle);
   server.keepAliveTimeout = 65_000;
-  acceptLinks(server, serveInvoke, log);
-  return server;
+  const links = acceptLinks(server, serveInvoke, log);
+  return Object.assign(server, { drainLinks: () => links.drain() });
 }
