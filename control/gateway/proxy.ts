@@ -149,9 +149,10 @@ export function forward(res: Response, opts: ForwardOptions): Promise<number> {
 
     const req = postUpstream(opts);
     const timer = deadlineTimer(opts.deadline + DEADLINE_GRACE_MS, () => {
-      req.destroy();
+      const err = new GatewayDeadlineError(opts.what);
+      req.destroy(err); // its 'error' comes next tick, after fail() settled: it only tells a link's function why
       upstreamRes?.destroy();
-      fail(new GatewayDeadlineError(opts.what));
+      fail(err);
     });
 
     res.on('close', () => {
@@ -222,7 +223,7 @@ export function forward(res: Response, opts: ForwardOptions): Promise<number> {
     // A cut (unregister, shutdown drain) answers with its reason; the upstream request is dropped.
     const cut = () => {
       fail(opts.signal!.reason);
-      req.destroy();
+      req.destroy(opts.signal!.reason instanceof Error ? opts.signal!.reason : undefined);
       upstreamRes?.destroy();
     };
     if (opts.signal?.aborted) return cut();
