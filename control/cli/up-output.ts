@@ -4,8 +4,8 @@ import type { Io } from './commands.js';
 
 const shellQuote = (s: string) => `'${s.replaceAll("'", `'\\''`)}'`;
 
-export function printBanner(cs: { gatewayUrl: string; dispatcherUrl: string; dispatchMode: string; adminToken: string; generatedToken: boolean; store: { constructor: { name: string } } }, io: Io): void {
-  io.out(`Cornserve is up: gateway ${cs.gatewayUrl}  (dispatcher ${cs.dispatcherUrl}, store ${cs.store.constructor.name}, app functions dispatch ${cs.dispatchMode})`);
+export function printBanner(cs: { gatewayUrl: string; dispatcherUrl: string; dispatchMode: string; functionHop: string; adminToken: string; generatedToken: boolean; store: { constructor: { name: string } } }, io: Io): void {
+  io.out(`Cornserve is up: gateway ${cs.gatewayUrl}  (dispatcher ${cs.dispatcherUrl}, store ${cs.store.constructor.name}, app functions called over ${cs.functionHop === 'link' ? 'the framed link' : 'HTTP'} and dispatch ${cs.dispatchMode})`);
   if (cs.generatedToken) {
     io.out('');
     io.out('Admin token (generated for this run; set CORNSERVE_ADMIN_TOKEN to choose your own):');

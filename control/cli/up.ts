@@ -119,6 +119,8 @@ export interface Cornserve {
   dispatcherUrl: string;
   /** How the app functions run task graphs (upDispatchMode). */
   dispatchMode: DispatchMode;
+  /** How the gateway calls the app functions (lib/function-link.ts). */
+  functionHop: FunctionHop;
   adminToken: string;
   /** True when the token was generated (print it once). */
   generatedToken: boolean;
@@ -140,6 +142,7 @@ export async function startCornserve(opts: CornserveOptions = {}): Promise<Corns
   const stale = await removeStaleTempDirs(RUN_DIR_PREFIXES);
   if (stale.length) logger('up').info({ stale }, `removed ${stale.length} temp folder(s) left by cornserve runs that died without cleaning up`);
   const dispatchMode = upDispatchMode(opts.dispatch ?? ((process.env[DISPATCH_ENV.mode] || 'auto') as UpDispatch));
+  const functionHop = opts.functionHop ?? functionHopOf(process.env[FUNCTION_HOP_ENV]);
   const composed = await compose('up', { ...where, telemetryName: 'cornserve' }, async (closers, store) => {
     // The local hops (gateway -> app function -> dispatcher) use unix sockets in a folder of this run (lib/unix-url.ts).
     const socketDir = await makeOwnedTempDir(SOCKET_DIR_PREFIX);
@@ -195,13 +198,14 @@ export async function startCornserve(opts: CornserveOptions = {}): Promise<Corns
       ...(opts.sessionTimeoutMs !== undefined ? { sessionTimeoutMs: opts.sessionTimeoutMs } : {}),
       port: opts.port ?? 8000,
       ...(opts.host ? { host: opts.host } : {}),
-      functionHop: opts.functionHop ?? functionHopOf(process.env[FUNCTION_HOP_ENV]),
+      functionHop,
     });
     const registrations = opts.appsDir ? await registerAppsDir(apps, opts.appsDir, opts.onRegistration) : [];
     return {
       gatewayUrl: server.url,
       dispatcherUrl: dispatcher.url,
       dispatchMode,
+      functionHop,
       adminToken,
       generatedToken: !opts.adminToken,
       store,
