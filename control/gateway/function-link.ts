@@ -81,8 +81,12 @@ export class FunctionLinks {
       });
       req.once('response', (res) => {
         res.resume();
-        this.log.info({ url, status: res.statusCode }, 'the app function does not take the function link: calling it over HTTP');
-        this.#httpOnly.add(url);
+        // A 4xx: it does not speak the link (an older runtime, another server). A 5xx (a function shutting down) may pass.
+        const status = res.statusCode ?? 0;
+        if (status >= 400 && status < 500) {
+          this.log.info({ url, status }, 'the app function does not take the function link: calling it over HTTP');
+          this.#httpOnly.add(url);
+        }
         resolve(undefined);
       });
       req.once('timeout', () => req.destroy(new Error(`no answer to the link upgrade within ${DIAL_TIMEOUT_MS} ms`)));
