@@ -81,9 +81,10 @@ export class FunctionLinks {
       });
       req.once('response', (res) => {
         res.resume();
-        // A 4xx: it does not speak the link (an older runtime, another server). A 5xx (a function shutting down) may pass.
+        // Any answer but 101 below 500: it does not speak the link (an older runtime, another server; a plain node:http
+        // server answers the GET itself). A 5xx (a function shutting down) may pass.
         const status = res.statusCode ?? 0;
-        if (status >= 400 && status < 500) {
+        if (status < 500) {
           this.log.info({ url, status }, 'the app function does not take the function link: calling it over HTTP');
           this.#httpOnly.add(url);
         }
