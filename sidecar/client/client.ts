@@ -108,6 +108,11 @@ export class SidecarClient {
     return { deadline: o.deadline ?? Date.now() + (o.timeoutMs ?? this.opts.timeoutMs ?? 300_000), signal: o.signal };
   }
 
+  /** The connection when it is up (the hot path: no promise to wait for), else undefined. */
+  private live(): Connection | undefined {
+    return !this.closed && this.conn?.alive ? this.conn : undefined;
+  }
+
   private connection(d: Deadline): Promise<Connection> {
     if (this.closed) return Promise.reject(new SidecarError('SIDECAR_UNAVAILABLE', 'the client is closed'));
     if (this.conn?.alive) return Promise.resolve(this.conn);
@@ -141,7 +146,7 @@ export class SidecarClient {
     const size = enc.bytes.byteLength;
     return this.traced('send', () => ({ 'sidecar.id': id, 'sidecar.chunk': chunk, 'sidecar.bytes': size, 'sidecar.dst': JSON.stringify(dst) }), async () => {
       const d = this.deadline(o);
-      const conn = await this.connection(d);
+      const conn = this.live() ?? await this.connection(d);
       const put = {
         op: 'put', id, chunk, dst, kind: enc.kind, size, deadline: d.deadline,
         ...(o.stream ? { stream: true } : { numChunks: o.numChunks ?? 1 }),
@@ -180,7 +185,7 @@ export class SidecarClient {
     }
     return this.traced('recv', () => ({ 'sidecar.id': id, 'sidecar.chunk': chunk }), async () => {
       const d = this.deadline(o);
-      const conn = await this.connection(d);
+      const conn = this.live() ?? await this.connection(d);
       const r = (await conn.call({ op: 'recv', id, chunk, deadline: d.deadline }, undefined, d)) as RecvReply & { payload?: Buffer };
       if (r.end) return null;
       const value = decode(r, conn.segment.buffer, r.payload);
@@ -212,7 +217,7 @@ export class SidecarClient {
     return this.traced('markDone', () => ({ 'sidecar.id': id, 'sidecar.chunk': chunk }), async () => {
       if (this.kept.delete(chunkKey(id, chunk)) && !o.group) return; // the sidecar counted this rank done at recv
       const d = this.deadline(o);
-      const conn = await this.connection(d);
+      const conn = this.live() ?? await this.connection(d);
       const done = { op: 'done', id, chunk, ...(o.group ? { group: true } : {}) };
       // A sidecar of protocol 3 answers a quiet done only if it fails (logged): no round trip, and the consumer's next
       // recv leaves in the same write. It never fails but for a dropped connection, which post() reports.
@@ -227,7 +232,7 @@ export class SidecarClient {
     if (this.rank !== this.leader) return;
     return this.traced('closeStream', () => ({ 'sidecar.id': id, 'sidecar.chunks': numChunks }), async () => {
       const d = this.deadline(o);
-      const conn = await this.connection(d);
+      const conn = this.live() ?? await this.connection(d);
       await conn.call({ op: 'close', id, numChunks, ...(dstGroups ? { dst: checkGroups(dstGroups) } : {}) }, undefined, d);
     });
   }
@@ -236,7 +241,7 @@ export class SidecarClient {
   async fail(id: string, reason: string, dstGroups?: number[][], o: CallOptions = {}): Promise<void> {
     return this.traced('fail', () => ({ 'sidecar.id': id }), async () => {
       const d = this.deadline(o);
-      const conn = await this.connection(d);
+      const conn = this.live() ?? await this.connection(d);
       await conn.call({ op: 'fail', id, reason, ...(dstGroups ? { dst: checkGroups(dstGroups) } : {}) }, undefined, d);
     });
   }
