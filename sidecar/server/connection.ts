@@ -63,7 +63,12 @@ export class ClientConnection {
     if (req.op === 'cancel') { this.cancel(req.rid); return; }
     if (req.op !== 'hello' && this.rank === undefined) { this.fail(req.rid, badRequest('send hello first')); return; }
     if (req.op === 'done' && !req.traceparent) { // nothing to wait for or cancel: served at once, no promise
-      this.srv.ledger.done(req.id, req.chunk, this.rank!, req.group ?? false);
+      try {
+        this.srv.ledger.done(req.id, req.chunk, this.rank!, req.group ?? false);
+      } catch (err) { // e.g. SIDECAR_NOT_FOUND: answered even when quiet
+        this.fail(req.rid, err);
+        return;
+      }
       if (!req.quiet) this.reply(req.rid, {});
       return;
     }

@@ -47,12 +47,15 @@ test.serial('a quiet done that succeeds gets no reply, and the chunk is freed as
   t.like(await sc.nodes[0]!.health(), { chunks: 0, bytesInUse: 0 });
 });
 
-test.serial('a quiet done that fails is answered with its error', async (t) => {
+test.serial('a quiet done that fails is answered with its error, and the sidecar keeps serving', async (t) => {
   const cons = await rawClient(sc.nodes[0]!.socketPath, 1);
   t.teardown(() => cons.close());
-  const rid = cons.post({ op: 'done', id: '', chunk: 0, quiet: true });
-  const r = await waitUntil('the error reply', () => cons.replies.get(rid), { timeoutMs: 20_000 });
-  t.like(r, { ok: false, error: { code: 'SIDECAR_BAD_REQUEST' } });
+  const bad = cons.post({ op: 'done', id: '', chunk: 0, quiet: true });
+  t.like(await waitUntil('the error reply', () => cons.replies.get(bad), { timeoutMs: 20_000 }), { ok: false, error: { code: 'SIDECAR_BAD_REQUEST' } });
+  const unknown = cons.post({ op: 'done', id: newId(), chunk: 0, quiet: true }); // never held here
+  t.like(await waitUntil('the error reply', () => cons.replies.get(unknown), { timeoutMs: 20_000 }), { ok: false, error: { code: 'SIDECAR_NOT_FOUND' } });
+  t.like(await cons.call({ op: 'done', id: newId(), chunk: 0 }), { ok: false, error: { code: 'SIDECAR_NOT_FOUND' } }, 'a plain done fails the same way');
+  t.like(await sc.nodes[0]!.health(), { status: 'ok' });
 });
 
 test.serial('once markDone resolves (no reply awaited) the chunk is freed, transfer after transfer', async (t) => {
