@@ -219,8 +219,9 @@ export class SidecarClient {
       const d = this.deadline(o);
       const conn = this.live() ?? await this.connection(d);
       const done = { op: 'done', id, chunk, ...(o.group ? { group: true } : {}) };
-      // A sidecar of protocol 3 answers a quiet done only if it fails (logged): no round trip, and the consumer's next
-      // recv leaves in the same write. It never fails but for a dropped connection, which post() reports.
+      // A sidecar of protocol 3 answers a quiet done only if it fails: no round trip, and the consumer's next recv leaves
+      // in the same write. Such a failure (a chunk this sidecar never held) is logged, not thrown; a closed connection
+      // still rejects (post).
       if ((conn.hello.wire ?? 1) >= QUIET_DONE_VERSION) await conn.post({ ...done, quiet: true });
       else await conn.call(done, undefined, d);
     });
