@@ -212,3 +212,12 @@ test('a function that does not take the link (no upgrade) is called over HTTP, a
   t.is(upgradesAsked, 1);
   t.is(links.get(url), undefined);
 });
+
+test("a request slower than the dial's timeout (2 s) is answered on the same link: the dial's timeout ends with the upgrade", async (t) => {
+  const { fn, post } = await setup();
+  t.is(((await (await post({ text: 'quick' })).json()) as { text: string }).text, 'QUICK');
+  const res = await post({ text: 'slow', sleepMs: 2_500 });
+  t.is(res.status, 200);
+  t.deepEqual(await res.json(), { text: 'SLOW' });
+  t.is(fn.upgrades(), 1);
+});
