@@ -1,7 +1,7 @@
 /**
  * The function link: the gateway → app-function hop of `cornserve up` as frames on one persistent connection per
  * app function, multiplexed by request id, instead of one HTTP request (headers written, parsed, a socket from the
- * agent's pool) per invocation. The framing is the project's (sidecar/wire/frames.ts):
+ * agent's pool) per invocation. The framing is the project's (lib/frames.ts, the sidecar's too):
  *
  *   u32 LE header length | u32 LE payload length | header (UTF-8 JSON) | payload (raw bytes)
  *

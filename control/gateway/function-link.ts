@@ -12,7 +12,7 @@
 import { EventEmitter } from 'node:events';
 import type { Socket } from 'node:net';
 import { Readable } from 'node:stream';
-import { FrameReader, writeFrame } from '../../sidecar/wire/frames.js';
+import { FrameReader, writeFrame } from '../../lib/frames.js';
 import { LINK_PATH, LINK_PROTOCOL, type ToFunction, type ToGateway } from '../../lib/function-link.js';
 import type { Logger } from '../../lib/log.js';
 import { httpRequest } from '../../lib/unix-url.js';

@@ -10,7 +10,7 @@
 import type { IncomingMessage, Server } from 'node:http';
 import type { Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
-import { FrameReader, writeFrame } from '../../sidecar/wire/frames.js';
+import { FrameReader, writeFrame } from '../../lib/frames.js';
 import { LINK_PATH, LINK_PROTOCOL, SWITCHING, type ToFunction, type ToGateway } from '../../lib/function-link.js';
 import type { Logger } from '../../lib/log.js';
 import type { InvokeReply, Invoker } from './server.js';

@@ -16,7 +16,7 @@ import { QUIET_DONE_VERSION, type AllocReply, type PutReply, type RecvReply } fr
 import { SpanKind, tracingOn, withSpan } from '../../lib/telemetry.js';
 import { Connection, type Deadline } from './connection.js';
 import { decode, encode } from './codec.js';
-import { flushFrames } from '../wire/frames.js';
+import { flushFrames } from '../../lib/frames.js';
 
 /** Copies at least this long send the frames held this tick before they start (see send()). */
 const FLUSH_BEFORE_COPY_BYTES = 4 * 1024 * 1024;

@@ -5,8 +5,8 @@
  */
 import { connect, type Socket } from 'node:net';
 import { SidecarError, errorFromWire } from '../errors.js';
-import { writeFrame } from '../wire/frames.js';
-import { DirectFrameReader } from '../wire/direct-reader.js';
+import { writeFrame } from '../../lib/frames.js';
+import { DirectFrameReader } from '../../lib/frames-direct-reader.js';
 import { WIRE_VERSION, type HelloReply, type Reply } from '../wire/protocol.js';
 import { openSegment } from '../shm/segment.js';
 import { MAX_TIMER_MS, sleep } from '../../lib/wait.js';

@@ -7,7 +7,7 @@ import type { Socket } from 'node:net';
 import { SidecarError, badRequest, errorToWire } from '../errors.js';
 import type { Allocation } from '../shm/memory.js';
 import { Cancel, type Cancellable } from '../cancel.js';
-import { FrameReader, writeFrame } from '../wire/frames.js';
+import { FrameReader, writeFrame } from '../../lib/frames.js';
 import { WIRE_VERSION, parseClientRequest, type ClientRequest, type Lease, type PutReply, type PutReq, type RecvReply } from '../wire/protocol.js';
 import type { ChunkMemory, SidecarServer } from './server.js';
 import { serveTraced } from './tracing.js';

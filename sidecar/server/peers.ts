@@ -12,8 +12,8 @@
  */
 import { createServer, connect, type Server, type Socket } from 'node:net';
 import type { Logger } from '../../lib/log.js';
-import { FrameReader, writeFrame, type PayloadTarget } from '../wire/frames.js';
-import { DirectFrameReader } from '../wire/direct-reader.js';
+import { FrameReader, writeFrame, type PayloadTarget } from '../../lib/frames.js';
+import { DirectFrameReader } from '../../lib/frames-direct-reader.js';
 import { PeerHello, parsePeerMessage, type PeerMessage, type PeerChunk } from '../wire/protocol.js';
 
 export interface PeerAddress {

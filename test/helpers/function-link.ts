@@ -10,7 +10,7 @@ import type { AddressInfo, Socket } from 'node:net';
 import express from 'express';
 import { buildFunctionServer } from '../../functions/runtime/server.js';
 import type { App, GraphDispatcher } from '../../functions/sdk/index.js';
-import { FrameReader, writeFrame } from '../../sidecar/wire/frames.js';
+import { FrameReader, writeFrame } from '../../lib/frames.js';
 import { SWITCHING, type ToFunction, type ToGateway } from '../../lib/function-link.js';
 import { FunctionLinks } from '../../control/gateway/function-link.js';
 import { forward, keepAliveAgent } from '../../control/gateway/proxy.js';

@@ -8,7 +8,7 @@ import { connect, type Socket } from 'node:net';
 import { randomBytes } from 'node:crypto';
 import { startSidecars, type SidecarCluster } from '../../helpers/sidecar.js';
 import { waitUntil } from '../../../lib/wait.js';
-import { FrameReader, writeFrame } from '../../../sidecar/wire/frames.js';
+import { FrameReader, writeFrame } from '../../../lib/frames.js';
 import { INLINE_MAX_BYTES, WIRE_VERSION } from '../../../sidecar/wire/protocol.js';
 import { openSegment } from '../../../sidecar/shm/segment.js';
 import { assertSameTensor, makeTensor, newId } from './transfer.js';

@@ -9,7 +9,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { startSidecars, type SidecarCluster } from '../../helpers/sidecar.js';
 import { waitUntil } from '../../../lib/wait.js';
-import { FrameReader, writeFrame } from '../../../sidecar/wire/frames.js';
+import { FrameReader, writeFrame } from '../../../lib/frames.js';
 import { QUIET_DONE_VERSION, WIRE_VERSION } from '../../../sidecar/wire/protocol.js';
 import { SidecarClient } from '../../../sidecar/client/client.js';
 import { createSegment } from '../../../sidecar/shm/segment.js';

@@ -2,8 +2,8 @@
 import test from 'ava';
 import { connect, createServer, type Server, type Socket } from 'node:net';
 import { randomBytes } from 'node:crypto';
-import { DirectFrameReader } from '../../../sidecar/wire/direct-reader.js';
-import { writeFrame, type PayloadTarget } from '../../../sidecar/wire/frames.js';
+import { DirectFrameReader } from '../../../lib/frames-direct-reader.js';
+import { writeFrame, type PayloadTarget } from '../../../lib/frames.js';
 import { waitUntil } from '../../../lib/wait.js';
 
 interface Got { header: { n: number }; payload: Buffer | null }

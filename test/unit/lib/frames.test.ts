@@ -3,7 +3,7 @@ import test from 'ava';
 import { PassThrough } from 'node:stream';
 import type { Socket } from 'node:net';
 import { randomBytes } from 'node:crypto';
-import { FrameReader, flushFrames, writeFrame } from '../../../sidecar/wire/frames.js';
+import { FrameReader, flushFrames, writeFrame } from '../../../lib/frames.js';
 
 /** The bytes writeFrame puts on a stream for each [header, payload]. */
 function encode(frames: Array<[object, Buffer | undefined]>): Buffer {
