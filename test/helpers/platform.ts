@@ -11,6 +11,7 @@ import { readFile } from 'node:fs/promises';
 import { startCornserve, type Cornserve, type CornserveOptions } from '../../control/cli/up.js';
 import type { RegistrationEvent } from '../../control/gateway/app-manager.js';
 import { repoRoot } from './repo.js';
+import { waitUntil } from '../../lib/wait.js';
 
 export const TEST_ADMIN_TOKEN = 'test-admin-token';
 
@@ -111,4 +112,18 @@ export async function startPlatform(options: CornserveOptions = {}): Promise<Tes
       return fetch(url(path), { method: 'POST', headers: auth(), ...(body === undefined ? {} : { body: JSON.stringify(body) }) });
     },
   });
+}
+
+/**
+ * Sends `text` to app `name`, SIGKILLs its app function once the request is waiting on the executor (the
+ * dispatcher holds a lease on it; not after a fixed sleep: under load it may not be there yet), and returns the
+ * reply to that request with the app's id and the killed function's pid.
+ */
+export async function crashFunctionMidRequest(p: TestPlatform, name: string, text = 'doomed'): Promise<{ appId: string; pid: number; res: Response }> {
+  const appId = p.apps.resolve(name).appId;
+  const { pid } = p.platform.processes().find((x) => x.kind === 'app-function' && x.id === appId)!;
+  const inFlight = p.invoke(name, { text });
+  await waitUntil('the request reached the echo executor', async () => (await p.store.listExecutors()).some((e) => e.outstanding > 0), { timeoutMs: 30_000 });
+  process.kill(pid, 'SIGKILL');
+  return { appId, pid, res: await inFlight };
 }

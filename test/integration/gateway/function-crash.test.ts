@@ -1,6 +1,6 @@
 import test from 'ava';
 import { waitUntil } from '../../../lib/wait.js';
-import { echoAppSource, startPlatform, type TestPlatform } from '../../helpers/platform.js';
+import { crashFunctionMidRequest, echoAppSource, startPlatform, type TestPlatform } from '../../helpers/platform.js';
 
 const SLOW_APP = echoAppSource('crashy', 3000);
 
@@ -14,13 +14,7 @@ test.after.always(async () => {
 });
 
 test('a crashed app function fails its in-flight request with a 502, is restarted, and serves the next request', async (t) => {
-  const appId = p.apps.resolve('crashy').appId;
-  const before = p.platform.processes().find((x) => x.kind === 'app-function' && x.id === appId)!;
-  const inFlight = p.invoke('crashy', { text: 'doomed' });
-  // The request is waiting on the executor once the dispatcher holds a lease on it (not after a fixed sleep: under load it may not be there yet).
-  await waitUntil('the request reached the echo executor', async () => (await p.store.listExecutors()).some((e) => e.outstanding > 0), { timeoutMs: 30_000 });
-  process.kill(before.pid, 'SIGKILL');
-  const res = await inFlight;
+  const { appId, pid, res } = await crashFunctionMidRequest(p, 'crashy');
   t.is(res.status, 502);
   const body = (await res.json()) as { error: { code: string; message: string } };
   t.is(body.error.code, 'APP_FUNCTION_CRASHED');
@@ -28,7 +22,7 @@ test('a crashed app function fails its in-flight request with a 502, is restarte
 
   await waitUntil('the app function restarted', () => p.functions.state(appId) === 'ready', { timeoutMs: 60_000 });
   const after = p.platform.processes().find((x) => x.kind === 'app-function' && x.id === appId)!;
-  t.not(after.pid, before.pid);
+  t.not(after.pid, pid);
   const next = await p.invoke('crashy', { text: 'alive' });
   t.is(next.status, 200);
   t.deepEqual(await next.json(), { echo: 'alive' });

@@ -4,8 +4,7 @@
  * reply, a stream, an error reply, the deadline, and a crash mid-request followed by the restart wait.
  */
 import test from 'ava';
-import { waitUntil } from '../../../lib/wait.js';
-import { echoAppSource, ndjsonLines, slowStreamAppSource, startPlatform, type TestPlatform } from '../../helpers/platform.js';
+import { crashFunctionMidRequest, echoAppSource, ndjsonLines, slowStreamAppSource, startPlatform, type TestPlatform } from '../../helpers/platform.js';
 
 let p: TestPlatform;
 test.before(async () => {
@@ -48,12 +47,7 @@ test.serial('an invocation past its deadline over HTTP is a 504', async (t) => {
 });
 
 test.serial('a crash mid-request over HTTP is a 502 APP_FUNCTION_CRASHED, and the next request waits for the restart', async (t) => {
-  const appId = p.apps.resolve('crashy').appId;
-  const before = p.platform.processes().find((x) => x.kind === 'app-function' && x.id === appId)!;
-  const inFlight = p.invoke('crashy', { text: 'doomed' });
-  await waitUntil('the request reached the echo executor', async () => (await p.store.listExecutors()).some((e) => e.outstanding > 0), { timeoutMs: 30_000 });
-  process.kill(before.pid, 'SIGKILL');
-  const res = await inFlight;
+  const { appId, pid, res } = await crashFunctionMidRequest(p, 'crashy');
   t.is(res.status, 502);
   const body = (await res.json()) as { error: { code: string; message: string } };
   t.is(body.error.code, 'APP_FUNCTION_CRASHED');
@@ -63,5 +57,5 @@ test.serial('a crash mid-request over HTTP is a 502 APP_FUNCTION_CRASHED, and th
   const next = await p.invoke('crashy', { text: 'alive' });
   t.is(next.status, 200);
   t.deepEqual(await next.json(), { echo: 'alive' });
-  t.not(p.platform.processes().find((x) => x.kind === 'app-function' && x.id === appId)!.pid, before.pid);
+  t.not(p.platform.processes().find((x) => x.kind === 'app-function' && x.id === appId)!.pid, pid);
 });
