@@ -2,7 +2,7 @@
  * HTTP conventions shared by every server: errors are `{error: {code, message, details?}}` with a
  * meaningful status; zod failures are 422 naming each field; oversized bodies 413; bad JSON 400.
  */
-import type { IncomingMessage } from 'node:http';
+import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { ErrorRequestHandler, Request, RequestHandler } from 'express';
 import { z } from 'zod';
 import { CornserveError, ValidationError, formatIssues, isCornserveError } from '../functions/sdk/errors.js';
@@ -40,17 +40,27 @@ export function errorHeaders(err: unknown): Record<string, string> {
   return typeof s === 'number' && Number.isFinite(s) && s > 0 ? { 'retry-after': String(Math.ceil(s)) } : {};
 }
 
-/** The last middleware of every express app. 5xx are logged; 4xx are the client's business. */
+/** A JSON reply written with node:http's own calls: what express's res.json sends, for handlers outside express too. */
+export function sendJson(res: ServerResponse, status: number, value: unknown, headers: Record<string, string> = {}): void {
+  const text = JSON.stringify(value);
+  res.writeHead(status, { 'content-type': 'application/json; charset=utf-8', 'content-length': Buffer.byteLength(text), ...headers });
+  res.end(text);
+}
+
+/** The error reply of `err` (a reply already started is just ended). 5xx are logged; 4xx are the client's business. */
+export function sendError(log: Logger, req: IncomingMessage, res: ServerResponse, err: unknown): void {
+  const { status, body } = toErrorBody(err);
+  if (status >= 500) log.error({ err, path: (req.url ?? '').split('?')[0] }, body.error.message);
+  if (res.headersSent) {
+    res.end();
+    return;
+  }
+  sendJson(res, status, body, errorHeaders(err));
+}
+
+/** The last middleware of every express app: sendError. */
 export function errorHandler(log: Logger): ErrorRequestHandler {
-  return (err, req, res, _next) => {
-    const { status, body } = toErrorBody(err);
-    if (status >= 500) log.error({ err, path: req.path }, body.error.message);
-    if (res.headersSent) {
-      res.end();
-      return;
-    }
-    res.status(status).set(errorHeaders(err)).json(body);
-  };
+  return (err, req, res, _next) => sendError(log, req, res, err);
 }
 
 /** Wraps an async handler (express 5 forwards rejections itself; this keeps handler types tidy). */

@@ -3,9 +3,8 @@
  * host:port (0 = a free port) and closes it gracefully (idle keep-alive connections at once, in-flight
  * requests get `graceMs`).
  */
-import type { Server } from 'node:http';
+import { createServer, type RequestListener, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import type express from 'express';
 
 export interface ListeningServer {
   server: Server;
@@ -14,10 +13,11 @@ export interface ListeningServer {
   close(graceMs?: number): Promise<void>;
 }
 
-export function listen(app: express.Express, port: number, host = '127.0.0.1'): Promise<ListeningServer> {
+/** `handler`: an express app or any request listener. */
+export function listen(handler: RequestListener, port: number, host = '127.0.0.1'): Promise<ListeningServer> {
   return new Promise((resolve, reject) => {
-    const server = app.listen(port, host, (err?: Error) => {
-      if (err) return reject(err);
+    const server = createServer(handler);
+    server.listen(port, host, () => {
       const actual = (server.address() as AddressInfo).port;
       const urlHost = host === '0.0.0.0' || host === '::' ? '127.0.0.1' : host.includes(':') ? `[${host}]` : host;
       resolve({ server, port: actual, url: `http://${urlHost}:${actual}`, close: (graceMs = 5_000) => closeServer(server, graceMs) });

@@ -1,12 +1,12 @@
 /**
- * buildGateway(deps) -> the gateway's express app (server.ts listens). One router per concern:
+ * buildGateway(deps) -> the gateway's request listener (lib/listen.ts serves it): the hot invoke route first, then the express app. One router per concern:
  * apps (register/unregister/list/invoke), tasks (list/scale/invoke), health + metrics; admin auth on the
  * mutating routes; JSON bodies capped (413 beyond); every error is `{error: {code, message, details?}}`.
  */
-import type { Agent } from 'node:http';
+import type { Agent, RequestListener } from 'node:http';
 import express, { type ErrorRequestHandler } from 'express';
 import type { Registry } from 'prom-client';
-import { errorHandler, notFound, toErrorBody } from '../../lib/http.js';
+import { errorHandler, notFound, sendError, toErrorBody } from '../../lib/http.js';
 import { logger, type Logger } from '../../lib/log.js';
 import { traceRequests } from '../../lib/telemetry.js';
 import type { ResourceManagerApi } from '../resources/types.js';
@@ -50,7 +50,8 @@ export interface GatewayDeps {
   registry?: TaskRegistry;
 }
 
-export function buildGateway(deps: GatewayDeps): express.Express {
+/** The gateway's request listener: the hot invoke route (routes/apps.ts hotInvoke), else the express app. */
+export function buildGateway(deps: GatewayDeps): RequestListener {
   const log = deps.log ?? logger('gateway');
   const agent = deps.agent ?? keepAliveAgent();
   const admin = requireAdmin(deps.adminToken);
@@ -73,9 +74,6 @@ export function buildGateway(deps: GatewayDeps): express.Express {
     metrics.errors.inc({ code: body.error.code });
     res.status(status).set('connection', 'close').json(body);
   });
-  app.use(hotInvoke(appDeps, limit, (_req, res, route) => {
-    res.once('finish', () => metrics.httpRequest(route, 'POST', res.statusCode));
-  }));
   app.use(traceRequests('gateway'));
   app.use((req, res, next) => {
     res.once('finish', () => metrics.httpRequest(req.route?.path ? String(req.route.path) : 'unmatched', req.method, res.statusCode));
@@ -96,5 +94,14 @@ export function buildGateway(deps: GatewayDeps): express.Express {
     handle(err, req, res, next);
   };
   app.use(countErrors);
-  return app;
+  const hot = hotInvoke(appDeps, limit, {
+    onRequest: (res, route) => res.once('finish', () => metrics.httpRequest(route, 'POST', res.statusCode)),
+    onError: (err, req, res) => {
+      metrics.errors.inc({ code: toErrorBody(err).body.error.code });
+      sendError(log, req, res, err);
+    },
+  });
+  return (req, res) => {
+    if (!hot(req, res)) app(req, res);
+  };
 }

@@ -14,11 +14,10 @@
  * that link instead of an HTTP request: a LinkCall behaves like the ClientRequest, so everything above holds on
  * both hops with this one code.
  */
-import { Agent, type IncomingHttpHeaders } from 'node:http';
+import { Agent, type IncomingHttpHeaders, type ServerResponse } from 'node:http';
 import type { Readable } from 'node:stream';
-import type { Response } from 'express';
 import { DEADLINE_HEADER, isCornserveError } from '../../functions/sdk/index.js';
-import { errorHeaders, toErrorBody } from '../../lib/http.js';
+import { errorHeaders, sendJson, toErrorBody } from '../../lib/http.js';
 import { redactInternal } from '../../lib/redact.js';
 import { traceHeaders } from '../../lib/telemetry.js';
 import { deadlineTimer } from '../../lib/wait.js';
@@ -122,7 +121,7 @@ export function openUpstream(opts: UpstreamOptions & { signal: AbortSignal }): P
 }
 
 /** Resolves with the status sent to the client once the reply is complete (or the client left). */
-export function forward(res: Response, opts: ForwardOptions): Promise<number> {
+export function forward(res: ServerResponse, opts: ForwardOptions): Promise<number> {
   return new Promise((resolve) => {
     let settled = false;
     let upstreamRes: UpstreamReply | undefined;
@@ -138,7 +137,7 @@ export function forward(res: Response, opts: ForwardOptions): Promise<number> {
       const { status, body } = toErrorBody(err);
       body.error.message = redactInternal(body.error.message);
       if (!res.headersSent) {
-        res.status(status).set(errorHeaders(err)).json(body);
+        sendJson(res, status, body, errorHeaders(err));
       } else if (!res.writableEnded) {
         // A stream ends with an error line; a half-sent JSON body cannot be repaired, so the connection is cut.
         if (!String(res.getHeader('content-type') ?? '').includes('ndjson')) res.destroy();
@@ -167,7 +166,7 @@ export function forward(res: Response, opts: ForwardOptions): Promise<number> {
     req.on('response', (up) => {
       upstreamRes = up;
       const status = up.statusCode ?? 502;
-      res.status(status);
+      res.statusCode = status;
       for (const h of PASSED_HEADERS) if (up.headers[h] !== undefined) res.setHeader(h, up.headers[h]!);
       const streaming = String(up.headers['content-type'] ?? '').includes('ndjson');
       if (status >= 400 && !streaming) return relayError(up);

@@ -3,8 +3,8 @@
  * Register answers its up-front failures (bad source 400, bad name 400, name taken 409) as a plain error reply;
  * once the checks pass, the reply is the SSE stream (initial, progress..., final | error), as in the reference.
  */
-import type { Agent } from 'node:http';
-import express, { Router, type Request, type RequestHandler, type Response } from 'express';
+import type { Agent, IncomingMessage, ServerResponse } from 'node:http';
+import express, { Router, type RequestHandler } from 'express';
 import { z } from 'zod';
 import { parseOr422, readWhole, wholeBody } from '../../../lib/http.js';
 import { tracingOn } from '../../../lib/telemetry.js';
@@ -65,35 +65,44 @@ export function appRoutes(deps: AppRoutesDeps): Router {
     res.json(req.query.details ? await apps.details() : await apps.list());
   });
 
-  r.post(INVOKE_ROUTE, deps.raw, (req, res) => invokeApp(deps, String(req.params.app_id), req, res));
+  r.post(INVOKE_ROUTE, deps.raw, (req, res) => invokeApp(deps, String(req.params.app_id), req, res, Buffer.isBuffer(req.body) ? req.body : Buffer.alloc(0)));
 
   return r;
 }
 
 export const INVOKE_ROUTE = '/app/invoke/:app_id';
-const INVOKE_PATH = /^\/app\/invoke\/([^/]+)$/;
+const INVOKE_PATH = /^\/app\/invoke\/([^/?]+)$/;
 
 /**
- * The invoke route ahead of every other middleware (the hot path: no router walk, no per-request metrics
- * middleware): `POST /app/invoke/<id>` in its canonical form only; anything else (other case, trailing slash,
- * a malformed %-escape) and every request while tracing is on goes on to the express routes, unchanged.
- * `onRequest(route)` is told the route name (the http metrics middleware does this for the other routes).
+ * The invoke route ahead of express (the hot path): `POST /app/invoke/<id>` in its canonical form, without a query
+ * string, is served from the server's request listener with node:http's own req/res — no express dispatch, no
+ * prototype swap of req and res (that costs the route about 80 µs per request in process, twice the rest of the
+ * gateway's HTTP work). Anything else (other case, trailing slash, a query, a malformed %-escape), every request while
+ * tracing is on and every request once the gateway stops go to express unchanged. Returns whether it took the request.
  */
-export function hotInvoke(deps: AppRoutesDeps, limitBytes: number, onRequest: (req: Request, res: Response, route: string) => void): RequestHandler {
-  return (req, res, next) => {
-    if (req.method !== 'POST' || tracingOn()) return next();
-    const appId = appIdOf(req.path);
-    if (appId === undefined) return next();
-    onRequest(req, res, INVOKE_ROUTE);
+export function hotInvoke(deps: AppRoutesDeps, limitBytes: number, hooks: HotInvokeHooks): (req: IncomingMessage, res: ServerResponse) => boolean {
+  return (req, res) => {
+    if (req.method !== 'POST' || deps.apps.stopping || tracingOn()) return false;
+    const appId = appIdOf(req.url ?? '');
+    if (appId === undefined) return false;
+    hooks.onRequest(res, INVOKE_ROUTE);
     const notJson = unsupportedMediaType(req);
-    if (notJson) return next(notJson);
+    if (notJson) {
+      hooks.onError(notJson, req, res);
+      return true;
+    }
     readWhole(req, limitBytes)
-      .then((body) => {
-        req.body = body;
-        return invokeApp(deps, appId, req, res);
-      })
-      .catch(next);
+      .then((body) => invokeApp(deps, appId, req, res, body))
+      .catch((err: unknown) => hooks.onError(err, req, res));
+    return true;
   };
+}
+
+export interface HotInvokeHooks {
+  /** Told the route name when the request is taken (the http metrics middleware does this for the other routes). */
+  onRequest(res: ServerResponse, route: string): void;
+  /** Answers an error (what express's error handler does for the other routes). */
+  onError(err: unknown, req: IncomingMessage, res: ServerResponse): void;
 }
 
 function appIdOf(path: string): string | undefined {
@@ -105,7 +114,7 @@ function appIdOf(path: string): string | undefined {
   }
 }
 
-async function invokeApp(deps: AppRoutesDeps, appIdOrName: string, req: Request, res: Response): Promise<void> {
+async function invokeApp(deps: AppRoutesDeps, appIdOrName: string, req: IncomingMessage & { query?: Record<string, unknown> }, res: ServerResponse, body: Buffer): Promise<void> {
   const { apps, functions, metrics, agent } = deps;
   const entry = apps.resolve(appIdOrName);
   if (entry.state !== 'ready' && functions.state(entry.appId) === undefined) throw new AppNotReadyError(entry.name);
@@ -119,7 +128,7 @@ async function invokeApp(deps: AppRoutesDeps, appIdOrName: string, req: Request,
   await forward(res, {
     link,
     url: `${target.url}/invoke`,
-    body: Buffer.isBuffer(req.body) ? req.body : Buffer.alloc(0),
+    body,
     deadline,
     ...(typeof req.headers.traceparent === 'string' ? { traceparent: req.headers.traceparent } : {}),
     agent,
@@ -134,7 +143,7 @@ async function invokeApp(deps: AppRoutesDeps, appIdOrName: string, req: Request,
  * Every body the gateway takes is JSON: a body sent with another content type (text/plain, a form: curl -d without
  * -H) is a 415, not silently parsed as JSON or dropped. A body without a content type is taken as JSON.
  */
-export function unsupportedMediaType(req: Request): UnsupportedMediaTypeError | undefined {
+export function unsupportedMediaType(req: IncomingMessage): UnsupportedMediaTypeError | undefined {
   const type = req.headers['content-type'];
   if (type === undefined || type === '') return undefined;
   const mime = type.split(';', 1)[0]!.trim().toLowerCase();
