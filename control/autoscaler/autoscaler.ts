@@ -9,7 +9,8 @@
  *     shared by several apps adds up their demands;
  *   executors needed x = max(demand ÷ capacity per executor, in-flight ÷ target in-flight per executor)
  *     over a stable window (default 60 s) and a panic window (default 6 s); with a measured capacity (profile or
- *     live service times) x = demand ÷ capacity alone (see need() for why).
+ *     live service times) x = demand ÷ capacity alone (see need() for why); either way, requests the executors
+ *     report queued past their concurrency add the executors that would drain them within 5 s.
  * Panic (KPA): entered when the panic window needs ≥ panicThreshold (2) × the current executors; while in
  * panic (until a stable window without the condition) the count only rises, to ceil(x_panic).
  * Otherwise the count follows max(ceil(x_stable), ceil(x over the panic window)) upwards at once (a rise below the
@@ -94,6 +95,7 @@ interface TaskSample {
   arrivalRps: number;
   inFlight: number;
   held: number;
+  queueDepth: number;
 }
 
 interface AppSample {
@@ -106,11 +108,15 @@ interface WindowStats {
   arrivalRps: number;
   inFlight: number;
   held: number;
+  /** Requests waiting in the task's executors past their concurrency (their own report), at the window's last sample. */
+  queued: number;
   appDemandRps: number;
   samples: number;
 }
 
 const EPS = 1e-9;
+/** A queue at the executors is to be drained within this long by the executors it adds (see need()). */
+const BACKLOG_DRAIN_MS = 5_000;
 /** A window short enough to hold one sample (the per-tick figure). */
 const TICK_SLICE_MS = 1;
 
@@ -134,7 +140,7 @@ export class Autoscaler {
   /** Adds load samples (each covers `windowMs` ending at `at`). Samples older than the stable window are dropped. */
   observe(tasks: TaskLoad[], apps: AppLoad[]): void {
     for (const l of tasks) {
-      push(this.taskSamples, l.taskId, { at: l.at, windowMs: l.windowMs, arrivalRps: l.arrivalRps, inFlight: l.inFlight, held: l.held });
+      push(this.taskSamples, l.taskId, { at: l.at, windowMs: l.windowMs, arrivalRps: l.arrivalRps, inFlight: l.inFlight, held: l.held, queueDepth: l.queueDepth ?? 0 });
     }
     for (const a of apps) {
       push(this.appSamples, a.appId, { at: a.at, windowMs: a.windowMs, requestRps: a.requestRps });
@@ -173,7 +179,11 @@ export class Autoscaler {
       // burst (an encoder read at 1 in flight asks for an executor per queued request) and counts invocations leased
       // to the task that still wait for their producers (a generator's, for the whole LLM call before it), which
       // more executors of the task would not serve sooner. Without one (the Little's-law default), it is the signal.
-      const x = capacity && capacity.source !== 'default' ? byRate : Math.max(byRate, w.inFlight / target);
+      // A queue the executors report waiting past their concurrency is work demand ÷ capacity does not see (a rate
+      // just above capacity reads as capacity, since arrivals are what got through): the executors that would drain it
+      // within BACKLOG_DRAIN_MS are added.
+      const backlog = capacity && capacity.perExecutorRps > 0 ? w.queued / (capacity.perExecutorRps * (BACKLOG_DRAIN_MS / 1000)) : 0;
+      const x = capacity && capacity.source !== 'default' ? byRate + backlog : Math.max(byRate + backlog, w.inFlight / target);
       return w.held > 0 ? Math.max(x, 1) : x; // held invocations need at least one executor
     };
     const latest = this.stats(t.taskId, now, TICK_SLICE_MS);
@@ -190,6 +200,7 @@ export class Autoscaler {
       `demand ${fmt(Math.max(w.arrivalRps, w.appDemandRps))} req/s` +
       (w.appDemandRps > w.arrivalRps + EPS ? ` (from app rates × invocations per request)` : '') +
       `, in-flight ${fmt(w.inFlight)}` +
+      (w.queued > 0 ? `, ${fmt(w.queued)} queued at the executors` : '') +
       (capacity ? `, ${fmt(capacity.perExecutorRps)} req/s per executor (${capacity.source})` : '') +
       ` over ${over} → ${fmt(x)} executors`;
     const want = (to: number, reason: string, panic: boolean, w: WindowStats): TaskWant => ({
@@ -278,7 +289,8 @@ export class Autoscaler {
       if (appTime > 0) appDemandRps += (appSamples.reduce((a, s) => a + s.requestRps * s.windowMs, 0) / appTime) * perRequest;
     }
     const appCount = [...this.graphs.keys()].reduce((a, app) => a + (this.appSamples.get(app) ?? []).filter((s) => s.at > from && s.at <= now).length, 0);
-    return { arrivalRps, inFlight: mean((s) => s.inFlight), held: samples.length ? samples[samples.length - 1]!.held : 0, appDemandRps, samples: samples.length + appCount };
+    const last = samples[samples.length - 1];
+    return { arrivalRps, inFlight: mean((s) => s.inFlight), held: last?.held ?? 0, queued: last?.queueDepth ?? 0, appDemandRps, samples: samples.length + appCount };
   }
 
   /** The times of the samples (task and app) that fall in the stable window. */

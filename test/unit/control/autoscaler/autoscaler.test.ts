@@ -183,3 +183,20 @@ test('a rise below the panic threshold is followed within the panic window, not 
   t.regex(after[0]!.reason, /^load: .*over 6 s/);
   t.false(/panic/.test(after[0]!.reason));
 });
+
+test('with a measured capacity, requests queued at the executors add the executors that drain them within 5 s', (t) => {
+  const scaler = new Autoscaler({ stableWindowMs: 60_000, panicWindowMs: 6_000 }, fixed(10));
+  const policy = { min: 1, max: 8, target: 2 };
+  // 20 req/s got through to 2 executors of 10 req/s (arrivals read as capacity), while 45 requests wait at the
+  // executors past their concurrency: 45 ÷ (10 req/s × 5 s) = 0.9 more executors' worth.
+  const queued = (at: number) => ({ ...load('echo', at, 20, 49), queueDepth: 45 });
+  for (let at = 2_000; at <= 60_000; at += 2_000) scaler.observe([load('echo', at, 20, 4)], []);
+  scaler.observe([queued(62_000)], []);
+  const [w] = scaler.decide(62_000, [{ taskId: 'echo', executors: 2, policy }]);
+  t.is(w!.to, 3, w!.reason);
+  t.regex(w!.reason, /45 queued at the executors/);
+  // Without a queue the same arrivals keep 2 (the in-flight count alone adds nothing with a measured capacity).
+  const plain = new Autoscaler({ stableWindowMs: 60_000, panicWindowMs: 6_000 }, fixed(10));
+  for (let at = 2_000; at <= 62_000; at += 2_000) plain.observe([load('echo', at, 20, 49)], []);
+  t.is(plain.decide(62_000, [{ taskId: 'echo', executors: 2, policy }])[0]!.to, 2);
+});
