@@ -92,6 +92,13 @@ function isShape(x: unknown): boolean {
   return true;
 }
 
+/** The fields a put and a peer's chunk share: which chunk of which id, for whom, what it holds. */
+function isChunkDescriptor(m: Record<string, unknown>): boolean {
+  return isId(m.id) && isInt(m.chunk, 0) && (m.numChunks === undefined || isInt(m.numChunks, 1)) && optBool(m.stream)
+    && isGroups(m.dst) && KINDS.has(m.kind) && (m.dtype === undefined || DTYPES.has(m.dtype)) && (m.shape === undefined || isShape(m.shape))
+    && isInt(m.size, 0) && optTraceparent(m.traceparent);
+}
+
 /** Whether `m` (a JSON-parsed request) is a valid put, recv, done or cancel; false sends it to zod. */
 function hotRequest(m: Record<string, unknown>): boolean {
   if (!isNum(m.rid)) return false;
@@ -99,10 +106,8 @@ function hotRequest(m: Record<string, unknown>): boolean {
     case 'recv': return isId(m.id) && isInt(m.chunk, 0) && isNum(m.deadline) && optTraceparent(m.traceparent);
     case 'done': return isId(m.id) && isInt(m.chunk, 0) && optBool(m.group) && optBool(m.quiet) && optTraceparent(m.traceparent);
     case 'cancel': return true;
-    case 'put': return isId(m.id) && isInt(m.chunk, 0) && (m.numChunks === undefined || isInt(m.numChunks, 1)) && optBool(m.stream)
-      && isGroups(m.dst) && KINDS.has(m.kind) && (m.dtype === undefined || DTYPES.has(m.dtype)) && (m.shape === undefined || isShape(m.shape))
-      && isInt(m.size, 0) && (m.alloc === undefined || isInt(m.alloc, Number.MIN_SAFE_INTEGER)) && (m.ttlMs === undefined || (isNum(m.ttlMs) && m.ttlMs > 0))
-      && isNum(m.deadline) && optBool(m.lease) && optTraceparent(m.traceparent);
+    case 'put': return isChunkDescriptor(m) && (m.alloc === undefined || isInt(m.alloc, Number.MIN_SAFE_INTEGER))
+      && (m.ttlMs === undefined || (isNum(m.ttlMs) && m.ttlMs > 0)) && isNum(m.deadline) && optBool(m.lease);
     default: return false;
   }
 }
@@ -166,9 +171,7 @@ export type PeerChunk = z.infer<typeof PeerChunk>;
 export function parsePeerMessage(raw: unknown): ReturnType<typeof PeerMessage.safeParse> {
   if (typeof raw === 'object' && raw !== null && !Array.isArray(raw)) {
     const m = raw as Record<string, unknown>;
-    if (m.op === 'chunk' && isId(m.id) && isInt(m.chunk, 0) && (m.numChunks === undefined || isInt(m.numChunks, 1)) && optBool(m.stream)
-      && isGroups(m.dst) && KINDS.has(m.kind) && (m.dtype === undefined || DTYPES.has(m.dtype)) && (m.shape === undefined || isShape(m.shape))
-      && isInt(m.size, 0) && isInt(m.producerRank, 0) && isNum(m.expiresAt) && optTraceparent(m.traceparent)) {
+    if (m.op === 'chunk' && isChunkDescriptor(m) && isInt(m.producerRank, 0) && isNum(m.expiresAt)) {
       return { success: true, data: raw as PeerMessage } as ReturnType<typeof PeerMessage.safeParse>;
     }
   }
