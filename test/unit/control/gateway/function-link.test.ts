@@ -52,6 +52,15 @@ async function setup(timeoutMs?: number) {
   return { fn, links, gw, post };
 }
 
+/** A gateway whose function is scripted frame by frame (the test plays the function's side of the link). */
+async function setupScripted(timeoutMs?: number) {
+  const fake = await scriptedLinkFunction();
+  const links = new FunctionLinks(silentLog());
+  const gw = await linkGateway(links, fake.url, timeoutMs);
+  closers.push(() => fake.close(), () => links.close(), () => gw.close(0));
+  return { fake, gw };
+}
+
 test('a JSON invocation over the link gets the reply with its status, type and length', async (t) => {
   const { fn, post } = await setup();
   const res = await post({ text: 'hi' });
@@ -125,10 +134,7 @@ test("the client going away cancels the request on the function: serve()'s signa
 });
 
 test('past the deadline the gateway answers 504 itself and cancels the request on the function', async (t) => {
-  const fake = await scriptedLinkFunction();
-  const links = new FunctionLinks(silentLog());
-  const gw = await linkGateway(links, fake.url, 200);
-  closers.push(() => fake.close(), () => links.close(), () => gw.close(0));
+  const { fake, gw } = await setupScripted(200);
   const res = await fetch(`${gw.url}/x`, { method: 'POST', body: '{"request_data":{}}' });
   t.is(res.status, 504);
   const invoke = await fake.next('invoke');
@@ -138,10 +144,7 @@ test('past the deadline the gateway answers 504 itself and cancels the request o
 });
 
 test('a function that drops the link before replying fails the request like a dropped connection (onFailure)', async (t) => {
-  const fake = await scriptedLinkFunction();
-  const links = new FunctionLinks(silentLog());
-  const gw = await linkGateway(links, fake.url);
-  closers.push(() => fake.close(), () => links.close(), () => gw.close(0));
+  const { fake, gw } = await setupScripted();
   const pending = fetch(`${gw.url}/x`, { method: 'POST', body: '{"request_data":{}}' });
   await fake.next('invoke');
   fake.socket().destroy();
@@ -157,10 +160,7 @@ test('a function that drops the link before replying fails the request like a dr
 });
 
 test('a function that drops the link mid-stream ends the stream with an error line', async (t) => {
-  const fake = await scriptedLinkFunction();
-  const links = new FunctionLinks(silentLog());
-  const gw = await linkGateway(links, fake.url);
-  closers.push(() => fake.close(), () => links.close(), () => gw.close(0));
+  const { fake, gw } = await setupScripted();
   const pending = fetch(`${gw.url}/x`, { method: 'POST', body: '{"request_data":{}}' });
   const invoke = await fake.next('invoke');
   fake.send({ t: 'head', id: invoke.id, status: 200, headers: { 'content-type': 'application/x-ndjson' } });
@@ -177,10 +177,7 @@ test('a function that drops the link mid-stream ends the stream with an error li
 });
 
 test('frames for a request the gateway no longer waits for are ignored; other requests on the link go on', async (t) => {
-  const fake = await scriptedLinkFunction();
-  const links = new FunctionLinks(silentLog());
-  const gw = await linkGateway(links, fake.url, 150);
-  closers.push(() => fake.close(), () => links.close(), () => gw.close(0));
+  const { fake, gw } = await setupScripted(150);
   const late = await fetch(`${gw.url}/x`, { method: 'POST', body: '{"request_data":{}}' });
   t.is(late.status, 504);
   const first = await fake.next('invoke');
