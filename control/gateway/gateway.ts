@@ -3,10 +3,10 @@
  * apps (register/unregister/list/invoke), tasks (list/scale/invoke), health + metrics; admin auth on the
  * mutating routes; JSON bodies capped (413 beyond); every error is `{error: {code, message, details?}}`.
  */
-import type { Agent, RequestListener } from 'node:http';
+import type { Agent, IncomingMessage, RequestListener, ServerResponse } from 'node:http';
 import express, { type ErrorRequestHandler } from 'express';
 import type { Registry } from 'prom-client';
-import { errorHandler, notFound, sendError, toErrorBody } from '../../lib/http.js';
+import { notFound, sendError, toErrorBody } from '../../lib/http.js';
 import { logger, type Logger } from '../../lib/log.js';
 import { traceRequests } from '../../lib/telemetry.js';
 import type { ResourceManagerApi } from '../resources/types.js';
@@ -88,18 +88,16 @@ export function buildGateway(deps: GatewayDeps): RequestListener {
   app.use(healthRoutes(metrics, deps.extraRegistries));
   app.use(openaiRoutes({ apps: deps.apps, functions: deps.functions, metrics, agent, ...links, json, log, ...(deps.restartWaitMs ? { restartWaitMs: deps.restartWaitMs } : {}) }));
   app.use((req, _res, next) => next(notFound(`route ${req.method} ${req.path}`)));
-  const handle = errorHandler(log);
-  const countErrors: ErrorRequestHandler = (err, req, res, next) => {
+  // Every error reply, from the express routes and from the hot route: counted by code, then answered (lib/http.ts).
+  const answerError = (err: unknown, req: IncomingMessage, res: ServerResponse) => {
     metrics.errors.inc({ code: toErrorBody(err).body.error.code });
-    handle(err, req, res, next);
+    sendError(log, req, res, err);
   };
+  const countErrors: ErrorRequestHandler = (err, req, res, _next) => answerError(err, req, res);
   app.use(countErrors);
   const hot = hotInvoke(appDeps, limit, {
     onRequest: (res, route) => res.once('finish', () => metrics.httpRequest(route, 'POST', res.statusCode)),
-    onError: (err, req, res) => {
-      metrics.errors.inc({ code: toErrorBody(err).body.error.code });
-      sendError(log, req, res, err);
-    },
+    onError: answerError,
   });
   return (req, res) => {
     if (!hot(req, res)) app(req, res);
