@@ -1,5 +1,6 @@
 /**
- * Listening: starts an HTTP server for an express app (the gateway, the dispatcher, the resource manager) on
+ * Listening: starts an HTTP server for a request listener (an express app: the dispatcher, the resource manager; the
+ * gateway's listener, its hot route ahead of its express app) on
  * host:port (0 = a free port) and closes it gracefully (idle keep-alive connections at once, in-flight
  * requests get `graceMs`).
  */
