@@ -47,8 +47,13 @@ export function tensor(dtype: DType, shape: number[], data: TensorData): Tensor 
   return t;
 }
 
+/** Throws SIDECAR_BAD_REQUEST unless `shape` is a list of non-negative integers. */
+export function checkShape(shape: unknown): asserts shape is number[] {
+  if (!Array.isArray(shape) || !shape.every((d) => Number.isInteger(d) && d >= 0)) throw badRequest(`tensor shape must be non-negative integers, got [${String(shape)}]`);
+}
+
 export function checkTensor(t: Tensor): void {
-  if (!t.shape.every((d) => Number.isInteger(d) && d >= 0)) throw badRequest(`tensor shape must be non-negative integers, got [${t.shape}]`);
+  checkShape(t.shape);
   if (!(t.data instanceof CTOR[t.dtype])) {
     throw badRequest(`tensor data for dtype ${t.dtype} must be a ${CTOR[t.dtype].name}, got ${t.data.constructor.name}`);
   }

@@ -11,7 +11,7 @@
  * (options.deadline, options.timeoutMs, or the client default) and an optional AbortSignal.
  */
 import { SidecarError, badRequest } from '../errors.js';
-import { convertTensor, isTensor, type DType, type Tensor } from '../tensor.js';
+import { ELEMENT_SIZE, checkShape, convertTensor, isDType, isTensor, numelOf, tensor, viewAs, type DType, type Tensor, type TensorData } from '../tensor.js';
 import { QUIET_DONE_VERSION, type AllocReply, type PutReply, type RecvReply } from '../wire/protocol.js';
 import { SpanKind, tracingOn, withSpan } from '../../lib/telemetry.js';
 import { Connection, type Deadline } from './connection.js';
@@ -73,6 +73,12 @@ const checkGroups = (g: unknown): number[][] => {
 const MAX_KEPT = 4096;
 const chunkKey = (id: string, chunk: number) => `${chunk}:${id}`;
 
+/** Shared memory reserved on one connection for a tensor produced in place (see allocate). */
+interface Placed {
+  conn: Connection;
+  alloc: number;
+}
+
 const checkChunk = (n: unknown, what: string) => {
   if (!Number.isInteger(n) || (n as number) < 0) throw badRequest(`${what} must be a non-negative integer, got ${String(n)}`);
 };
@@ -89,6 +95,10 @@ export class SidecarClient {
    * kept until markDone, so a second recv of the chunk returns them again and markDone costs no round trip.
    */
   private readonly kept = new Map<string, unknown>();
+  /** Tensors from allocate() not sent yet, by their data (the typed array a send finds them by). */
+  private readonly placed = new WeakMap<TensorData, Placed>();
+  /** Bytes of large sends (past `inlineBytes`) by how they reached shared memory: produced there (allocate) or copied. */
+  readonly sent = { inPlaceBytes: 0, copiedBytes: 0 };
 
   private constructor(private readonly opts: SidecarClientOptions) {
     this.rank = opts.rank;
@@ -160,8 +170,17 @@ export class SidecarClient {
         await conn.call(put, enc.bytes, d);
         return;
       }
+      // Produced in place (allocate) on this connection: already in the sidecar's memory, nothing to copy.
+      const placed = isTensor(data) ? this.placed.get(data.data) : undefined;
+      if (placed) this.placed.delete((data as Tensor).data);
+      if (placed && placed.conn === conn) {
+        this.sent.inPlaceBytes += size;
+        await this.put(conn, put, placed.alloc, d);
+        return;
+      }
+      if (placed) placed.conn.giveBack(placed.alloc); // reserved on a connection since closed: copied below, from the view
       // Large: copy straight into the sidecar's memory — a lease from an earlier put, or a fresh allocation.
-      const mem = conn.leases.take(size) ?? ((await conn.call({ op: 'alloc', size, deadline: d.deadline }, undefined, d)) as unknown as AllocReply);
+      const mem = await this.reserve(conn, size, d);
       // A long copy (≥ 4 MiB: ~0.4 ms) first sends what this process already wrote this tick, on every connection
       // (another send's put; recvs and markDones of the process's consumers), so the sidecar works on them — and a
       // peer link carries the earlier chunks — while this process copies. Below that the early write costs more than
@@ -169,9 +188,48 @@ export class SidecarClient {
       // the end of the tick (measured at 1 MiB in node: 0.50 → 0.62 × memcpy without it; sidecar/ARCHITECTURE.md).
       if (size >= FLUSH_BEFORE_COPY_BYTES) flushFrames();
       conn.segment.bytes.set(enc.bytes, mem.offset);
-      const r = (await conn.call({ ...put, alloc: mem.alloc, ...(conn.leases.wanted ? { lease: true } : {}) }, undefined, d)) as PutReply;
-      if (r.lease) conn.leases.add(r.lease);
+      this.sent.copiedBytes += size;
+      await this.put(conn, put, mem.alloc, d);
     });
+  }
+
+  /** Memory of `size` bytes in the sidecar's segment: a lease from an earlier put, or a fresh allocation. */
+  private async reserve(conn: Connection, size: number, d: Deadline): Promise<{ alloc: number; offset: number }> {
+    return conn.leases.take(size) ?? ((await conn.call({ op: 'alloc', size, deadline: d.deadline }, undefined, d)) as unknown as AllocReply);
+  }
+
+  /** Commits a chunk written into reserved memory (asking for a lease for the next send while the client holds few). */
+  private async put(conn: Connection, put: Record<string, unknown>, alloc: number, d: Deadline): Promise<void> {
+    const r = (await conn.call({ ...put, alloc, ...(conn.leases.wanted ? { lease: true } : {}) }, undefined, d)) as PutReply;
+    if (r.lease) conn.leases.add(r.lease);
+  }
+
+  /**
+   * A tensor for this executor to produce in place: its data is the sidecar's shared memory, so `send(t, …)` moves it
+   * with no copy into that memory (a model's output written there directly, e.g. onnxruntime's pre-allocated outputs).
+   * After send the memory is the sidecar's: do not touch `t.data` again. Not sent: `release(t)` gives it back (so
+   * does closing the client). Small tensors (≤ `inlineBytes`) travel inside the request anyway: they get ordinary memory.
+   */
+  async allocate(dtype: DType, shape: number[], o: CallOptions = {}): Promise<Tensor> {
+    if (!isDType(dtype)) throw badRequest(`unknown dtype ${String(dtype)}`);
+    checkShape(shape);
+    const numel = numelOf(shape);
+    const size = numel * ELEMENT_SIZE[dtype];
+    if (size <= (this.opts.inlineBytes ?? 65536) || this.rank !== this.leader) return tensor(dtype, [...shape], viewAs(dtype, new ArrayBuffer(size), 0, numel));
+    const d = this.deadline(o);
+    const conn = this.live() ?? await this.connection(d);
+    const mem = await this.reserve(conn, size, d);
+    const t = tensor(dtype, [...shape], viewAs(dtype, conn.segment.buffer, mem.offset, numel));
+    this.placed.set(t.data, { conn, alloc: mem.alloc });
+    return t;
+  }
+
+  /** Gives back the memory of a tensor from allocate() that will not be sent. Anything else: nothing happens. */
+  release(t: Tensor): void {
+    const placed = this.placed.get(t.data);
+    if (!placed) return;
+    this.placed.delete(t.data);
+    placed.conn.giveBack(placed.alloc);
   }
 
   /**

@@ -55,7 +55,7 @@ export class Connection {
   readonly leases: Leases;
 
   private constructor(private readonly sock: Socket, reader: DirectFrameReader<Reply>, leaseIdleMs: number) {
-    this.leases = new Leases((alloc) => { if (this.alive) writeFrame(this.sock, { op: 'cancel', rid: alloc }); }, leaseIdleMs);
+    this.leases = new Leases((alloc) => this.giveBack(alloc), leaseIdleMs);
     reader.attach(sock);
     sock.on('error', () => {});
     sock.on('close', () => {
@@ -121,6 +121,11 @@ export class Connection {
       p.resolve(r);
     }
     else p.reject(errorFromWire(r.error));
+  }
+
+  /** Gives memory the sidecar reserved for this connection (an allocation or a lease) back; nothing to wait for. */
+  giveBack(alloc: number): void {
+    if (this.alive) writeFrame(this.sock, { op: 'cancel', rid: alloc });
   }
 
   /** Stops waiting for `p` (deadline or abort) and tells the sidecar to stop working on it. */

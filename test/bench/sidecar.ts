@@ -4,6 +4,8 @@
  *    rotating over buffers larger than the CPU cache (an executor's output is not cache-resident either);
  *  - between two sidecars: the same, producer on n0 and consumer on n1, vs a raw TCP loopback socket moving
  *    the same bytes to a child process (and, in the notes, vs a child reading with `onread` into one buffer);
+ *  - for tensors larger than the inline limit, both again with the producer's tensor produced in place (allocate →
+ *    send: no copy into shared memory), next to the same baselines;
  *  - small-object round trip (send → recv → markDone, one at a time) vs a raw unix-socket echo round trip.
  * The producer and the consumer each keep several transfers in flight (as executors do). Each round measures a
  * figure and its baselines back to back; medians of rounds count (the machine is shared: ratios are what hold).
@@ -61,15 +63,18 @@ const sourcesOf = (size: number): Tensor[] => poolFor('tensors', size).map((b) =
  * GB/s of `count` transfers of `size` bytes from `prod` to `cons`, as two executors do it: the producer keeps
  * `inflight` sends going (rotating source tensors) and the consumer keeps `inflight` recv → markDone going.
  */
-async function sidecarThroughput(prod: SidecarClient, cons: SidecarClient, size: number, count: number, inflight: number, tag: string): Promise<number> {
+async function sidecarThroughput(prod: SidecarClient, cons: SidecarClient, size: number, count: number, inflight: number, tag: string, inPlace = false): Promise<number> {
   const sources = sourcesOf(size);
+  // In place: each tensor is shared memory from allocate(), as a model's output written there is (the bench writes
+  // nothing into it, as the raw TCP baseline's bytes already sit in its sender's memory); else rotating sources, copied.
+  const source = inPlace ? () => prod.allocate('u8', [size]) : (i: number) => sources[i % sources.length]!;
   const lanes = (step: (i: number) => Promise<unknown>) => {
     let next = 0;
     return Promise.all(Array.from({ length: inflight }, async () => { while (next < count) await step(next++); }));
   };
   const start = process.hrtime.bigint();
   await Promise.all([
-    lanes((i) => prod.send(sources[i % sources.length], `${tag}-${i}`, [[cons.rank]])),
+    lanes(async (i) => prod.send(await source(i), `${tag}-${i}`, [[cons.rank]])),
     lanes(async (i) => { await cons.recv(`${tag}-${i}`); await cons.markDone(`${tag}-${i}`); }),
   ]);
   return gbps(size * count, process.hrtime.bigint() - start);
@@ -283,20 +288,33 @@ export async function run(): Promise<BenchResult[]> {
       memcpyThroughput(s.size, Math.max(2, s.count / 10));
       await tcpThroughput(tcp.sock, s.size, Math.max(2, s.count / 10));
       await tcpThroughput(direct.sock, s.size, Math.max(2, s.count / 10));
+      const inPlace = s.size > 64 * KiB; // smaller tensors travel inside the request: allocate() gives ordinary memory
       const inNode: number[] = [], memcpy: number[] = [], across: number[] = [], raw: number[] = [], rawDirect: number[] = [];
+      const inNodePlaced: number[] = [], acrossPlaced: number[] = [];
       for (let r = 0; r < ROUNDS; r++) { // each round measures a figure and its baselines back to back (the load varies)
         inNode.push(await sidecarThroughput(prod, local, s.size, s.count, s.inflight, `l-${s.label}-${r}`));
         memcpy.push(memcpyThroughput(s.size, s.count));
+        if (inPlace) inNodePlaced.push(await sidecarThroughput(prod, local, s.size, s.count, s.inflight, `lp-${s.label}-${r}`, true));
         across.push(await sidecarThroughput(prod, remote, s.size, s.count, s.inflight, `r-${s.label}-${r}`));
         raw.push(await tcpThroughput(tcp.sock, s.size, s.count));
+        if (inPlace) acrossPlaced.push(await sidecarThroughput(prod, remote, s.size, s.count, s.inflight, `rp-${s.label}-${r}`, true));
         rawDirect.push(await tcpThroughput(direct.sock, s.size, s.count));
       }
       const paired = (a: number[], b: number[]) => fmt(median(a.map((x, i) => x / b[i]!)));
       results.push(row(`in-node ${s.label}`, median(inNode), 'GB/s', median(memcpy), 'Buffer.copy, out of cache', s.size >= MiB ? '≥ 0.5 × memcpy' : undefined,
         `${s.inflight} in flight; sources and baseline buffers rotate over ${poolOf(s.size)} × ${s.label}; median of per-round ratios ${paired(inNode, memcpy)}`));
+      if (inPlace) {
+        results.push(row(`in-node ${s.label}, produced in place`, median(inNodePlaced), 'GB/s', median(memcpy), 'Buffer.copy, out of cache', undefined,
+          `allocate → send → recv → markDone: no copy at all; median of per-round ratios ${paired(inNodePlaced, memcpy)}`));
+      }
       results.push(row(`between nodes ${s.label}`, median(across), 'GB/s', median(raw), 'raw TCP loopback', s.size >= MiB ? '≥ 0.7 × raw TCP' : undefined,
-        `${s.inflight} in flight; median of per-round ratios ${paired(across, raw)}; vs raw TCP read with onread into one reused buffer ` +
-        `(${fmt(median(rawDirect))} GB/s): ${fmt(median(across) / median(rawDirect))}`));
+        `${s.inflight} in flight; the producer's copy into shared memory included (a third copy; raw TCP makes two); median of per-round ratios ` +
+        `${paired(across, raw)}; vs raw TCP read with onread into one reused buffer (${fmt(median(rawDirect))} GB/s): ${fmt(median(across) / median(rawDirect))}`));
+      if (inPlace) {
+        results.push(row(`between nodes ${s.label}, produced in place`, median(acrossPlaced), 'GB/s', median(raw), 'raw TCP loopback', s.size >= MiB ? '≥ 0.7 × raw TCP' : undefined,
+          `allocate → send: shared memory → TCP → the peer's shared memory, two copies as raw TCP makes; median of per-round ratios ${paired(acrossPlaced, raw)}; ` +
+          `vs raw TCP read with onread into one reused buffer: ${fmt(median(acrossPlaced) / median(rawDirect))}`));
+      }
     }
     await objectRtts(prod, local, 500, 'rt-warm');
     await echoRtts(echo.sock, 500);
