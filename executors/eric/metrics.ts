@@ -13,6 +13,10 @@ export function createEricMetrics(labels: Record<string, string>, live: { inflig
     items: new Counter({ name: 'eric_items_total', help: 'Items by outcome (ok or an error code)', labelNames: ['outcome'], registers: [registry] }),
     latency: new Histogram({ name: 'eric_request_seconds', help: 'POST /embeddings latency', buckets: seconds, registers: [registry] }),
     stage: new Histogram({ name: 'eric_stage_seconds', help: 'Time per request stage (load, preprocess, engine)', labelNames: ['stage'], buckets: seconds, registers: [registry] }),
+    forwardedBytes: new Counter({
+      name: 'eric_forwarded_bytes_total', labelNames: ['path'], registers: [registry],
+      help: 'Bytes of forwarded embeddings past the sidecar\'s inline size, by how they reached shared memory: in_place (the projector wrote them there) or copied',
+    }),
     batchSize: new Histogram({ name: 'eric_batch_size', help: 'Items in the engine batch each item ran in', buckets: [1, 2, 4, 8, 16, 32, 64], registers: [registry] }),
   };
 }

@@ -85,6 +85,13 @@ export async function receiveEmbedding(consumer: SidecarClient, id: string, time
   return copy;
 }
 
+/** Eric's eric_forwarded_bytes_total by path, from its /metrics (0 for a path not seen yet). */
+export async function forwardedBytes(eric: Pick<EricFixture, 'url'>): Promise<{ inPlace: number; copied: number }> {
+  const text = await (await fetch(`${eric.url}/metrics`)).text();
+  const of = (path: string) => Number(new RegExp(`^eric_forwarded_bytes_total\\{[^}]*path="${path}"[^}]*\\} (\\S+)$`, 'm').exec(text)?.[1] ?? 0);
+  return { inPlace: of('in_place'), copied: of('copied') };
+}
+
 /** Largest element-wise difference of two equally long arrays. */
 export const maxAbsDiff = (a: ArrayLike<number>, b: ArrayLike<number>) => {
   let m = 0;

@@ -18,7 +18,8 @@ import type { Item, ItemResult } from '../../common/protocol.js';
 import { ericError } from '../errors.js';
 import type { EricMetrics } from '../metrics.js';
 import type { CompiledEricOptions } from '../options.js';
-import type { ItemMeta } from '../worker/worker.js';
+import type { ForwardedBytes } from '../worker/in-place.js';
+import type { ForwardedMeta, ItemMeta } from '../worker/worker.js';
 import type { PreprocessInput, PreprocessOutput } from './preprocess-worker.js';
 import { loadUrl, type UrlLoaderOptions } from './url-loader.js';
 
@@ -152,7 +153,10 @@ export async function embed(body: unknown, ctx: CallContext, deps: EmbeddingDeps
     endEngine();
   }
   const byId = new Map(results.map((r) => [r.id, r]));
-  for (const r of results) if (typeof r.meta?.batchSize === 'number') deps.metrics.batchSize.observe(r.meta.batchSize);
+  for (const r of results) {
+    if (typeof r.meta?.batchSize === 'number') deps.metrics.batchSize.observe(r.meta.batchSize);
+    countForwarded(deps.metrics, (r.meta as ForwardedMeta | undefined)?.forwarded);
+  }
   const outcomes = data.map((d) => outcome(d.id, requestError ?? byId.get(d.id)?.error));
   count(deps.metrics, outcomes);
   if (!requestError && outcomes.every((o) => o.ok)) return returnEmbeddings ? { status: 200, body: { status: 0, embeddings: data.map((d) => returned(byId.get(d.id)!)) } } : OK;
@@ -161,4 +165,10 @@ export async function embed(body: unknown, ctx: CallContext, deps: EmbeddingDeps
 
 function count(m: EricMetrics, outcomes: ItemOutcome[]): void {
   for (const o of outcomes) m.items.inc({ outcome: o.ok ? 'ok' : o.code! });
+}
+
+/** The bytes an item's send added to the worker's SidecarClient.sent, by path. */
+function countForwarded(m: EricMetrics, f: ForwardedBytes | undefined): void {
+  if (f?.inPlaceBytes) m.forwardedBytes.inc({ path: 'in_place' }, f.inPlaceBytes);
+  if (f?.copiedBytes) m.forwardedBytes.inc({ path: 'copied' }, f.copiedBytes);
 }

@@ -9,11 +9,12 @@
  * Forwarding: the embeddings after the TP body are replicated on every rank, and the sidecar moves a TP
  * group's data once (from the leader, the lowest rank), so only rank 0 connects to the sidecar and sends:
  * `send(f32 [tokens, hidden], item id, receivers, chunk 0 of 1)`. A failed send fails that item only, and
- * the id is failed on the sidecar so its consumers stop waiting.
+ * the id is failed on the sidecar so its consumers stop waiting. Degree 1: a forwarded item's projector writes
+ * its embeddings straight into sidecar shared memory (in-place.ts), and the send moves them with no copy.
  */
 import { withTraceparent } from '../../../lib/telemetry.js';
 import { SidecarClient } from '../../../sidecar/client/client.js';
-import { tensor as sidecarTensor } from '../../../sidecar/tensor.js';
+import { type Tensor, tensor as sidecarTensor } from '../../../sidecar/tensor.js';
 import { toWire } from '../../common/errors.js';
 import { type Item, type ItemResult, tensor } from '../../common/protocol.js';
 import { type Job, serveWorker } from '../../common/worker-runtime.js';
@@ -21,8 +22,9 @@ import { encoderManifest } from '../../models/hf-encoder.js';
 import { type LoadedModel, loadModel } from '../../models/loader.js';
 import type { ImagePreprocessing, Manifest } from '../../models/manifest.js';
 import { type VisionInput, patchify, smartResize } from '../../models/preprocess/image.js';
-import { type Embeddings, runAudio, runVision, runVisionNchw } from '../../models/run.js';
+import { type Embeddings, type OutputPlacement, runAudio, runVision, runVisionNchw } from '../../models/run.js';
 import { loadRank } from '../../models/tensor-parallel.js';
+import { type ForwardedBytes, InPlaceOutputs, sentSince } from './in-place.js';
 import { runVisionTp } from './tp-vision.js';
 
 export interface EricWorkerData {
@@ -34,6 +36,9 @@ export interface EricWorkerData {
   ranks: number[];
   sidecarSocket?: string;
 }
+
+/** What a forwarded item's result meta carries besides its shape: the bytes its send added, by path (metrics). */
+export interface ForwardedMeta { forwarded?: ForwardedBytes }
 
 /** What the router puts in each item's meta (with the preprocessing thread's layout and frameIndex). */
 export interface ItemMeta {
@@ -107,36 +112,47 @@ await serveWorker<EricWorkerData>(async (ctx) => {
       const hidden = Math.max(...modelIds.map((id) => body.manifest.model_ids[id]!.hidden_size));
       sidecar = await SidecarClient.connect({ rank: ranks[0]!, group: ranks, socketPath: sidecarSocket, memoryHint: hidden * 4 });
     }
+    const forwardedSince = sidecar && sentSince(sidecar);
 
-    const encode = async (job: Job): Promise<Embeddings[] | undefined> => {
+    /** `places[i]`: where item i's projector output goes (undefined: onnxruntime allocates it). */
+    const encode = async (job: Job, places: readonly (OutputPlacement | undefined)[] = []): Promise<Embeddings[] | undefined> => {
       const { modality, modelId } = job.meta as { modality: string; modelId: string };
       if (modality === 'audio') {
         const out: Embeddings[] = [];
-        for (const it of job.items) out.push(await runAudio(body, { data: it.tensors.mel!.data as Float32Array, nMels: it.tensors.mel!.shape[0]!, frames: it.tensors.mel!.shape[1]! }, modelId));
+        for (const [i, it] of job.items.entries()) out.push(await runAudio(body, { data: it.tensors.mel!.data as Float32Array, nMels: it.tensors.mel!.shape[0]!, frames: it.tensors.mel!.shape[1]! }, modelId, places[i]));
         return out;
       }
       if ((job.items[0]?.meta as unknown as ItemMeta | undefined)?.layout === 'nchw') {
         const out: Embeddings[] = [];
-        for (const it of job.items) out.push(await runVisionNchw(body, it.tensors.pixel_values!.data as Float32Array, it.tensors.pixel_values!.shape, modelId));
+        for (const [i, it] of job.items.entries()) out.push(await runVisionNchw(body, it.tensors.pixel_values!.data as Float32Array, it.tensors.pixel_values!.shape, modelId, places[i]));
         return out;
       }
       const inputs = job.items.map((it) => visionInput(it, body.manifest.preprocessing.image!));
-      return tp ? runVisionTp(body, adapters, inputs, modelId, ctx.rank, ctx.reduce) : runVision(body, inputs, modelId);
+      return tp ? runVisionTp(body, adapters, inputs, modelId, ctx.rank, ctx.reduce) : runVision(body, inputs, modelId, places);
     };
 
-    const forward = async (it: Item, emb: Embeddings): Promise<ItemResult> => {
+    /** The result meta of a forwarded item, with what its send added to `sidecar.sent` (the router counts it). */
+    const counted = (meta: Record<string, unknown>): Record<string, unknown> & ForwardedMeta => {
+      const d = forwardedSince?.();
+      return d && (d.inPlaceBytes || d.copiedBytes) ? { ...meta, forwarded: d } : meta;
+    };
+
+    /** Forwards one item's embeddings; `placed`: they were produced in that sidecar tensor (sent as is, no copy). */
+    const forward = async (it: Item, emb: Embeddings, placed: Tensor | undefined): Promise<ItemResult> => {
       const m = it.meta as unknown as ItemMeta;
       const meta = { shape: emb.shape };
-      const ok: ItemResult = { id: it.id, ok: true, meta, ...(m.returnEmbedding ? { tensors: { embedding: tensor('float32', emb.shape, emb.data) } } : {}) };
-      if (!m.receivers) return ok;
+      // Built before the send: after it, placed memory is the sidecar's (a consumer may free it), so return a copy of it.
+      const returned = m.returnEmbedding ? { tensors: { embedding: tensor('float32', emb.shape, placed ? emb.data.slice() : emb.data) } } : {};
+      if (!m.receivers) return { id: it.id, ok: true, meta, ...returned };
       try {
         if (!sidecar) throw new Error('this Eric has no sidecar');
         const s = sidecar;
-        await withTraceparent(m.traceparent, () => s.send(sidecarTensor('f32', emb.shape, emb.data), it.id, m.receivers!, { chunk: 0, numChunks: 1, deadline: m.deadline }));
-        return ok;
+        await withTraceparent(m.traceparent, () => s.send(placed ?? sidecarTensor('f32', emb.shape, emb.data), it.id, m.receivers!, { chunk: 0, numChunks: 1, deadline: m.deadline }));
+        return { id: it.id, ok: true, meta: counted(meta), ...returned };
       } catch (e) {
+        if (placed) sidecar!.release(placed); // a send that failed before taking it leaves it reserved
         await sidecar?.fail(it.id, `embedding could not be forwarded: ${(e as Error).message}`, m.receivers).catch(() => undefined);
-        return { id: it.id, ok: false, error: toWire(e) };
+        return { id: it.id, ok: false, meta: counted(meta), error: toWire(e) };
       }
     };
 
@@ -145,10 +161,16 @@ await serveWorker<EricWorkerData>(async (ctx) => {
 
     return {
       async run(job) {
-        const embs = await encode(job);
+        // Degree 1 with a sidecar: forwarded items are produced in place (TP keeps its projector's own output).
+        const outputs = sidecar && !tp ? new InPlaceOutputs(sidecar) : undefined;
+        const places = job.items.map((it, i) => {
+          const m = it.meta as unknown as ItemMeta;
+          return outputs && m.receivers ? outputs.placement(i, m.deadline) : undefined;
+        });
+        const embs = await encode(job, places).catch((e: unknown) => { outputs?.releaseAll(); throw e; });
         if (!embs) return job.items.map((it) => ({ id: it.id, ok: true }));
         // The sends are I/O: the next job's forward pass starts while they complete.
-        return { pending: Promise.all(job.items.map((it, i) => forward(it, embs[i]!))) };
+        return { pending: Promise.all(job.items.map((it, i) => forward(it, embs[i]!, outputs?.take(i)))) };
       },
       close,
     };

@@ -9,12 +9,12 @@ import ort from 'onnxruntime-node';
 import { encoderManifest } from '../../../executors/models/hf-encoder.js';
 import { preprocessAudio } from '../../../executors/models/preprocess/audio.js';
 import { encodeWav } from '../../../executors/models/preprocess/wav.js';
-import { dataUrl, maxAbsDiff, receiveEmbedding, startEric } from '../../helpers/eric.js';
+import { dataUrl, forwardedBytes, maxAbsDiff, receiveEmbedding, startEric } from '../../helpers/eric.js';
 import { tone } from '../../helpers/media.js';
 import { modelDir } from '../../helpers/models.js';
 import { startSidecars } from '../../helpers/sidecar.js';
 
-test('a forwarded Whisper encoding of a 44.1 kHz WAV equals onnxruntime run directly on the same input_features', async (t) => {
+test('a forwarded Whisper encoding of a 44.1 kHz WAV equals onnxruntime run directly on the same input_features, copied into shared memory (no projector to write it there)', async (t) => {
   t.timeout(180_000);
   const dir = await modelDir('tiny-whisper');
   const sc = await startSidecars({ nodes: [[0, 1]], slabs: [{ slotBytes: 4096, slots: 64 }, { slotBytes: 512 * 1024, slots: 8 }] });
@@ -32,4 +32,5 @@ test('a forwarded Whisper encoding of a 44.1 kHz WAV equals onnxruntime run dire
   const direct = await session.run({ input_features: new ort.Tensor('float32', mel.data, [1, mel.nMels, mel.frames]) });
   t.deepEqual(got.shape, [1500, 64]);
   t.true(maxAbsDiff(got.data as Float32Array, direct.last_hidden_state!.data as Float32Array) <= 1e-4);
+  t.deepEqual(await forwardedBytes(eric), { inPlace: 0, copied: 1500 * 64 * 4 });
 });
