@@ -5,7 +5,10 @@
  *    coalesced small frames (chunks of small objects, closes, fails) cost one read together, not three reads each;
  *  - the rest of a payload of at least 16 KiB whose staged part was copied out is read straight into its target,
  *    exactly that rest: chunk bytes go from the socket into shared memory with no user-space copy (only the part that
- *    came in the same read as the header, ≤ 64 KiB, is copied from the staging buffer). No buffer is allocated per read.
+ *    came in the same read as the header, ≤ 64 KiB — ≤ 4 KiB right after such a payload — is copied from the staging
+ *    buffer). No buffer is allocated per read;
+ *  - given a way to set the socket's receive low-water mark, a payload rest that is not all queued yet is read in one
+ *    wake-up once it is, not in one read per burst of segments (fewer reads, and fewer wake-ups the sender pays for).
  *
  *   const reader = new DirectFrameReader(handler);
  *   const sock = connect({ host, port, onread: reader.onread });
@@ -25,12 +28,35 @@ const MAX_HEADER = 1024 * 1024;
 const STAGE_BYTES = 64 * 1024;
 /** A payload rest at least this large is read straight into its target; a smaller one through the staging buffer. */
 const DIRECT_MIN = 16 * 1024;
+/**
+ * The staging read right after a payload that was read straight into its target takes at most this much: the next
+ * frame is likely another large one, and every byte of its payload that a full 64 KiB staging read brought in along
+ * with its header would be copied once more out of the staging buffer (up to 6% of a 1 MiB chunk's bytes). Enough
+ * for a prefix and a chunk header; a header that does not fit takes a further read.
+ */
+const AFTER_DIRECT_READ = 4 * 1024;
+/**
+ * The highest receive low-water mark asked for (DirectReadOptions.lowWater): a larger payload's rest is waited for in
+ * parts of this size, so the kernel never has to queue more than this much unread on a link (the kernel also caps the
+ * mark at half the socket's largest receive buffer). A mark of 256 KiB did not lower the CPU per 1 MiB chunk; the
+ * whole rest of one did (ARCHITECTURE.md, Performance).
+ */
+const LOW_WATER_MAX = 4 * 1024 * 1024;
 
 type Part = 'prefix' | 'header' | 'payload';
 
 export interface OnRead {
   buffer: () => Uint8Array;
   callback: (bytes: number, buf: Uint8Array) => boolean;
+}
+
+export interface DirectReadOptions {
+  /**
+   * Sets the socket's receive low-water mark (SO_RCVLOWAT): the process is woken only once this many bytes are queued.
+   * Given, the reader sets it to the rest of a payload it reads straight into its target (so the rest comes in one
+   * wake-up and one read, not one per segment burst) and back to 1 when that payload is in.
+   */
+  lowWater?: (bytes: number) => void;
 }
 
 export class DirectFrameReader<H> {
@@ -48,9 +74,31 @@ export class DirectFrameReader<H> {
   private header: H | undefined;
   private target: Buffer | null = null;
   private waiting = false;
+  private afterDirect = false; // the last payload was read straight into its target: keep the next staging read short
+  private lowWater = 1; // the socket's receive low-water mark as last set
 
-  constructor(private readonly handler: FrameHandler<H>) {
-    this.onread = { buffer: () => this.next(), callback: (n, buf) => this.got(n, buf) };
+  constructor(private readonly handler: FrameHandler<H>, private readonly opts: DirectReadOptions = {}) {
+    this.onread = {
+      buffer: () => this.next(),
+      callback: (n, buf) => {
+        const go = this.got(n, buf);
+        if (this.opts.lowWater) this.setLowWater(n < buf.byteLength);
+        return go;
+      },
+    };
+  }
+
+  /**
+   * After a read: when it came back short (libuv waits for the socket next) in the middle of a payload read straight
+   * into its target, the next wake-up should come once the rest is queued; anywhere else, at the first byte.
+   */
+  private setLowWater(short: boolean): void {
+    const rest = this.plen - this.filled;
+    const direct = this.part === 'payload' && this.target !== null && !this.waiting && this.from === this.to && rest >= DIRECT_MIN;
+    const want = !direct ? 1 : short ? Math.min(rest, LOW_WATER_MAX) : this.lowWater;
+    if (want === this.lowWater) return;
+    this.lowWater = want;
+    this.opts.lowWater!(want);
   }
 
   attach(sock: Socket): void { this.sock = sock; }
@@ -62,7 +110,9 @@ export class DirectFrameReader<H> {
       return this.target.subarray(this.filled);
     }
     this.room(this.part === 'header' ? this.hlen : PREFIX);
-    return this.stage.subarray(this.to);
+    if (!this.afterDirect) return this.stage.subarray(this.to);
+    this.afterDirect = false;
+    return this.stage.subarray(this.to, Math.min(this.stage.length, this.to + AFTER_DIRECT_READ));
   }
 
   /** Makes room after the staged bytes, keeping `need` bytes from `from` contiguous (the header being read). */
@@ -86,7 +136,7 @@ export class DirectFrameReader<H> {
       this.to += n;
     } else { // straight into the target
       this.filled += n;
-      if (this.filled === this.plen) this.finish();
+      if (this.filled === this.plen) { this.afterDirect = true; this.finish(); }
     }
     return this.parse();
   }

@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 static void unmap_finalize(napi_env env, void *data, void *hint) {
@@ -71,10 +72,31 @@ static napi_value map_file(napi_env env, napi_callback_info info) {
   return ab;
 }
 
+static napi_value set_rcvlowat(napi_env env, napi_callback_info info) {
+  size_t argc = 2;
+  napi_value argv[2];
+  int32_t fd = -1, bytes = 1;
+  if (napi_get_cb_info(env, info, &argc, argv, NULL, NULL) != napi_ok || argc < 2
+      || napi_get_value_int32(env, argv[0], &fd) != napi_ok || napi_get_value_int32(env, argv[1], &bytes) != napi_ok) {
+    napi_throw_type_error(env, NULL, "setRcvLowat(fd, bytes) expects two integers");
+    return NULL;
+  }
+  int v = bytes < 1 ? 1 : bytes;
+  if (setsockopt(fd, SOL_SOCKET, SO_RCVLOWAT, &v, sizeof v) != 0) {
+    char msg[256];
+    snprintf(msg, sizeof msg, "setsockopt(SO_RCVLOWAT, %d) on fd %d: %s", v, fd, strerror(errno));
+    napi_throw_error(env, "SIDECAR_SOCKOPT", msg);
+    return NULL;
+  }
+  return NULL;
+}
+
 static napi_value init(napi_env env, napi_value exports) {
   napi_value fn;
   napi_create_function(env, "map", NAPI_AUTO_LENGTH, map_file, NULL, &fn);
   napi_set_named_property(env, exports, "map", fn);
+  napi_create_function(env, "setRcvLowat", NAPI_AUTO_LENGTH, set_rcvlowat, NULL, &fn);
+  napi_set_named_property(env, exports, "setRcvLowat", fn);
   return exports;
 }
 

@@ -14,6 +14,7 @@ import { createServer, connect, type Server, type Socket } from 'node:net';
 import type { Logger } from '../../lib/log.js';
 import { FrameReader, writeFrame, type PayloadTarget } from '../../lib/frames.js';
 import { DirectFrameReader } from '../../lib/frames-direct-reader.js';
+import { receiveLowWaterSetter } from '../shm/native.js';
 import { PeerHello, parsePeerMessage, type PeerMessage, type PeerChunk } from '../wire/protocol.js';
 
 export interface PeerAddress {
@@ -121,6 +122,7 @@ class InboundLink {
 
   dial(): void {
     if (this.closed) return;
+    const setLowWater = receiveLowWaterSetter(); // the rest of a chunk comes in one wake-up (frames-direct-reader.ts)
     this.timer = undefined;
     const from = this.peer.node;
     let current: PeerChunk | undefined; // the chunk whose payload is being read
@@ -143,7 +145,7 @@ class InboundLink {
         if (msg && msg.op !== 'hello') this.handler.message(msg, payload, from);
       },
       error: (err) => this.log.warn({ from, err: err.message }, 'peer stream error'),
-    });
+    }, setLowWater ? { lowWater: (bytes) => setLowWater(sock, bytes) } : {});
     const sock = connect({ host: this.peer.host, port: this.peer.port, noDelay: true, onread: reader.onread });
     reader.attach(sock);
     this.sock = sock;

@@ -3,6 +3,7 @@
  * shared memory, so every sidecar entry point fails with one clear message naming the build command.
  */
 import { createRequire } from 'node:module';
+import type { Socket } from 'node:net';
 import { fileURLToPath } from 'node:url';
 import { SidecarError } from '../errors.js';
 
@@ -11,6 +12,8 @@ export const ADDON_BUILD_COMMAND = 'npm run build:addon';
 
 interface ShmAddon {
   map(path: string, size: number, populate: boolean): ArrayBuffer;
+  /** Absent from an addon built before it was added. */
+  setRcvLowat?(fd: number, bytes: number): void;
 }
 
 const addonPath = fileURLToPath(new URL('../native/build/Release/cornserve_shm.node', import.meta.url));
@@ -32,4 +35,20 @@ export function shmAddon(): ShmAddon {
 /** Maps `size` bytes of the file at `path` (shared, read-write). The mapping lives as long as the ArrayBuffer. */
 export function mapFile(path: string, size: number, populate = true): ArrayBuffer {
   return shmAddon().map(path, size, populate);
+}
+
+/**
+ * A setter of a connected socket's receive low-water mark (SO_RCVLOWAT: the process is woken only once that many bytes
+ * are queued), or undefined when the addon in place was built before it had one (`npm run build:addon` adds it): the
+ * caller then reads as before. A socket without a file descriptor (closed) is left alone, and a failed setsockopt
+ * (the socket closing meanwhile) is ignored: at worst the reader is woken more often than it asked.
+ */
+export function receiveLowWaterSetter(): ((sock: Socket, bytes: number) => void) | undefined {
+  const set = shmAddon().setRcvLowat;
+  if (typeof set !== 'function') return undefined;
+  return (sock, bytes) => {
+    const fd = (sock as unknown as { _handle?: { fd?: number } })._handle?.fd;
+    if (fd === undefined || fd < 0) return;
+    try { set(fd, bytes); } catch { /* see above */ }
+  };
 }

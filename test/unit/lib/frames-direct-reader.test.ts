@@ -2,7 +2,7 @@
 import test from 'ava';
 import { connect, createServer, type Server, type Socket } from 'node:net';
 import { randomBytes } from 'node:crypto';
-import { DirectFrameReader } from '../../../lib/frames-direct-reader.js';
+import { DirectFrameReader, type DirectReadOptions } from '../../../lib/frames-direct-reader.js';
 import { writeFrame, type PayloadTarget } from '../../../lib/frames.js';
 import { waitUntil } from '../../../lib/wait.js';
 
@@ -12,21 +12,33 @@ interface Got { header: { n: number }; payload: Buffer | null }
  * A writer (the accepting side) and a reader (the dialing side, with onread). `target` picks each payload's
  * place; every buffer the socket was asked to read into is recorded.
  */
-async function link(t: { teardown(fn: () => void): void }, target: (h: { n: number }, len: number) => PayloadTarget | Promise<PayloadTarget>) {
+async function link(
+  t: { teardown(fn: () => void): void },
+  target: (h: { n: number }, len: number) => PayloadTarget | Promise<PayloadTarget>,
+  opts: DirectReadOptions & { lowWaterOf?: (sock: Socket, bytes: number) => void } = {},
+) {
   const got: Got[] = [];
   const errors: Error[] = [];
   const reads: Uint8Array[] = [];
+  const lowWater: number[] = []; // every low-water mark the reader asked for
+  let bytesRead = 0;
   const server: Server = createServer();
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
   const accepted = new Promise<Socket>((r) => server.once('connection', r));
-  const reader = new DirectFrameReader<{ n: number }>({ target, frame: (header, payload) => got.push({ header, payload }), error: (e) => errors.push(e) });
-  const onread = { buffer: () => { const b = reader.onread.buffer(); reads.push(b); return b; }, callback: reader.onread.callback };
+  const reader = new DirectFrameReader<{ n: number }>(
+    { target, frame: (header, payload) => got.push({ header, payload }), error: (e) => errors.push(e) },
+    opts.lowWater || opts.lowWaterOf ? { lowWater: (b) => { lowWater.push(b); opts.lowWater?.(b); opts.lowWaterOf?.(sock, b); } } : {},
+  );
+  const onread = {
+    buffer: () => { const b = reader.onread.buffer(); reads.push(b); return b; },
+    callback: (n: number, b: Uint8Array) => { bytesRead += n; return reader.onread.callback(n, b); },
+  };
   const sock = connect({ port: (server.address() as { port: number }).port, host: '127.0.0.1', onread });
   reader.attach(sock);
   const writer = await accepted;
   const closed = new Promise<void>((r) => sock.once('close', () => r()));
   t.teardown(() => { sock.destroy(); writer.destroy(); server.close(); });
-  return { writer, got, errors, reads, closed };
+  return { writer, got, errors, reads, closed, lowWater, bytesRead: () => bytesRead };
 }
 
 const until = (what: string, ok: () => boolean) => waitUntil(what, ok, { timeoutMs: 20_000, intervalMs: 5 });
@@ -125,4 +137,37 @@ test('frames split across reads at every byte arrive whole, small ones and one r
   t.is(got[1]!.payload, big);
   t.true(big.equals(payloads[1]!));
   t.true(got[2]!.payload!.equals(payloads[2]!));
+});
+
+/** The bytes of one frame as writeFrame puts them on the wire. */
+function frameBytes(header: { n: number }, payload: Buffer): Buffer {
+  const parts: Buffer[] = [];
+  const capture = { write: (b: Buffer) => { parts.push(Buffer.from(b)); return true; }, cork() {}, uncork() {} };
+  writeFrame(capture as never, header, payload);
+  return Buffer.concat(parts);
+}
+
+test('a payload rest not yet queued is waited for with a low-water mark of its size, which goes back to 1 once it is in', async (t) => {
+  const target = Buffer.alloc(1024 * 1024);
+  const { writer, got, lowWater, bytesRead } = await link(t, () => target, { lowWater: () => {} });
+  const payload = randomBytes(target.length);
+  const stream = frameBytes({ n: 0 }, payload);
+  const first = stream.length - payload.length + 100_000; // prefix, header and the first 100 000 payload bytes
+  writer.write(stream.subarray(0, first));
+  await until('the first part read', () => bytesRead() === first);
+  t.is(lowWater.at(-1), payload.length - 100_000, 'the mark: the rest of the payload');
+  writer.write(stream.subarray(first));
+  await until('frame', () => got.length === 1);
+  t.true(target.equals(payload));
+  t.is(lowWater.at(-1), 1, 'back to 1 for the next frame');
+});
+
+test('after a payload read straight into its target, the next staging read is short (little of the next payload is copied twice)', async (t) => {
+  const targets = [Buffer.alloc(300_000), Buffer.alloc(300_000)];
+  const { writer, got, reads } = await link(t, (h) => targets[h.n]!);
+  writer.write(Buffer.concat(targets.map((b, n) => frameBytes({ n }, randomBytes(b.length)))));
+  await until('frames', () => got.length === 2);
+  const lastIntoFirst = reads.map((b) => b.buffer === targets[0]!.buffer).lastIndexOf(true);
+  t.true(lastIntoFirst >= 0);
+  t.true(reads[lastIntoFirst + 1]!.byteLength <= 4096, `${reads[lastIntoFirst + 1]!.byteLength} bytes`);
 });
