@@ -37,11 +37,11 @@ const DIRECT_MIN = 16 * 1024;
 const AFTER_DIRECT_READ = 4 * 1024;
 /**
  * The highest receive low-water mark asked for (DirectReadOptions.lowWater): a larger payload's rest is waited for in
- * parts of this size, so the kernel never has to queue more than this much unread on a link (the kernel also caps the
- * mark at half the socket's largest receive buffer). A mark of 256 KiB did not lower the CPU per 1 MiB chunk; the
- * whole rest of one did (ARCHITECTURE.md, Performance).
+ * parts of this size, so the receiver's copies keep overlapping the sender's writes (the kernel also caps the mark at
+ * half the socket's largest receive buffer). Measured between sidecars: a 1 MiB chunk gained only when its whole rest
+ * was one part (a 256 KiB cap gained nothing); 16 MiB chunks ran slower with a 4 MiB cap, faster with 1 MiB or 512 KiB.
  */
-const LOW_WATER_MAX = 4 * 1024 * 1024;
+const LOW_WATER_MAX = 1024 * 1024;
 
 type Part = 'prefix' | 'header' | 'payload';
 

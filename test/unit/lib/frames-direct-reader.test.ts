@@ -171,3 +171,18 @@ test('after a payload read straight into its target, the next staging read is sh
   t.true(lastIntoFirst >= 0);
   t.true(reads[lastIntoFirst + 1]!.byteLength <= 4096, `${reads[lastIntoFirst + 1]!.byteLength} bytes`);
 });
+
+test('a rest larger than 1 MiB is waited for in parts of 1 MiB (the receiver keeps copying while the sender writes)', async (t) => {
+  const target = Buffer.alloc(3 * 1024 * 1024);
+  const { writer, got, lowWater, bytesRead } = await link(t, () => target, { lowWater: () => {} });
+  const payload = randomBytes(target.length);
+  const stream = frameBytes({ n: 0 }, payload);
+  const first = stream.length - payload.length + 100_000;
+  writer.write(stream.subarray(0, first));
+  await until('the first part read', () => bytesRead() === first);
+  t.is(lowWater.at(-1), 1024 * 1024);
+  writer.write(stream.subarray(first));
+  await until('frame', () => got.length === 1);
+  t.true(target.equals(payload));
+  t.is(lowWater.at(-1), 1);
+});
