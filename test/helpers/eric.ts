@@ -8,6 +8,9 @@
  */
 import type { ChildProcess } from 'node:child_process';
 import type { SidecarClient } from '../../sidecar/client/client.js';
+import { type LoadedModel, loadModel } from '../../executors/models/loader.js';
+import { modelDir } from './models.js';
+import { type SidecarCluster, startSidecars } from './sidecar.js';
 import type { Tensor } from '../../sidecar/tensor.js';
 import { EXECUTOR_ENV } from '../../control/descriptors/types.js';
 import { modelsDir } from './models.js';
@@ -71,6 +74,37 @@ export async function startEric(o: EricFixtureOptions): Promise<EricFixture> {
     info: async () => (await fetch(`${url}/info`)).json(),
     health: p.health,
     stop: p.stop,
+  };
+}
+
+export interface ForwardingEric {
+  sc: SidecarCluster;
+  eric: EricFixture;
+  /** A client of the receiving rank (the last rank of `nodes`' one node). */
+  consumer: SidecarClient;
+  /** The tiny-vision model loaded in this process, for direct runs to compare with. */
+  direct: LoadedModel;
+  stop(): Promise<void>;
+}
+
+/**
+ * An image Eric on sidecar ranks `ranks` of one node whose last rank is a consumer, and the same model loaded here
+ * for direct runs: what the forwarding tests compare.
+ *
+ *   const f = await startForwardingEric({ ranks: [0, 1], consumer: 2, adapterModelIds: [TINY_B] });
+ */
+export async function startForwardingEric(o: { ranks: number[]; consumer: number; adapterModelIds?: string[] }): Promise<ForwardingEric> {
+  const sc = await startSidecars({ nodes: [[...o.ranks, o.consumer]] });
+  const eric = await startEric({ modality: 'image', ...(o.adapterModelIds ? { adapterModelIds: o.adapterModelIds } : {}), ranks: o.ranks, sidecarSocket: sc.nodeOf(o.ranks[0]!).socketPath });
+  const consumer = await sc.client(o.consumer);
+  const direct = await loadModel(await modelDir('tiny-vision'), { sessionOptions: { intraOpNumThreads: 1 } });
+  return {
+    sc, eric, consumer, direct,
+    async stop() {
+      await eric.stop();
+      await sc.stop();
+      await direct.close();
+    },
   };
 }
 

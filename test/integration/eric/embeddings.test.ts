@@ -5,30 +5,24 @@
 import test from 'ava';
 import { SidecarClient } from '../../../sidecar/client/client.js';
 import type { Tensor } from '../../../sidecar/tensor.js';
-import { type LoadedModel, loadModel } from '../../../executors/models/loader.js';
+import type { LoadedModel } from '../../../executors/models/loader.js';
 import { encodeImage, type Embeddings } from '../../../executors/models/run.js';
-import { type EricFixture, TINY_A, TINY_B, dataUrl, maxAbsDiff, receiveEmbedding, startEric } from '../../helpers/eric.js';
+import { type EricFixture, TINY_A, TINY_B, dataUrl, maxAbsDiff, receiveEmbedding, type ForwardingEric, startForwardingEric } from '../../helpers/eric.js';
 import { uniquePrefix } from '../../helpers/ids.js';
 import { makeImage } from '../../helpers/media.js';
-import { modelDir } from '../../helpers/models.js';
-import { type SidecarCluster, startSidecars } from '../../helpers/sidecar.js';
+import type { SidecarCluster } from '../../helpers/sidecar.js';
 
+let f: ForwardingEric;
 let sc: SidecarCluster;
 let eric: EricFixture;
 let consumer: SidecarClient;
 let direct: LoadedModel;
 
 test.before(async () => {
-  sc = await startSidecars({ nodes: [[0, 1]] });
-  eric = await startEric({ modality: 'image', adapterModelIds: [TINY_B], ranks: [0], sidecarSocket: sc.nodeOf(0).socketPath });
-  consumer = await sc.client(1);
-  direct = await loadModel(await modelDir('tiny-vision'), { sessionOptions: { intraOpNumThreads: 1 } });
+  f = await startForwardingEric({ ranks: [0], consumer: 1, adapterModelIds: [TINY_B] });
+  ({ sc, eric, consumer, direct } = f);
 });
-test.after.always(async () => {
-  await eric?.stop();
-  await sc?.stop();
-  await direct?.close();
-});
+test.after.always(async () => { await f?.stop(); });
 
 const received = (id: string) => receiveEmbedding(consumer, id);
 

@@ -1,30 +1,24 @@
 /** Eric with two workers (TP degree 2, sidecar ranks 0 and 1): shard graphs + shared-memory all-reduce. */
 import test from 'ava';
 import { SidecarClient } from '../../../sidecar/client/client.js';
-import { type LoadedModel, loadModel } from '../../../executors/models/loader.js';
+import type { LoadedModel } from '../../../executors/models/loader.js';
 import { encodeImage, encodeVideo } from '../../../executors/models/run.js';
-import { type EricFixture, TINY_A, TINY_B, dataUrl, maxAbsDiff, receiveEmbedding, startEric } from '../../helpers/eric.js';
+import { type EricFixture, TINY_A, TINY_B, dataUrl, maxAbsDiff, receiveEmbedding, startEric, type ForwardingEric, startForwardingEric } from '../../helpers/eric.js';
 import { uniquePrefix } from '../../helpers/ids.js';
 import { makeImage } from '../../helpers/media.js';
-import { modelDir } from '../../helpers/models.js';
-import { type SidecarCluster, startSidecars } from '../../helpers/sidecar.js';
+import type { SidecarCluster } from '../../helpers/sidecar.js';
 
+let f: ForwardingEric;
 let sc: SidecarCluster;
 let eric: EricFixture;
 let consumer: SidecarClient;
 let single: LoadedModel;
 
 test.before(async () => {
-  sc = await startSidecars({ nodes: [[0, 1, 2]] });
-  eric = await startEric({ modality: 'image', adapterModelIds: [TINY_B], ranks: [0, 1], sidecarSocket: sc.nodeOf(0).socketPath });
-  consumer = await sc.client(2);
-  single = await loadModel(await modelDir('tiny-vision'), { sessionOptions: { intraOpNumThreads: 1 } });
+  f = await startForwardingEric({ ranks: [0, 1], consumer: 2, adapterModelIds: [TINY_B] });
+  ({ sc, eric, consumer, direct: single } = f);
 });
-test.after.always(async () => {
-  await eric?.stop();
-  await sc?.stop();
-  await single?.close();
-});
+test.after.always(async () => { await f?.stop(); });
 
 const received = (id: string) => receiveEmbedding(consumer, id);
 
