@@ -308,7 +308,7 @@ export async function run(): Promise<BenchResult[]> {
           `allocate → send → recv → markDone: no copy at all; median of per-round ratios ${paired(inNodePlaced, memcpy)}`));
       }
       results.push(row(`between nodes ${s.label}`, median(across), 'GB/s', median(raw), 'raw TCP loopback', s.size >= MiB ? '≥ 0.7 × raw TCP' : undefined,
-        `${s.inflight} in flight; the producer's copy into shared memory included (a third copy; raw TCP makes two); median of per-round ratios ` +
+        `${s.inflight} in flight; ${inPlace ? 'the producer\'s copy into shared memory included (a third copy; raw TCP makes two); ' : ''}median of per-round ratios ` +
         `${paired(across, raw)}; vs raw TCP read with onread into one reused buffer (${fmt(median(rawDirect))} GB/s): ${fmt(median(across) / median(rawDirect))}`));
       if (inPlace) {
         results.push(row(`between nodes ${s.label}, produced in place`, median(acrossPlaced), 'GB/s', median(raw), 'raw TCP loopback', s.size >= MiB ? '≥ 0.7 × raw TCP' : undefined,
