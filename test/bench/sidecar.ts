@@ -8,7 +8,8 @@
  *    send: no copy into shared memory), next to the same baselines;
  *  - small-object round trip (send → recv → markDone, one at a time) vs a raw unix-socket echo round trip.
  * The producer and the consumer each keep several transfers in flight (as executors do). Each round measures a
- * figure and its baselines back to back; medians of rounds count (the machine is shared: ratios are what hold).
+ * figure and its baselines back to back, each after a short pause; medians of rounds count (the machine is shared:
+ * ratios are what hold).
  * Run alone: node --import tsx test/bench/sidecar.ts   (BENCH_ROUNDS=n, BENCH_SIDECAR_SIZES='1 MiB,64 MiB')
  * BENCH_SIDECAR_PEERS=store: instead, the same transfers through sidecars that find each other through a Redis store
  * (a local redis-server; no fixed peers; chunk entries written, waiting recvs looked up) vs sidecars with fixed peers
@@ -20,6 +21,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { freePort } from '../../lib/net.js';
+import { sleep } from '../../lib/wait.js';
 import { startSidecars, type SidecarCluster } from '../helpers/sidecar.js';
 import type { SidecarClient } from '../../sidecar/client/client.js';
 import { tensor, type Tensor } from '../../sidecar/tensor.js';
@@ -78,6 +80,13 @@ async function sidecarThroughput(prod: SidecarClient, cons: SidecarClient, size:
     lanes(async (i) => { await cons.recv(`${tag}-${i}`); await cons.markDone(`${tag}-${i}`); }),
   ]);
   return gbps(size * count, process.hrtime.bigint() - start);
+}
+
+/** Runs `measure` after a pause that lets the previous measurement's work (other processes, the kernel) finish. */
+const SETTLE_MS = 300;
+async function settled<T>(measure: () => T | Promise<T>): Promise<T> {
+  await sleep(SETTLE_MS);
+  return measure();
 }
 
 /** Buffer.copy between rotating sources and destinations larger than the CPU cache (as the sidecar's copies are). */
@@ -292,13 +301,15 @@ export async function run(): Promise<BenchResult[]> {
       const inNode: number[] = [], memcpy: number[] = [], across: number[] = [], raw: number[] = [], rawDirect: number[] = [];
       const inNodePlaced: number[] = [], acrossPlaced: number[] = [];
       for (let r = 0; r < ROUNDS; r++) { // each round measures a figure and its baselines back to back (the load varies)
-        inNode.push(await sidecarThroughput(prod, local, s.size, s.count, s.inflight, `l-${s.label}-${r}`));
-        memcpy.push(memcpyThroughput(s.size, s.count));
-        if (inPlace) inNodePlaced.push(await sidecarThroughput(prod, local, s.size, s.count, s.inflight, `lp-${s.label}-${r}`, true));
-        across.push(await sidecarThroughput(prod, remote, s.size, s.count, s.inflight, `r-${s.label}-${r}`));
-        raw.push(await tcpThroughput(tcp.sock, s.size, s.count));
-        if (inPlace) acrossPlaced.push(await sidecarThroughput(prod, remote, s.size, s.count, s.inflight, `rp-${s.label}-${r}`, true));
-        rawDirect.push(await tcpThroughput(direct.sock, s.size, s.count));
+        // Each measurement starts from a settled machine: right after a transfer between sidecars, a raw TCP run was
+        // measured up to ~30 % slower than 300 ms later (the processes and the kernel still finishing the last one).
+        inNode.push(await settled(() => sidecarThroughput(prod, local, s.size, s.count, s.inflight, `l-${s.label}-${r}`)));
+        memcpy.push(await settled(() => memcpyThroughput(s.size, s.count)));
+        if (inPlace) inNodePlaced.push(await settled(() => sidecarThroughput(prod, local, s.size, s.count, s.inflight, `lp-${s.label}-${r}`, true)));
+        across.push(await settled(() => sidecarThroughput(prod, remote, s.size, s.count, s.inflight, `r-${s.label}-${r}`)));
+        raw.push(await settled(() => tcpThroughput(tcp.sock, s.size, s.count)));
+        if (inPlace) acrossPlaced.push(await settled(() => sidecarThroughput(prod, remote, s.size, s.count, s.inflight, `rp-${s.label}-${r}`, true)));
+        rawDirect.push(await settled(() => tcpThroughput(direct.sock, s.size, s.count)));
       }
       const paired = (a: number[], b: number[]) => fmt(median(a.map((x, i) => x / b[i]!)));
       results.push(row(`in-node ${s.label}`, median(inNode), 'GB/s', median(memcpy), 'Buffer.copy, out of cache', s.size >= MiB ? '≥ 0.5 × memcpy' : undefined,
