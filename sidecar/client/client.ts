@@ -12,7 +12,7 @@
  */
 import { SidecarError, badRequest } from '../errors.js';
 import { ELEMENT_SIZE, checkShape, convertTensor, isDType, isTensor, numelOf, tensor, viewAs, type DType, type Tensor, type TensorData } from '../tensor.js';
-import { QUIET_DONE_VERSION, type AllocReply, type PutReply, type RecvReply } from '../wire/protocol.js';
+import { INLINE_MAX_BYTES, QUIET_DONE_VERSION, type AllocReply, type PutReply, type RecvReply } from '../wire/protocol.js';
 import { SpanKind, tracingOn, withSpan } from '../../lib/telemetry.js';
 import { Connection, type Deadline } from './connection.js';
 import { decode, encode } from './codec.js';
@@ -36,7 +36,7 @@ export interface SidecarClientOptions {
   recvDtype?: DType;
   /** Expiry of unconsumed chunks this client sends. @default the sidecar's ttl */
   ttlMs?: number;
-  /** Payloads up to this size travel inside the request (one round trip); larger ones are copied straight into shared memory. @default 65536 */
+  /** Payloads up to this size travel inside the request (one round trip); larger ones are copied straight into shared memory. @default INLINE_MAX_BYTES (64 KiB) */
   inlineBytes?: number;
   /**
    * A large send may be answered with memory lent for the next one (saving it a round trip); lent memory unused
@@ -99,12 +99,15 @@ export class SidecarClient {
   private readonly placed = new WeakMap<TensorData, Placed>();
   /** Bytes of large sends (past `inlineBytes`) by how they reached shared memory: produced there (allocate) or copied. */
   readonly sent = { inPlaceBytes: 0, copiedBytes: 0 };
+  /** Payloads up to this size travel inside the request (options.inlineBytes). */
+  private readonly inlineBytes: number;
 
   private constructor(private readonly opts: SidecarClientOptions) {
     this.rank = opts.rank;
     this.group = [...(opts.group ?? [opts.rank])].sort((a, b) => a - b);
     if (!this.group.includes(this.rank)) throw badRequest(`group [${this.group}] must contain rank ${this.rank}`);
     this.leader = this.group[0]!;
+    this.inlineBytes = opts.inlineBytes ?? INLINE_MAX_BYTES;
   }
 
   /** Creates a client and connects it (waiting up to `timeoutMs`, default 10 s, for the sidecar to be up). */
@@ -166,13 +169,12 @@ export class SidecarClient {
         ...(enc.dtype ? { dtype: enc.dtype, shape: enc.shape } : {}),
         ...(o.ttlMs ?? this.opts.ttlMs ? { ttlMs: o.ttlMs ?? this.opts.ttlMs } : {}),
       };
-      if (size <= (this.opts.inlineBytes ?? 65536)) {
+      if (size <= this.inlineBytes) {
         await conn.call(put, enc.bytes, d);
         return;
       }
       // Produced in place (allocate) on this connection: already in the sidecar's memory, nothing to copy.
-      const placed = isTensor(data) ? this.placed.get(data.data) : undefined;
-      if (placed) this.placed.delete((data as Tensor).data);
+      const placed = isTensor(data) ? this.takePlaced(data.data) : undefined;
       if (placed && placed.conn === conn) {
         this.sent.inPlaceBytes += size;
         await this.put(conn, put, placed.alloc, d);
@@ -215,7 +217,7 @@ export class SidecarClient {
     checkShape(shape);
     const numel = numelOf(shape);
     const size = numel * ELEMENT_SIZE[dtype];
-    if (size <= (this.opts.inlineBytes ?? 65536) || this.rank !== this.leader) return tensor(dtype, [...shape], viewAs(dtype, new ArrayBuffer(size), 0, numel));
+    if (size <= this.inlineBytes || this.rank !== this.leader) return tensor(dtype, [...shape], viewAs(dtype, new ArrayBuffer(size), 0, numel));
     const d = this.deadline(o);
     const conn = this.live() ?? await this.connection(d);
     const mem = await this.reserve(conn, size, d);
@@ -226,10 +228,15 @@ export class SidecarClient {
 
   /** Gives back the memory of a tensor from allocate() that will not be sent. Anything else: nothing happens. */
   release(t: Tensor): void {
-    const placed = this.placed.get(t.data);
-    if (!placed) return;
-    this.placed.delete(t.data);
-    placed.conn.giveBack(placed.alloc);
+    const placed = this.takePlaced(t.data);
+    placed?.conn.giveBack(placed.alloc);
+  }
+
+  /** The reservation behind a tensor from allocate(), now the caller's to commit or give back (once). */
+  private takePlaced(data: TensorData): Placed | undefined {
+    const placed = this.placed.get(data);
+    if (placed) this.placed.delete(data);
+    return placed;
   }
 
   /**

@@ -27,6 +27,7 @@ import type { SidecarClient } from '../../sidecar/client/client.js';
 import { tensor, type Tensor } from '../../sidecar/tensor.js';
 import { median, formatTable, type BenchResult } from './types.js';
 import { Ledger } from '../../sidecar/server/ledger.js';
+import { INLINE_MAX_BYTES } from '../../sidecar/wire/protocol.js';
 import { startRedis, type RedisServer } from '../helpers/redis.js';
 
 export type { BenchResult };
@@ -297,7 +298,7 @@ export async function run(): Promise<BenchResult[]> {
       memcpyThroughput(s.size, Math.max(2, s.count / 10));
       await tcpThroughput(tcp.sock, s.size, Math.max(2, s.count / 10));
       await tcpThroughput(direct.sock, s.size, Math.max(2, s.count / 10));
-      const inPlace = s.size > 64 * KiB; // smaller tensors travel inside the request: allocate() gives ordinary memory
+      const inPlace = s.size > INLINE_MAX_BYTES; // smaller tensors travel inside the request: allocate() gives ordinary memory
       const inNode: number[] = [], memcpy: number[] = [], across: number[] = [], raw: number[] = [], rawDirect: number[] = [];
       const inNodePlaced: number[] = [], acrossPlaced: number[] = [];
       for (let r = 0; r < ROUNDS; r++) { // each round measures a figure and its baselines back to back (the load varies)
