@@ -19,7 +19,8 @@
 import { lookup as dnsLookup } from 'node:dns/promises';
 import { isIP } from 'node:net';
 import ipaddr from 'ipaddr.js';
-import { Agent, buildConnector, fetch as undiciFetch, type Response } from 'undici';
+import type { Response } from 'undici';
+import { Agent, buildConnector, fetch as undiciFetch } from './undici.js';
 
 /** A refused URL: scheme, host or address outside the policy, or a redirect to one. */
 export class UrlNotAllowedError extends Error {

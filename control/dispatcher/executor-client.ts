@@ -4,19 +4,36 @@
  * naming the invocation and task; an executor's `{error: {code, message, details?}}` reply keeps its code (and
  * its status when the caller can act on it). The executor's id and address go to logs and spans only.
  *
- * The pool is a node:http keep-alive Agent (measured cheaper per call than fetch/undici, see
- * docs/control-plane.md "Overhead"). It has no timeouts of its own: the graph's AbortSignal bounds every call.
+ * The pool is undici's Agent (keep-alive, one pool per executor origin), called through its `request` API: per call
+ * it costs the caller ≈ 2/3 of a node:http Agent's CPU (docs/control-plane.md "Eighth round"; undici's *fetch* was
+ * the costly one, see "Overhead"). It has no timeouts of its own: the graph's AbortSignal bounds every call.
  * The reply is handed to the descriptor as a web `Response`: a JSON reply with a Content-Length is read whole
  * first (the common, cheap case); anything else (NDJSON, SSE, chunked) streams through as it arrives.
  */
-import { Agent, type IncomingMessage } from 'node:http';
 import { Readable } from 'node:stream';
+import type { Dispatcher } from 'undici';
+import { Agent } from '../../lib/undici.js';
 import { DEADLINE_HEADER } from '../../functions/sdk/index.js';
-import { httpRequest } from '../../lib/unix-url.js';
+import { socketPathOf } from '../../lib/unix-url.js';
 import type { ExecutorRequest } from '../descriptors/types.js';
 import { TaskFailedError, type FailureSite } from './errors.js';
 
-export const executorAgent = new Agent({ keepAlive: true, keepAliveMsecs: 30_000, maxSockets: Infinity, maxFreeSockets: 256 });
+/** No header or body timeout (0): a stream may pause for as long as its deadline allows; the signal ends it. */
+const AGENT_OPTIONS = { keepAliveTimeout: 30_000, headersTimeout: 0, bodyTimeout: 0 } as const;
+
+/** The keep-alive pools for executors on TCP (one pool per origin inside the Agent). */
+export const executorAgent = new Agent(AGENT_OPTIONS);
+
+/** Executors addressed by `http+unix:` URLs (lib/unix-url.ts): one Agent per socket path. */
+const unixAgents = new Map<string, Agent>();
+
+function dispatcherFor(url: URL): { dispatcher: Agent; origin: string } {
+  const socketPath = socketPathOf(url);
+  if (socketPath === undefined) return { dispatcher: executorAgent, origin: url.origin };
+  let agent = unixAgents.get(socketPath);
+  if (!agent) unixAgents.set(socketPath, (agent = new Agent({ ...AGENT_OPTIONS, connect: { socketPath } })));
+  return { dispatcher: agent, origin: 'http://localhost' };
+}
 
 /** Largest error body kept in an error's details. */
 const MAX_ERROR_BODY = 8 * 1024;
@@ -37,7 +54,9 @@ export function describeFailure(e: unknown): string {
   return cause ? `${err.message ?? 'error'} (${cause})` : (err?.message ?? String(e));
 }
 
-function webHeaders(res: IncomingMessage): Headers {
+type Reply = Dispatcher.ResponseData;
+
+function webHeaders(res: Reply): Headers {
   const headers = new Headers();
   for (const [k, v] of Object.entries(res.headers)) if (v !== undefined) headers.set(k, Array.isArray(v) ? v.join(', ') : v);
   return headers;
@@ -55,17 +74,17 @@ class BufferedResponse implements Response {
   readonly redirected = false;
   readonly url = '';
   constructor(
-    private readonly res: IncomingMessage,
+    private readonly res: Reply,
     private readonly buffer: Buffer,
   ) {}
   get status(): number {
-    return this.res.statusCode ?? 200;
+    return this.res.statusCode;
   }
   get ok(): boolean {
     return this.status >= 200 && this.status < 300;
   }
   get statusText(): string {
-    return this.res.statusMessage ?? '';
+    return this.res.statusText ?? '';
   }
   private real(): Response {
     return (this.#real ??= new Response(this.buffer, { status: this.status, statusText: this.statusText, headers: webHeaders(this.res) }));
@@ -112,47 +131,36 @@ class BufferedResponse implements Response {
 }
 
 /** Reads the whole body; rejects if the connection breaks first. */
-function readAll(res: IncomingMessage): Promise<Buffer> {
-  return new Promise((resolve, reject) => {
-    const parts: Buffer[] = [];
-    res.on('data', (d: Buffer) => parts.push(d));
-    res.once('end', () => resolve(parts.length === 1 ? parts[0]! : Buffer.concat(parts)));
-    res.once('error', reject);
-    res.once('aborted', () => reject(new Error('the executor closed the connection mid-reply')));
-  });
+async function readAll(res: Reply): Promise<Buffer> {
+  return Buffer.from(await res.body.arrayBuffer());
 }
 
 /** Whether the reply is small, finite JSON that can be read whole before the descriptor sees it. */
-const readWhole = (res: IncomingMessage) =>
+const readWhole = (res: Reply) =>
   res.headers['content-length'] !== undefined && String(res.headers['content-type'] ?? '').startsWith('application/json');
 
-/** POSTs the call; resolves with the reply once its headers (or, for JSON, its whole body) arrived. */
-function post(url: URL, call: ExecutorCall): Promise<{ res: IncomingMessage; body?: Buffer }> {
-  const body = JSON.stringify(call.request.body);
-  return new Promise((resolve, reject) => {
-    const req = httpRequest(url, {
-      method: 'POST',
-      agent: executorAgent,
-      headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body), [DEADLINE_HEADER]: String(call.deadline), ...call.headers },
-    });
-    // Once aborted, the request (and a reply still streaming) is destroyed; callers see signal.reason.
-    const onAbort = () => req.destroy(call.signal.reason as Error);
-    call.signal.addEventListener('abort', onAbort, { once: true });
-    req.once('close', () => call.signal.removeEventListener('abort', onAbort));
-    req.once('error', reject);
-    req.once('response', (res) => {
-      if (!readWhole(res)) return resolve({ res });
-      readAll(res).then((b) => resolve({ res, body: b }), reject);
-    });
-    req.end(body);
+/**
+ * POSTs the call; resolves with the reply once its headers (or, for JSON, its whole body) arrived. Once the signal
+ * aborts, the request (and a reply still streaming) is destroyed; callers see signal.reason.
+ */
+async function post(url: URL, call: ExecutorCall): Promise<{ res: Reply; body?: Buffer }> {
+  const { dispatcher, origin } = dispatcherFor(url);
+  const res = await dispatcher.request({
+    origin,
+    path: `${url.pathname}${url.search}`,
+    method: 'POST',
+    headers: { 'content-type': 'application/json', [DEADLINE_HEADER]: String(call.deadline), ...call.headers },
+    body: JSON.stringify(call.request.body),
+    signal: call.signal,
   });
+  return readWhole(res) ? { res, body: await readAll(res) } : { res };
 }
 
 /** Sends the call; resolves with the 2xx Response. Rejects with `signal.reason` once aborted. */
 export async function callExecutor(call: ExecutorCall): Promise<Response> {
   const url = new URL(call.request.path, call.site.url);
   if (call.signal.aborted) throw call.signal.reason;
-  let reply: { res: IncomingMessage; body?: Buffer };
+  let reply: { res: Reply; body?: Buffer };
   try {
     reply = await post(url, call);
   } catch (e) {
@@ -160,13 +168,13 @@ export async function callExecutor(call: ExecutorCall): Promise<Response> {
     throw new TaskFailedError(call.site, `its executor could not be reached: ${describeFailure(e)}`, { internal: `request to ${url.href} failed: ${describeFailure(e)}` });
   }
   const { res } = reply;
-  const status = res.statusCode ?? 500;
+  const status = res.statusCode;
   if (status >= 200 && status < 300) {
     if (reply.body) return new BufferedResponse(res, reply.body);
     const noBody = status === 204 || status === 304;
-    if (noBody) res.resume();
-    const body = noBody ? null : (Readable.toWeb(res) as ReadableStream<Uint8Array>);
-    return new Response(body, { status, statusText: res.statusMessage ?? '', headers: webHeaders(res) });
+    if (noBody) res.body.resume();
+    const body = noBody ? null : (Readable.toWeb(res.body) as ReadableStream<Uint8Array>);
+    return new Response(body, { status, statusText: res.statusText ?? '', headers: webHeaders(res) });
   }
   let text = '';
   try {
@@ -186,6 +194,6 @@ export async function callExecutor(call: ExecutorCall): Promise<Response> {
     // The executor's own error: its code and message go to the caller as they are (CLIENT sees e.g. MODEL_INPUT_CORRUPT).
     throw new TaskFailedError(call.site, error.message, { code: error.code, status, executorBody: body, executorDetails: error.details, internal });
   }
-  const said = typeof body === 'string' && body ? `: ${body.slice(0, 200)}` : res.statusMessage ? ` (${res.statusMessage})` : '';
+  const said = typeof body === 'string' && body ? `: ${body.slice(0, 200)}` : res.statusText ? ` (${res.statusText})` : '';
   throw new TaskFailedError(call.site, `its executor answered HTTP ${status}${said}`, { status, executorBody: body, internal });
 }
