@@ -5,6 +5,9 @@
  * in alternating rounds so machine noise hits both alike. Then requests/s at saturation (32 concurrent
  * callers) through the gateway versus directly.
  * Target: median added latency (gateway median - direct median) at most 4x the direct round trip.
+ * Two rows split that latency: the same request to an app that calls no task (the gateway and app-function hops
+ * alone), and what the echo app's one task call adds on top of it (the in-process dispatch and the executor call,
+ * the executor's own work included).
  */
 import { readFile } from 'node:fs/promises';
 import { Agent, request } from 'node:http';
@@ -83,23 +86,43 @@ export async function registerEcho(url: string): Promise<string> {
   return tasks[0]!.executors[0]!.url;
 }
 
+/** The echo app's request and reply, answered by serve() itself: no task, so no dispatch and no executor call. */
+const NO_TASK_APP = `import { z } from 'zod';
+import { defineApp } from '../sdk/index.js';
+export default defineApp({
+  name: 'no-task',
+  tasks: {},
+  request: z.object({ text: z.string() }),
+  response: z.object({ echo: z.string() }),
+  async serve(request) {
+    return { echo: request.text };
+  },
+});
+`;
+
 export async function run(): Promise<BenchResult[]> {
   const up = await startUp();
   try {
     const executorUrl = await registerEcho(up.url);
+    await registerSource(up.url, NO_TASK_APP, 'no-task');
     const direct = () => post(new URL('/echo', executorUrl), '{"text":"x"}');
     const gateway = () => post(new URL('/app/invoke/echo', up.url), '{"request_data":{"text":"x"}}');
+    const noTask = () => post(new URL('/app/invoke/no-task', up.url), '{"request_data":{"text":"x"}}');
 
     await timeCalls(direct, 300, []); // warm-up: JIT, connections
     await timeCalls(gateway, 300, []);
+    await timeCalls(noTask, 300, []);
     const d: number[] = [];
     const g: number[] = [];
+    const n: number[] = [];
     for (let round = 0; round < 10; round++) {
       await timeCalls(direct, 200, d);
       await timeCalls(gateway, 200, g);
+      await timeCalls(noTask, 200, n);
     }
     const dMed = quantile(d, 0.5);
     const gMed = quantile(g, 0.5);
+    const nMed = quantile(n, 0.5);
     const added = gMed - dMed;
     const executorPid = pidListeningOn(Number(new URL(executorUrl).port));
     let cpu = { direct: NaN, gateway: NaN };
@@ -124,6 +147,24 @@ export async function run(): Promise<BenchResult[]> {
         ratio: added / dMed,
         target: '≤ 4 (added / direct)',
         notes: `gateway median ${gMed.toFixed(3)} ms over ${g.length} calls; ratio = added latency / direct round trip (lower is better)`,
+      },
+      {
+        name: 'overhead, split: an app that calls no task, median',
+        figure: nMed,
+        unit: 'ms',
+        baseline: dMed,
+        baselineName: 'direct keep-alive call, median',
+        ratio: nMed / dMed,
+        notes: 'the gateway and app-function hops alone (client -> gateway -> app function -> back); ratio = its median / the direct call\'s',
+      },
+      {
+        name: 'overhead, split: what the task call adds',
+        figure: gMed - nMed,
+        unit: 'ms',
+        baseline: dMed,
+        baselineName: 'direct keep-alive call, median',
+        ratio: (gMed - nMed) / dMed,
+        notes: 'echo app median - no-task app median: the in-process dispatch and the executor call from the app function, the executor\'s own work included (1 = as cheap as a direct call)',
       },
       {
         name: 'overhead: p99 latency through the gateway',
