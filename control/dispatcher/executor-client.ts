@@ -11,6 +11,7 @@
  * first (the common, cheap case); anything else (NDJSON, SSE, chunked) streams through as it arrives.
  */
 import { Readable } from 'node:stream';
+import type { IncomingHttpHeaders } from 'node:http';
 import type { Dispatcher } from 'undici';
 import { Agent } from '../../lib/undici.js';
 import { DEADLINE_HEADER } from '../../functions/sdk/index.js';
@@ -54,7 +55,14 @@ export function describeFailure(e: unknown): string {
   return cause ? `${err.message ?? 'error'} (${cause})` : (err?.message ?? String(e));
 }
 
-type Reply = Dispatcher.ResponseData;
+/** An executor's reply: its head, and its body as a stream unless it was read whole (`post`). */
+interface Reply {
+  statusCode: number;
+  statusText: string;
+  headers: IncomingHttpHeaders;
+  /** The body as it arrives (back-pressure pauses the connection; destroying it aborts the request); absent when read whole. */
+  body?: Readable;
+}
 
 function webHeaders(res: Reply): Headers {
   const headers = new Headers();
@@ -132,7 +140,7 @@ class BufferedResponse implements Response {
 
 /** Reads the whole body; rejects if the connection breaks first. */
 async function readAll(res: Reply): Promise<Buffer> {
-  return Buffer.from(await res.body.arrayBuffer());
+  return Buffer.concat(await res.body!.toArray());
 }
 
 /** Whether the reply is small, finite JSON that can be read whole before the descriptor sees it. */
@@ -143,17 +151,115 @@ const readWhole = (res: Reply) =>
  * POSTs the call; resolves with the reply once its headers (or, for JSON, its whole body) arrived. Once the signal
  * aborts, the request (and a reply still streaming) is destroyed; callers see signal.reason.
  */
-async function post(url: URL, call: ExecutorCall): Promise<{ res: Reply; body?: Buffer }> {
+function post(url: URL, call: ExecutorCall): Promise<{ res: Reply; body?: Buffer }> {
   const { dispatcher, origin } = dispatcherFor(url);
-  const res = await dispatcher.request({
-    origin,
-    path: `${url.pathname}${url.search}`,
-    method: 'POST',
-    headers: { 'content-type': 'application/json', [DEADLINE_HEADER]: String(call.deadline), ...call.headers },
-    body: JSON.stringify(call.request.body),
-    signal: call.signal,
+  return new Promise((resolve, reject) => {
+    dispatcher.dispatch(
+      {
+        origin,
+        path: `${url.pathname}${url.search}`,
+        method: 'POST',
+        headers: { 'content-type': 'application/json', [DEADLINE_HEADER]: String(call.deadline), ...call.headers },
+        body: JSON.stringify(call.request.body),
+      },
+      new ReplyHandler(call.signal, resolve, reject),
+    );
   });
-  return readWhole(res) ? { res, body: await readAll(res) } : { res };
+}
+
+/**
+ * The reply of one call, on undici's dispatch handler API rather than its `request` API: a JSON reply read whole
+ * (the common case) is gathered straight from the connection's chunks — no body stream, async resource or
+ * consume machinery per call (docs/control-plane.md "Ninth round"); any other reply becomes a Readable fed with
+ * back-pressure (its reads resume the paused connection). The signal aborts the request, and destroys a body
+ * still streaming, as `request`'s own signal handling does.
+ */
+class ReplyHandler implements Dispatcher.DispatchHandler {
+  #controller: Dispatcher.DispatchController | undefined;
+  #settled = false;
+  #chunks: Buffer[] | undefined;
+  #head: Reply | undefined;
+  #stream: Readable | undefined;
+  #done = false;
+
+  constructor(
+    private readonly signal: AbortSignal,
+    private readonly resolve: (reply: { res: Reply; body?: Buffer }) => void,
+    private readonly reject: (e: unknown) => void,
+  ) {
+    signal.addEventListener('abort', this.#onAbort, { once: true });
+  }
+
+  readonly #onAbort = (): void => {
+    const reason = this.signal.reason;
+    if (this.#stream) this.#stream.destroy(reason);
+    else this.#controller?.abort(reason);
+    this.#fail(reason);
+  };
+
+  onRequestStart(controller: Dispatcher.DispatchController): void {
+    this.#controller = controller;
+    if (this.signal.aborted) controller.abort(this.signal.reason);
+  }
+
+  onResponseStart(controller: Dispatcher.DispatchController, statusCode: number, headers: IncomingHttpHeaders, statusMessage?: string): void {
+    if (statusCode < 200) return; // 1xx: informational, the reply follows
+    const head = { statusCode, statusText: statusMessage ?? '', headers } as Reply;
+    this.#head = head;
+    if (readWhole(head)) {
+      this.#chunks = [];
+      return;
+    }
+    const stream = new Readable({
+      read: () => controller.resume(),
+      destroy: (err, cb) => {
+        if (!this.#done) controller.abort(err ?? new Error('the reply body was destroyed'));
+        this.#unhook();
+        cb(err);
+      },
+    });
+    head.body = stream;
+    this.#stream = stream;
+    this.#settle(() => this.resolve({ res: head }));
+  }
+
+  onResponseData(controller: Dispatcher.DispatchController, chunk: Buffer): void {
+    if (this.#chunks) this.#chunks.push(chunk);
+    else if (this.#stream && !this.#stream.push(chunk)) controller.pause();
+  }
+
+  onResponseEnd(): void {
+    this.#done = true;
+    if (this.#chunks) {
+      this.#unhook();
+      const head = this.#head!;
+      const body = this.#chunks.length === 1 ? this.#chunks[0]! : Buffer.concat(this.#chunks);
+      this.#settle(() => this.resolve({ res: head, body }));
+    } else {
+      this.#stream?.push(null);
+    }
+  }
+
+  onResponseError(_controller: Dispatcher.DispatchController, err: Error): void {
+    this.#done = true;
+    this.#unhook();
+    if (this.#stream && !this.#stream.destroyed) this.#stream.destroy(err);
+    this.#fail(err);
+  }
+
+  #fail(e: unknown): void {
+    this.#settle(() => this.reject(e));
+  }
+
+  #settle(f: () => void): void {
+    if (this.#settled) return;
+    this.#settled = true;
+    f();
+  }
+
+  #unhook(): void {
+    this.signal.removeEventListener('abort', this.#onAbort);
+  }
 }
 
 /** Sends the call; resolves with the 2xx Response. Rejects with `signal.reason` once aborted. */
@@ -172,8 +278,8 @@ export async function callExecutor(call: ExecutorCall): Promise<Response> {
   if (status >= 200 && status < 300) {
     if (reply.body) return new BufferedResponse(res, reply.body);
     const noBody = status === 204 || status === 304;
-    if (noBody) res.body.resume();
-    const body = noBody ? null : (Readable.toWeb(res.body) as ReadableStream<Uint8Array>);
+    if (noBody) res.body!.resume();
+    const body = noBody ? null : (Readable.toWeb(res.body!) as ReadableStream<Uint8Array>);
     return new Response(body, { status, statusText: res.statusText ?? '', headers: webHeaders(res) });
   }
   let text = '';
