@@ -174,6 +174,12 @@ function post(url: URL, call: ExecutorCall): Promise<{ res: Reply; body?: Buffer
  * back-pressure (its reads resume the paused connection). The signal aborts the request, and destroys a body
  * still streaming, as `request`'s own signal handling does.
  */
+/** A body nobody may be listening to (a 204's, already resumed) must not turn its error into an uncaught one. */
+function destroyQuietly(stream: Readable, err: unknown): void {
+  stream.on('error', () => {});
+  stream.destroy(err as Error);
+}
+
 class ReplyHandler implements Dispatcher.DispatchHandler {
   #controller: Dispatcher.DispatchController | undefined;
   #settled = false;
@@ -192,7 +198,7 @@ class ReplyHandler implements Dispatcher.DispatchHandler {
 
   readonly #onAbort = (): void => {
     const reason = this.signal.reason;
-    if (this.#stream) this.#stream.destroy(reason);
+    if (this.#stream) destroyQuietly(this.#stream, reason);
     else this.#controller?.abort(reason);
     this.#fail(reason);
   };
@@ -243,7 +249,7 @@ class ReplyHandler implements Dispatcher.DispatchHandler {
   onResponseError(_controller: Dispatcher.DispatchController, err: Error): void {
     this.#done = true;
     this.#unhook();
-    if (this.#stream && !this.#stream.destroyed) this.#stream.destroy(err);
+    if (this.#stream && !this.#stream.destroyed) destroyQuietly(this.#stream, err);
     this.#fail(err);
   }
 
