@@ -24,6 +24,7 @@ import { deadlineTimer } from '../../lib/wait.js';
 import { httpRequest } from '../../lib/unix-url.js';
 import { GatewayDeadlineError } from './errors.js';
 import type { FunctionLink } from './function-link.js';
+import type { CutSignal } from './in-flight.js';
 
 export interface UpstreamOptions {
   /** http:// or http+unix:// (lib/unix-url.ts). */
@@ -63,7 +64,7 @@ export interface ForwardOptions extends UpstreamOptions {
   /** Told the error code of an upstream error reply (for metrics). */
   onErrorCode?: (code: string) => void;
   /** Aborting it cuts the request: the client gets the abort reason (as the error reply, or a stream's last line). */
-  signal?: AbortSignal;
+  signal?: CutSignal;
 }
 
 /** Grace past the deadline for the upstream's own, more precise, deadline error. */
@@ -95,7 +96,7 @@ function postUpstream(opts: UpstreamOptions): UpstreamCall {
  * connection failure. Past the deadline (+ the grace) or once `signal` aborts, the request — and a reply
  * still being read — is destroyed (GatewayDeadlineError / "the client disconnected").
  */
-export function openUpstream(opts: UpstreamOptions & { signal: AbortSignal }): Promise<UpstreamReply> {
+export function openUpstream(opts: UpstreamOptions & { signal: CutSignal }): Promise<UpstreamReply> {
   return new Promise((resolve, reject) => {
     const req = postUpstream(opts);
     const timer = deadlineTimer(opts.deadline + DEADLINE_GRACE_MS, () => req.destroy(new GatewayDeadlineError(opts.what)));
