@@ -4,9 +4,10 @@
  * naming the invocation and task; an executor's `{error: {code, message, details?}}` reply keeps its code (and
  * its status when the caller can act on it). The executor's id and address go to logs and spans only.
  *
- * The pool is undici's Agent (keep-alive, one pool per executor origin), called through its `request` API: per call
- * it costs the caller ≈ 2/3 of a node:http Agent's CPU (docs/control-plane.md "Eighth round"; undici's *fetch* was
- * the costly one, see "Overhead"). It has no timeouts of its own: the graph's AbortSignal bounds every call.
+ * The pool is undici's Agent (keep-alive, one pool per executor origin), called through its `dispatch` API with the
+ * ReplyHandler below: per call it costs the caller less CPU than a node:http Agent or undici's own `request`
+ * (docs/control-plane.md "Eighth round"; undici's *fetch* was the costly one, see "Overhead"). It has no timeouts
+ * of its own: the graph's AbortSignal bounds every call.
  * The reply is handed to the descriptor as a web `Response`: a JSON reply with a Content-Length is read whole
  * first (the common, cheap case); anything else (NDJSON, SSE, chunked) streams through as it arrives.
  */
@@ -167,19 +168,19 @@ function post(url: URL, call: ExecutorCall): Promise<{ res: Reply; body?: Buffer
   });
 }
 
-/**
- * The reply of one call, on undici's dispatch handler API rather than its `request` API: a JSON reply read whole
- * (the common case) is gathered straight from the connection's chunks — no body stream, async resource or
- * consume machinery per call (docs/control-plane.md "Ninth round"); any other reply becomes a Readable fed with
- * back-pressure (its reads resume the paused connection). The signal aborts the request, and destroys a body
- * still streaming, as `request`'s own signal handling does.
- */
 /** A body nobody may be listening to (a 204's, already resumed) must not turn its error into an uncaught one. */
 function destroyQuietly(stream: Readable, err: unknown): void {
   stream.on('error', () => {});
   stream.destroy(err as Error);
 }
 
+/**
+ * The reply of one call, on undici's dispatch handler API rather than its `request` API: a JSON reply read whole
+ * (the common case) is gathered straight from the connection's chunks — no body stream, async resource or
+ * consume machinery per call (docs/control-plane.md "Eighth round"); any other reply becomes a Readable fed with
+ * back-pressure (its reads resume the paused connection). The signal aborts the request, and destroys a body
+ * still streaming, as `request`'s own signal handling does.
+ */
 class ReplyHandler implements Dispatcher.DispatchHandler {
   #controller: Dispatcher.DispatchController | undefined;
   #settled = false;
