@@ -24,7 +24,7 @@ import { TaskFailedError, type FailureSite } from './errors.js';
 const AGENT_OPTIONS = { keepAliveTimeout: 30_000, headersTimeout: 0, bodyTimeout: 0 } as const;
 
 /** The keep-alive pools for executors on TCP (one pool per origin inside the Agent). */
-export const executorAgent = new Agent(AGENT_OPTIONS);
+const executorAgent = new Agent(AGENT_OPTIONS);
 
 /** Executors addressed by `http+unix:` URLs (lib/unix-url.ts): one Agent per socket path. */
 const unixAgents = new Map<string, Agent>();
@@ -56,16 +56,20 @@ export function describeFailure(e: unknown): string {
   return cause ? `${err.message ?? 'error'} (${cause})` : (err?.message ?? String(e));
 }
 
-/** An executor's reply: its head, and its body as a stream unless it was read whole (`post`). */
-interface Reply {
+/** An executor's status line and headers. */
+interface ReplyHead {
   statusCode: number;
   statusText: string;
   headers: IncomingHttpHeaders;
-  /** The body as it arrives (back-pressure pauses the connection; destroying it aborts the request); absent when read whole. */
-  body?: Readable;
 }
 
-function webHeaders(res: Reply): Headers {
+/**
+ * An executor's reply: its body read whole (`readWhole`), or as it arrives (back-pressure pauses the connection;
+ * destroying the stream aborts the request).
+ */
+type Reply = ReplyHead & ({ whole: Buffer; stream?: undefined } | { stream: Readable; whole?: undefined });
+
+function webHeaders(res: ReplyHead): Headers {
   const headers = new Headers();
   for (const [k, v] of Object.entries(res.headers)) if (v !== undefined) headers.set(k, Array.isArray(v) ? v.join(', ') : v);
   return headers;
@@ -83,7 +87,7 @@ class BufferedResponse implements Response {
   readonly redirected = false;
   readonly url = '';
   constructor(
-    private readonly res: Reply,
+    private readonly res: ReplyHead,
     private readonly buffer: Buffer,
   ) {}
   get status(): number {
@@ -93,7 +97,7 @@ class BufferedResponse implements Response {
     return this.status >= 200 && this.status < 300;
   }
   get statusText(): string {
-    return this.res.statusText ?? '';
+    return this.res.statusText;
   }
   private real(): Response {
     return (this.#real ??= new Response(this.buffer, { status: this.status, statusText: this.statusText, headers: webHeaders(this.res) }));
@@ -139,20 +143,20 @@ class BufferedResponse implements Response {
   }
 }
 
-/** Reads the whole body; rejects if the connection breaks first. */
-async function readAll(res: Reply): Promise<Buffer> {
-  return Buffer.concat(await res.body!.toArray());
+/** The whole body (reading the rest of a stream); rejects if the connection breaks first. */
+async function wholeBody(res: Reply): Promise<Buffer> {
+  return res.whole ?? Buffer.concat(await res.stream.toArray());
 }
 
 /** Whether the reply is small, finite JSON that can be read whole before the descriptor sees it. */
-const readWhole = (res: Reply) =>
+const readWhole = (res: ReplyHead) =>
   res.headers['content-length'] !== undefined && String(res.headers['content-type'] ?? '').startsWith('application/json');
 
 /**
  * POSTs the call; resolves with the reply once its headers (or, for JSON, its whole body) arrived. Once the signal
  * aborts, the request (and a reply still streaming) is destroyed; callers see signal.reason.
  */
-function post(url: URL, call: ExecutorCall): Promise<{ res: Reply; body?: Buffer }> {
+function post(url: URL, call: ExecutorCall): Promise<Reply> {
   const { dispatcher, origin } = dispatcherFor(url);
   return new Promise((resolve, reject) => {
     dispatcher.dispatch(
@@ -185,13 +189,13 @@ class ReplyHandler implements Dispatcher.DispatchHandler {
   #controller: Dispatcher.DispatchController | undefined;
   #settled = false;
   #chunks: Buffer[] | undefined;
-  #head: Reply | undefined;
+  #head: ReplyHead | undefined;
   #stream: Readable | undefined;
   #done = false;
 
   constructor(
     private readonly signal: AbortSignal,
-    private readonly resolve: (reply: { res: Reply; body?: Buffer }) => void,
+    private readonly resolve: (reply: Reply) => void,
     private readonly reject: (e: unknown) => void,
   ) {
     signal.addEventListener('abort', this.#onAbort, { once: true });
@@ -211,9 +215,9 @@ class ReplyHandler implements Dispatcher.DispatchHandler {
 
   onResponseStart(controller: Dispatcher.DispatchController, statusCode: number, headers: IncomingHttpHeaders, statusMessage?: string): void {
     if (statusCode < 200) return; // 1xx: informational, the reply follows
-    const head = { statusCode, statusText: statusMessage ?? '', headers } as Reply;
-    this.#head = head;
+    const head: ReplyHead = { statusCode, statusText: statusMessage ?? '', headers };
     if (readWhole(head)) {
+      this.#head = head;
       this.#chunks = [];
       return;
     }
@@ -225,9 +229,8 @@ class ReplyHandler implements Dispatcher.DispatchHandler {
         cb(err);
       },
     });
-    head.body = stream;
     this.#stream = stream;
-    this.#settle(() => this.resolve({ res: head }));
+    this.#settle(() => this.resolve({ ...head, stream }));
   }
 
   onResponseData(controller: Dispatcher.DispatchController, chunk: Buffer): void {
@@ -239,9 +242,8 @@ class ReplyHandler implements Dispatcher.DispatchHandler {
     this.#done = true;
     if (this.#chunks) {
       this.#unhook();
-      const head = this.#head!;
-      const body = this.#chunks.length === 1 ? this.#chunks[0]! : Buffer.concat(this.#chunks);
-      this.#settle(() => this.resolve({ res: head, body }));
+      const whole = this.#chunks.length === 1 ? this.#chunks[0]! : Buffer.concat(this.#chunks);
+      this.#settle(() => this.resolve({ ...this.#head!, whole }));
     } else {
       this.#stream?.push(null);
     }
@@ -273,25 +275,24 @@ class ReplyHandler implements Dispatcher.DispatchHandler {
 export async function callExecutor(call: ExecutorCall): Promise<Response> {
   const url = new URL(call.request.path, call.site.url);
   if (call.signal.aborted) throw call.signal.reason;
-  let reply: { res: Reply; body?: Buffer };
+  let res: Reply;
   try {
-    reply = await post(url, call);
+    res = await post(url, call);
   } catch (e) {
     if (call.signal.aborted) throw call.signal.reason;
     throw new TaskFailedError(call.site, `its executor could not be reached: ${describeFailure(e)}`, { internal: `request to ${url.href} failed: ${describeFailure(e)}` });
   }
-  const { res } = reply;
   const status = res.statusCode;
   if (status >= 200 && status < 300) {
-    if (reply.body) return new BufferedResponse(res, reply.body);
+    if (res.whole) return new BufferedResponse(res, res.whole);
     const noBody = status === 204 || status === 304;
-    if (noBody) res.body!.resume();
-    const body = noBody ? null : (Readable.toWeb(res.body!) as ReadableStream<Uint8Array>);
-    return new Response(body, { status, statusText: res.statusText ?? '', headers: webHeaders(res) });
+    if (noBody) res.stream.resume();
+    const body = noBody ? null : (Readable.toWeb(res.stream) as ReadableStream<Uint8Array>);
+    return new Response(body, { status, statusText: res.statusText, headers: webHeaders(res) });
   }
   let text = '';
   try {
-    text = (reply.body ?? (await readAll(res))).toString('utf8');
+    text = (await wholeBody(res)).toString('utf8');
   } catch {
     if (call.signal.aborted) throw call.signal.reason;
   }

@@ -9,11 +9,10 @@
 import type { ChildProcess } from 'node:child_process';
 import type { SidecarClient } from '../../sidecar/client/client.js';
 import { type LoadedModel, loadModel } from '../../executors/models/loader.js';
-import { modelDir } from './models.js';
 import { type SidecarCluster, startSidecars } from './sidecar.js';
 import type { Tensor } from '../../sidecar/tensor.js';
 import { EXECUTOR_ENV } from '../../control/descriptors/types.js';
-import { modelsDir } from './models.js';
+import { modelDir, modelsDir } from './models.js';
 import { startServerProcess } from './server-process.js';
 
 export const TINY_A = 'cornserve/tiny-vlm-a';
