@@ -4,18 +4,19 @@
  * stopped or crashed: the next invocation dials again).
  *
  * A call on the link behaves like the node:http request forward()/openUpstream() (proxy.ts) otherwise make, so
- * they serve both hops with one code path: LinkCall emits 'response' with a Readable reply (statusCode,
- * headers) or 'error' (the link closed before the reply: a connection failure, for onFailure), and destroy()
- * cancels the request on the function. A reply the gateway reads slower than it arrives pauses that request on
- * the function (per request: the connection keeps flowing for the others).
+ * they serve both hops with one code path: LinkCall emits 'response' with a Readable reply (statusCode, headers)
+ * or 'error' (the link closed before the reply: a connection failure, for onFailure), and destroy() cancels the
+ * request on the function. A reply that came whole in its head frame (the common JSON reply) is emitted as
+ * 'whole' with its bytes (a WholeReply): no Readable, nothing to pipe. A streamed reply the gateway reads slower
+ * than it arrives pauses that request on the function (per request: the connection keeps flowing for the others).
  */
-import { EventEmitter } from 'node:events';
 import type { Socket } from 'node:net';
 import { Readable } from 'node:stream';
 import { FrameReader, writeFrame } from '../../lib/frames.js';
 import { LINK_PATH, LINK_PROTOCOL, type ToFunction, type ToGateway } from '../../lib/function-link.js';
 import type { Logger } from '../../lib/log.js';
 import { httpRequest } from '../../lib/unix-url.js';
+import type { WholeReply } from './proxy.js';
 
 /** How long a dial may take before the invocation goes over HTTP instead (a local socket answers in milliseconds). */
 const DIAL_TIMEOUT_MS = 2_000;
@@ -180,21 +181,38 @@ export class LinkReply extends Readable {
   }
 }
 
-/** One invocation on a link, with the part of ClientRequest's interface proxy.ts uses. */
-export class LinkCall extends EventEmitter {
+/**
+ * One invocation on a link, with the part of ClientRequest's interface proxy.ts uses. Not an EventEmitter: a call
+ * has two events and one or two listeners each, and an emitter per invocation was a measurable share of the
+ * gateway's CPU (its construction, emit's generic dispatch).
+ */
+export class LinkCall {
+  /** The streamed reply, once its head came (a whole reply needs no keeping: the call is over with it). */
   #reply: LinkReply | undefined;
   #over = false;
+  readonly #onResponse: Array<(reply: LinkReply) => void> = [];
+  readonly #onWhole: Array<(reply: WholeReply) => void> = [];
+  readonly #onError: Array<(err: Error) => void> = [];
 
-  constructor(private readonly link: FunctionLink, private readonly id: number, private readonly opts: LinkCallOptions) {
-    super();
+  constructor(private readonly link: FunctionLink, private readonly id: number, private readonly opts: LinkCallOptions) {}
+
+  on(event: 'response', listener: (reply: LinkReply) => void): this;
+  on(event: 'whole', listener: (reply: WholeReply) => void): this;
+  on(event: 'error', listener: (err: Error) => void): this;
+  on(event: 'response' | 'whole' | 'error', listener: ((reply: LinkReply) => void) | ((reply: WholeReply) => void) | ((err: Error) => void)): this {
+    if (event === 'response') this.#onResponse.push(listener as (reply: LinkReply) => void);
+    else if (event === 'whole') this.#onWhole.push(listener as (reply: WholeReply) => void);
+    else this.#onError.push(listener as (err: Error) => void);
+    return this;
   }
 
   /** Sends the invocation with its body. */
   end(body: string | Buffer): void {
     if (this.link.closed) return void process.nextTick(() => this.linkClosed());
     this.link.open(this.id, this);
-    const trace = Object.keys(this.opts.trace).length > 0 ? { trace: this.opts.trace } : {};
-    this.link.send({ t: 'invoke', id: this.id, deadline: this.opts.deadline, ...trace }, Buffer.isBuffer(body) ? body : Buffer.from(body));
+    const header: Extract<ToFunction, { t: 'invoke' }> = { t: 'invoke', id: this.id, deadline: this.opts.deadline };
+    if (Object.keys(this.opts.trace).length > 0) header.trace = this.opts.trace;
+    this.link.send(header, Buffer.isBuffer(body) ? body : Buffer.from(body));
   }
 
   /** Cancels the call: the function is told (its serve() sees the abort), the reply (if any) is destroyed with `err`. */
@@ -211,13 +229,18 @@ export class LinkCall extends EventEmitter {
     if (this.#over) return;
     switch (h.t) {
       case 'head': {
-        // A whole reply's length is known: sent on as content-length, as the HTTP hop does.
-        const headers = h.end ? { ...h.headers, 'content-length': String(payload?.length ?? 0) } : h.headers;
-        const reply = new LinkReply(this, h.status, headers);
+        if (h.end) {
+          // The whole reply: handed over as it is (its length is the content-length the HTTP hop would send).
+          this.#over = true;
+          this.link.done(this.id);
+          const whole: WholeReply = { statusCode: h.status, headers: h.headers, body: payload ?? Buffer.alloc(0) };
+          for (const listener of this.#onWhole) listener(whole);
+          return;
+        }
+        const reply = new LinkReply(this, h.status, h.headers);
         this.#reply = reply;
         if (payload && payload.length > 0) reply.add(payload);
-        if (h.end) this.#end();
-        this.emit('response', reply);
+        for (const listener of this.#onResponse) listener(reply);
         return;
       }
       case 'data':
@@ -256,7 +279,7 @@ export class LinkCall extends EventEmitter {
     const reply = this.#reply;
     if (reply && !reply.destroyed) reply.destroy(reply.listenerCount('error') > 0 ? err : undefined);
     process.nextTick(() => {
-      if (this.listenerCount('error') > 0) this.emit('error', err);
+      for (const listener of this.#onError) listener(err);
     });
   }
 }

@@ -12,10 +12,11 @@
  *
  * With `link` (an app function's framed link under `up`, function-link.ts) the same request goes as frames on
  * that link instead of an HTTP request: a LinkCall behaves like the ClientRequest, so everything above holds on
- * both hops with this one code.
+ * both hops with this one code. The one difference: a reply that came whole on the link (the common JSON reply)
+ * is its bytes, not a stream (WholeReply), and forward() writes it to the client at once.
  */
 import { Agent, type IncomingHttpHeaders, type ServerResponse } from 'node:http';
-import type { Readable } from 'node:stream';
+import { Readable } from 'node:stream';
 import { DEADLINE_HEADER, isCornserveError } from '../../functions/sdk/index.js';
 import { errorHeaders, sendJson, toErrorBody } from '../../lib/http.js';
 import { redactInternal } from '../../lib/redact.js';
@@ -50,11 +51,23 @@ export interface UpstreamReply extends Readable {
   readonly complete: boolean;
 }
 
+/**
+ * A reply whose whole body is already here (the function link's head frame with `end`): read without a stream, so
+ * the common JSON reply costs no Readable, no events and no pipe.
+ */
+export interface WholeReply {
+  readonly statusCode: number;
+  readonly headers: IncomingHttpHeaders;
+  readonly body: Buffer;
+}
+
 /** The upstream request as forward() drives it: a ClientRequest, or a call on the function link. */
 interface UpstreamCall {
   end(body: string | Buffer): void;
   destroy(err?: Error): void;
   on(event: 'response', listener: (res: UpstreamReply) => void): this;
+  /** The reply came whole (a function link's call; a ClientRequest always answers with 'response'). */
+  on(event: 'whole', listener: (res: WholeReply) => void): this;
   on(event: 'error', listener: (err: Error) => void): this;
 }
 
@@ -108,7 +121,7 @@ export function openUpstream(opts: UpstreamOptions & { signal: CutSignal }): Pro
       timer.clear();
       reject(e);
     });
-    req.on('response', (res) => {
+    const onReply = (res: UpstreamReply) => {
       res.on('close', () => {
         timer.clear();
         opts.signal.removeEventListener('abort', cancel);
@@ -116,7 +129,9 @@ export function openUpstream(opts: UpstreamOptions & { signal: CutSignal }): Pro
       // The deadline and a disconnect keep applying while the body streams.
       req.on('error', (e) => res.destroy(e));
       resolve(res);
-    });
+    };
+    req.on('response', onReply);
+    req.on('whole', (whole) => onReply(streamOf(whole)));
     req.end(opts.body);
   });
 }
@@ -164,30 +179,35 @@ export function forward(res: ServerResponse, opts: ForwardOptions): Promise<numb
       if (upstreamRes) return fail(err);
       Promise.resolve(opts.onFailure(err)).then(fail, fail);
     });
-    req.on('response', (up) => {
-      upstreamRes = up;
+    const onReply = (up: UpstreamReply | WholeReply) => {
+      const stream = up instanceof Readable ? up : undefined;
+      upstreamRes = stream;
       const status = up.statusCode ?? 502;
       res.statusCode = status;
       for (const h of PASSED_HEADERS) if (up.headers[h] !== undefined) res.setHeader(h, up.headers[h]!);
       const streaming = String(up.headers['content-type'] ?? '').includes('ndjson');
       if (status >= 400 && !streaming) return relayError(up);
+      if (!stream && !streaming) {
+        res.end((up as WholeReply).body); // node:http sends the length of a body written whole
+        return finish();
+      }
       if (up.headers['content-length'] !== undefined) res.setHeader('content-length', up.headers['content-length']);
       if (streaming) res.flushHeaders();
       // A stream is passed on in whole lines (so an error line added by fail() never lands inside one); its
       // `{"error": ...}` line (its last) is redacted.
       const pass = (chunk: Buffer) => {
-        if (!res.write(chunk)) {
-          up.pause();
-          res.once('drain', () => up.resume());
+        if (!res.write(chunk) && stream) {
+          stream.pause();
+          res.once('drain', () => stream.resume());
         }
       };
       let held: Buffer | undefined;
-      up.on('data', (chunk: Buffer) => {
+      const take = (chunk: Buffer) => {
         if (!streaming) return pass(chunk);
         let buf = held ? Buffer.concat([held, chunk]) : chunk;
-        const whole = buf.lastIndexOf(0x0a) + 1;
-        held = whole < buf.length ? buf.subarray(whole) : undefined;
-        buf = buf.subarray(0, whole);
+        const lines = buf.lastIndexOf(0x0a) + 1;
+        held = lines < buf.length ? buf.subarray(lines) : undefined;
+        buf = buf.subarray(0, lines);
         while (buf.length > 0) {
           const at = errorLineStart(buf);
           if (at < 0) return pass(buf);
@@ -196,27 +216,36 @@ export function forward(res: ServerResponse, opts: ForwardOptions): Promise<numb
           pass(Buffer.from(redactInternal(buf.subarray(at, nl + 1).toString('utf8'))));
           buf = buf.subarray(nl + 1);
         }
-      });
-      up.on('end', () => {
+      };
+      const end = () => {
         res.end(held && errorLineStart(held) === 0 ? redactInternal(held.toString('utf8')) : held);
         finish();
-      });
-      up.on('error', (err) => fail(err));
-      up.on('aborted', () => fail(new Error('the upstream connection closed mid-reply')));
-    });
+      };
+      if (!stream) {
+        take((up as WholeReply).body); // a stream that came whole: its lines, then its end
+        return end();
+      }
+      stream.on('data', take);
+      stream.on('end', end);
+      stream.on('error', (err) => fail(err));
+      stream.on('aborted', () => fail(new Error('the upstream connection closed mid-reply')));
+    };
+    req.on('response', onReply);
+    req.on('whole', onReply);
 
     /** An error reply (small): read whole, counted by code, redacted, sent. */
-    const relayError = (up: UpstreamReply) => {
-      const parts: Buffer[] = [];
-      up.on('data', (chunk: Buffer) => parts.push(chunk));
-      up.on('end', () => {
-        const text = Buffer.concat(parts).toString('utf8');
+    const relayError = (up: UpstreamReply | WholeReply) => {
+      const relay = (text: string) => {
         opts.onErrorCode?.(errorCodeOf(text));
         const body = redactInternal(text);
         res.setHeader('content-length', Buffer.byteLength(body));
         res.end(body);
         finish();
-      });
+      };
+      if (!(up instanceof Readable)) return relay(up.body.toString('utf8'));
+      const parts: Buffer[] = [];
+      up.on('data', (chunk: Buffer) => parts.push(chunk));
+      up.on('end', () => relay(Buffer.concat(parts).toString('utf8')));
       up.on('error', (err) => fail(err));
       up.on('aborted', () => fail(new Error('the upstream connection closed mid-reply')));
     };
@@ -230,6 +259,11 @@ export function forward(res: ServerResponse, opts: ForwardOptions): Promise<numb
     opts.signal?.addEventListener('abort', cut, { once: true });
     req.end(opts.body);
   });
+}
+
+/** A whole reply as the stream openUpstream()'s callers read (the OpenAI route parses the body itself). */
+function streamOf(whole: WholeReply): UpstreamReply {
+  return Object.assign(Readable.from([whole.body], { objectMode: false }), { statusCode: whole.statusCode, headers: whole.headers, complete: true });
 }
 
 const ERROR_LINE = Buffer.from('{"error"');
