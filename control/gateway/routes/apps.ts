@@ -71,7 +71,7 @@ export function appRoutes(deps: AppRoutesDeps): Router {
 }
 
 export const INVOKE_ROUTE = '/app/invoke/:app_id';
-const INVOKE_PATH = /^\/app\/invoke\/([^/?]+)$/;
+const INVOKE_PREFIX = '/app/invoke/';
 
 /**
  * The invoke route ahead of express (the hot path): `POST /app/invoke/<id>` in its canonical form, without a query
@@ -105,10 +105,14 @@ export interface HotInvokeHooks {
   onError(err: unknown, req: IncomingMessage, res: ServerResponse): void;
 }
 
+/** The app id of `/app/invoke/<id>` (one non-empty segment, no query), %-escapes decoded; else undefined. */
 function appIdOf(path: string): string | undefined {
-  const m = INVOKE_PATH.exec(path);
+  if (!path.startsWith(INVOKE_PREFIX) || path.length === INVOKE_PREFIX.length) return undefined;
+  const id = path.slice(INVOKE_PREFIX.length);
+  if (id.includes('/') || id.includes('?')) return undefined;
+  if (!id.includes('%')) return id;
   try {
-    return m ? decodeURIComponent(m[1]!) : undefined;
+    return decodeURIComponent(id);
   } catch {
     return undefined; // express answers the malformed escape
   }
@@ -120,11 +124,16 @@ async function invokeApp(deps: AppRoutesDeps, appIdOrName: string, req: Incoming
   if (entry.state !== 'ready' && functions.state(entry.appId) === undefined) throw new AppNotReadyError(entry.name);
   const deadline = requestDeadline(req);
   const ticket = apps.admit(entry); // 503 while the app is unregistered or the gateway stops; drains wait for it
-  res.on('close', ticket.end);
   const done = metrics.invocationStarted(entry.name, entry.appId);
-  res.on('close', () => done(res.statusCode));
-  const target = await functions.waitReady(entry.appId, Math.min(deadline, Date.now() + (deps.restartWaitMs ?? 30_000)));
-  const link = deps.links ? await deps.links.get(target.url) : undefined;
+  res.on('close', () => {
+    ticket.end();
+    done(res.statusCode);
+  });
+  // A ready function and an open link come as they are: no await (a turn of the microtask queue each) for them.
+  const ready = functions.waitReady(entry.appId, Math.min(deadline, Date.now() + (deps.restartWaitMs ?? 30_000)));
+  const target = ready instanceof Promise ? await ready : ready;
+  const dialled = deps.links?.get(target.url);
+  const link = dialled instanceof Promise ? await dialled : dialled;
   await forward(res, {
     link,
     url: `${target.url}/invoke`,
@@ -145,7 +154,7 @@ async function invokeApp(deps: AppRoutesDeps, appIdOrName: string, req: Incoming
  */
 export function unsupportedMediaType(req: IncomingMessage): UnsupportedMediaTypeError | undefined {
   const type = req.headers['content-type'];
-  if (type === undefined || type === '') return undefined;
+  if (type === undefined || type === '' || type === 'application/json') return undefined;
   const mime = type.split(';', 1)[0]!.trim().toLowerCase();
   return mime === 'application/json' || mime.endsWith('+json') ? undefined : new UnsupportedMediaTypeError(type);
 }
