@@ -15,10 +15,14 @@ import { LoadRecorder } from '../autoscaler/signals.js';
 
 /**
  * What the hot path counts in plain numbers (per app: in flight now; finished invocations and HTTP requests by label
- * set, not yet handed over), which the metrics' collect() hands to prom-client when /metrics is scraped: every
- * prom-client update converts, validates and hashes its labels, and an invocation made four of them — a measurable
- * share of the gateway's CPU per invocation. The duration histogram is still observed per invocation.
+ * set, and invocation durations, not yet handed over), which the metrics' collect() hands to prom-client when
+ * /metrics is scraped: every prom-client update converts, validates and hashes its labels, and an invocation made
+ * five of them — a measurable share of the gateway's CPU per invocation, paid with cold caches between the
+ * invocation's other work; handed over in one loop they cost little. Durations are also handed over every
+ * DURATIONS_HELD of them, so an unscraped gateway holds no more than that per app.
  */
+const DURATIONS_HELD = 1024;
+
 interface Pending<C> {
   child: C;
   /** Counted since the last scrape. */
@@ -54,6 +58,9 @@ export class GatewayMetrics {
       labelNames: ['app'],
       buckets: [0.0005, 0.001, 0.002, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300],
       registers,
+      collect() {
+        for (const c of byApp().values()) observeHeld(c);
+      },
     });
     this.inFlight = new Gauge({
       name: 'cornserve_gateway_in_flight_requests',
@@ -106,8 +113,8 @@ export class GatewayMetrics {
     });
   }
 
-  /** Per app: invocations in flight, the duration child, and finished invocations by status (label children looked up once). */
-  private readonly byApp = new Map<string, { inFlight: number; duration: ReturnType<Histogram<'app'>['labels']>; status: Map<number, Pending<ReturnType<Counter<'app' | 'status'>['labels']>>> }>();
+  /** Per app: invocations in flight, durations not yet observed, and finished invocations by status (label children looked up once). */
+  private readonly byApp = new Map<string, AppCounts>();
 
   private readonly httpChildren = new Map<string, Pending<ReturnType<Counter<'route' | 'method' | 'status'>['labels']>>>();
 
@@ -123,18 +130,31 @@ export class GatewayMetrics {
   invocationStarted(app: string, appId?: string): (status: number) => void {
     if (appId) this.load.request(appId);
     let c = this.byApp.get(app);
-    if (!c) this.byApp.set(app, (c = { inFlight: 0, duration: this.duration.labels({ app }), status: new Map() }));
-    const children = c;
-    children.inFlight++;
+    if (!c) this.byApp.set(app, (c = { inFlight: 0, duration: this.duration.labels({ app }), durations: [], status: new Map() }));
+    const counts = c;
+    counts.inFlight++;
     const t0 = performance.now();
     return (status) => {
-      children.inFlight--;
-      children.duration.observe((performance.now() - t0) / 1000);
-      let requests = children.status.get(status);
-      if (!requests) children.status.set(status, (requests = { child: this.requests.labels({ app, status: String(status) }), n: 0 }));
+      counts.inFlight--;
+      if (counts.durations.push((performance.now() - t0) / 1000) >= DURATIONS_HELD) observeHeld(counts);
+      let requests = counts.status.get(status);
+      if (!requests) counts.status.set(status, (requests = { child: this.requests.labels({ app, status: String(status) }), n: 0 }));
       requests.n++;
     };
   }
+}
+
+interface AppCounts {
+  inFlight: number;
+  duration: ReturnType<Histogram<'app'>['labels']>;
+  /** Seconds, not yet observed. */
+  durations: number[];
+  status: Map<number, Pending<ReturnType<Counter<'app' | 'status'>['labels']>>>;
+}
+
+function observeHeld(c: AppCounts): void {
+  for (const seconds of c.durations) c.duration.observe(seconds);
+  c.durations.length = 0;
 }
 
 /** Adds what was counted since the last scrape to the prom-client child. */
