@@ -10,7 +10,7 @@
  * streaming last invocation — when its stream ends, breaks, is closed by the consumer, or the deadline
  * fires (the deadline timer stays armed during the stream phase, so no request outlives it).
  */
-import type { DispatchResult, TaskGraph, UnitTask } from '../../functions/sdk/index.js';
+import type { CutSignal, DispatchResult, TaskGraph, UnitTask } from '../../functions/sdk/index.js';
 import { toJsonValue } from '../../functions/sdk/index.js';
 import { descriptorFor } from '../descriptors/registry.js';
 import type { InvocationResult, TaskDescriptor } from '../descriptors/types.js';
@@ -24,14 +24,15 @@ import { routerFor, type Lease, type Router } from './routing.js';
 import { guardStream } from './stream-guard.js';
 import { wireDataForwards } from './wiring.js';
 import { deadlineTimer, type DeadlineTimer } from '../../lib/wait.js';
+import { Cut } from '../../lib/cut-signal.js';
 
 export interface DispatchGraphOptions {
   /** Epoch ms; the whole graph (stream included) is cancelled when it passes. */
   deadline: number;
-  /** Aborts the graph (e.g. the HTTP caller went away). */
-  signal?: AbortSignal;
+  /** Aborts the graph (e.g. the HTTP caller went away); an AbortSignal, or the app function's request cut. */
+  signal?: CutSignal;
   /** A second signal that aborts it the same way (an in-process dispatcher closing): no AbortSignal.any per graph. */
-  cut?: AbortSignal;
+  cut?: CutSignal;
   /** The caller's W3C trace context; `dispatcher.invoke` continues it. */
   traceparent?: string;
   /** For span attributes and logs. */
@@ -77,16 +78,19 @@ function recordWhere(span: Span, error: unknown): void {
   if (typeof internal === 'string') span.setAttribute('cornserve.error.where', internal);
 }
 
-/** The state of one dispatch: its abort controller, deadline timer, leases and first failure. */
+/**
+ * The state of one dispatch: its abort, deadline timer, leases and first failure. The abort is a Cut, not an
+ * AbortController: every executor call and the routing listen to it, and it is made per graph (lib/cut-signal.ts).
+ */
 class GraphRun {
-  private readonly abort = new AbortController();
+  private readonly abort = new Cut();
   private failure: Error | undefined;
   private readonly pending = new Set<number>();
   private sites: FailureSite[] = [];
   private readonly timer: DeadlineTimer;
   private finished = false;
   /** The caller's signal and the cut, as given. */
-  private readonly signals: AbortSignal[];
+  private readonly signals: CutSignal[];
   private readonly onCallerAbort = () => this.fail(new DispatchCancelledError(describeFailure(this.signals.find((s) => s.aborted)?.reason ?? 'the caller went away')));
 
   constructor(
@@ -101,7 +105,7 @@ class GraphRun {
       { unref: true },
     );
     if (Date.now() >= options.deadline) this.fail(new DeadlineExceededError(options.deadline, []));
-    this.signals = [options.signal, options.cut].filter((x): x is AbortSignal => x !== undefined);
+    this.signals = [options.signal, options.cut].filter((x): x is CutSignal => x !== undefined);
     if (this.signals.some((x) => x.aborted)) this.onCallerAbort();
     else for (const x of this.signals) x.addEventListener('abort', this.onCallerAbort, { once: true });
   }
@@ -143,7 +147,7 @@ class GraphRun {
     let leases: Lease[] = [];
     try {
       if (this.failure) throw this.failure;
-      leases = await (this.deps.router ?? routerFor(this.deps.store)).routeGraph(this.graph, { signal: this.abort.signal });
+      leases = await (this.deps.router ?? routerFor(this.deps.store)).routeGraph(this.graph, { signal: this.abort });
       if (this.failure) throw this.failure;
       this.sites = leases.map((l, i) => ({
         invocation: i,
@@ -190,12 +194,12 @@ class GraphRun {
     const done = (error?: unknown) => (released ??= this.endCall(i, span, lease, ended, error));
     const started = performance.now();
     try {
-      const res = await callExecutor({ site, request, deadline: this.options.deadline, headers, signal: this.abort.signal });
+      const res = await callExecutor({ site, request, deadline: this.options.deadline, headers, signal: this.abort });
       let result: InvocationResult;
       try {
         result = await descriptor.response(inv.task, inv.output, res);
       } catch (e) {
-        if (this.abort.signal.aborted) throw this.abort.signal.reason;
+        if (this.abort.aborted) throw this.abort.reason;
         throw new TaskFailedError(site, `could not read its reply: ${describeFailure(e)}`);
       }
       if (!result.stream || i !== this.graph.invocations.length - 1 || !this.graph.isStreaming) {
@@ -205,10 +209,10 @@ class GraphRun {
         return { output: result.output };
       }
       // The streaming last invocation: its lease and span last as long as its stream (or until the abort).
-      this.abort.signal.addEventListener('abort', () => void done(this.failure).then(() => this.finish(this.failure)), { once: true });
+      this.abort.addEventListener('abort', () => void done(this.failure).then(() => this.finish(this.failure)), { once: true });
       const stream = guardStream(result.stream, {
         onError: (e) => {
-          const error = this.abort.signal.aborted ? this.failure! : new TaskFailedError(site, `its stream broke: ${describeFailure(e)}`);
+          const error = this.abort.aborted ? this.failure! : new TaskFailedError(site, `its stream broke: ${describeFailure(e)}`);
           this.fail(error);
           return error;
         },
@@ -221,7 +225,7 @@ class GraphRun {
       });
       return { output: result.output, stream };
     } catch (e) {
-      const error = this.abort.signal.aborted ? this.failure! : e instanceof TaskFailedError ? e : new TaskFailedError(site, describeFailure(e));
+      const error = this.abort.aborted ? this.failure! : e instanceof TaskFailedError ? e : new TaskFailedError(site, describeFailure(e));
       this.fail(error);
       await done(error);
       throw error;

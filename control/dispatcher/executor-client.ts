@@ -15,7 +15,7 @@ import { Readable } from 'node:stream';
 import type { IncomingHttpHeaders } from 'node:http';
 import type { Dispatcher } from 'undici';
 import { Agent } from '../../lib/undici.js';
-import { DEADLINE_HEADER } from '../../functions/sdk/index.js';
+import { DEADLINE_HEADER, type CutSignal } from '../../functions/sdk/index.js';
 import { socketPathOf } from '../../lib/unix-url.js';
 import type { ExecutorRequest } from '../descriptors/types.js';
 import { TaskFailedError, type FailureSite } from './errors.js';
@@ -46,7 +46,8 @@ export interface ExecutorCall {
   deadline: number;
   /** Extra headers (traceparent). */
   headers: Record<string, string>;
-  signal: AbortSignal;
+  /** The graph's abort (a Cut, or any AbortSignal). */
+  signal: CutSignal;
 }
 
 /** A short description of a request failure: "connect ECONNREFUSED 127.0.0.1:1234", "socket hang up", ... */
@@ -194,7 +195,7 @@ class ReplyHandler implements Dispatcher.DispatchHandler {
   #done = false;
 
   constructor(
-    private readonly signal: AbortSignal,
+    private readonly signal: CutSignal,
     private readonly resolve: (reply: Reply) => void,
     private readonly reject: (e: unknown) => void,
   ) {
@@ -202,7 +203,7 @@ class ReplyHandler implements Dispatcher.DispatchHandler {
   }
 
   readonly #onAbort = (): void => {
-    const reason = this.signal.reason;
+    const reason = this.signal.reason as Error; // what the graph failed with (undici takes an Error)
     if (this.#stream) destroyQuietly(this.#stream, reason);
     else this.#controller?.abort(reason);
     this.#fail(reason);
@@ -210,7 +211,7 @@ class ReplyHandler implements Dispatcher.DispatchHandler {
 
   onRequestStart(controller: Dispatcher.DispatchController): void {
     this.#controller = controller;
-    if (this.signal.aborted) controller.abort(this.signal.reason);
+    if (this.signal.aborted) controller.abort(this.signal.reason as Error);
   }
 
   onResponseStart(controller: Dispatcher.DispatchController, statusCode: number, headers: IncomingHttpHeaders, statusMessage?: string): void {

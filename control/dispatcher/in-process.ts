@@ -2,7 +2,9 @@
  * InProcessDispatcher: the GraphDispatcher of an app function that runs graph execution itself (issue 17:
  * one HTTP hop fewer per request under `cornserve up --redis`). It is the dispatcher's own code, not a copy:
  * TaskGraph.fromJSON + dispatchGraph over a Router of the shared Store — exactly what POST / of the dispatcher
- * service does — so routing, DataForward wiring, deadlines, cancellation and lease release are the same.
+ * service does — so routing, DataForward wiring, deadlines, cancellation and lease release are the same. A graph
+ * recorded by this process's own task.call() comes in as it is (dispatchRecorded: TaskGraph.forDispatch() gives
+ * the graph fromJSON(toJSON()) would), with the request's cut as its signal: no JSON round trip, no AbortSignal.
  *
  * What the app function sees is what the CloudEvent path gives it: the dispatcher's errors become DispatchErrors
  * with the status, code and (redacted) message the service's error body would carry, and a stream that breaks
@@ -13,7 +15,8 @@
  * and to the dispatcher service, and least-outstanding stays right. A MemoryStore of this process would only see
  * its own leases; the runtime refuses that combination (functions/runtime/main.ts).
  */
-import { DispatchError, TaskGraph, type DispatchOptions, type DispatchResult, type GraphDispatcher, type TaskGraphJSON } from '../../functions/sdk/index.js';
+import { DispatchError, TaskGraph, type DispatchOptions, type DispatchResult, type GraphDispatcher, type RecordedDispatchOptions, type TaskGraphJSON } from '../../functions/sdk/index.js';
+import { Cut } from '../../lib/cut-signal.js';
 import { toErrorBody } from '../../lib/http.js';
 import { currentTraceparent } from '../../lib/telemetry.js';
 import type { DispatchStore } from '../store/link-protocol.js';
@@ -22,7 +25,6 @@ import { Router, taskIdOfCached, type RouterOptions } from './routing.js';
 import { LoadRecorder } from '../autoscaler/signals.js';
 import { LiveServiceRecorder } from './live-service.js';
 import { sleep } from '../../lib/wait.js';
-import { setMaxListeners } from 'node:events';
 
 /** How long close() lets the graphs in flight finish before cutting them. */
 const DEFAULT_CLOSE_GRACE_MS = 30_000;
@@ -55,7 +57,7 @@ export class InProcessDispatcher implements GraphDispatcher {
   /** Graphs in flight (a streaming graph until its stream ends), and what cuts them when close()'s grace is over. */
   readonly #inFlight = new Set<Promise<void>>();
   /** Every graph in flight listens to it (and stops at its end): as many listeners as graphs, none left behind. */
-  readonly #cut = unlimitedListeners(new AbortController());
+  readonly #cut = new Cut();
   #closing: Promise<void> | undefined;
 
   constructor(
@@ -67,7 +69,17 @@ export class InProcessDispatcher implements GraphDispatcher {
     this.#deps = { store, router: new Router(store, options.router), liveService: this.#liveService, ...(options.descriptors ? { descriptors: options.descriptors } : {}) };
   }
 
-  async dispatch(graph: TaskGraphJSON, options: DispatchOptions): Promise<DispatchResult> {
+  /** A graph as JSON: validated and given its own objects (wiring mutates them) by fromJSON, as the service does. */
+  dispatch(graph: TaskGraphJSON, options: DispatchOptions): Promise<DispatchResult> {
+    return this.#run(() => TaskGraph.fromJSON(graph), options);
+  }
+
+  /** A graph this process recorded (task.call()): the same graph fromJSON(toJSON()) would give, without the JSON. */
+  dispatchRecorded(graph: TaskGraph, options: RecordedDispatchOptions): Promise<DispatchResult> {
+    return this.#run(() => graph.forDispatch(), options);
+  }
+
+  async #run(prepare: () => TaskGraph, options: RecordedDispatchOptions): Promise<DispatchResult> {
     if (this.#closing) throw new DispatchError('the dispatcher is closing: no new task graphs', 503, undefined, 'SHUTTING_DOWN');
     const appId = options.appId ?? this.options.appId ?? 'unknown';
     let done!: () => void;
@@ -78,14 +90,13 @@ export class InProcessDispatcher implements GraphDispatcher {
       done();
     };
     try {
-      // fromJSON as the service does: the graph is validated and gets its own objects (wiring mutates them).
-      const parsed = TaskGraph.fromJSON(graph);
+      const parsed = prepare();
       // dispatcher.invoke is the child of the span active here (the function's), as it is of function.dispatch on the CloudEvent path.
       const traceparent = currentTraceparent() ?? options.traceparent;
       this.#load.graph(appId === 'unknown' ? undefined : appId, parsed.invocations.map((inv) => taskIdOfCached(inv.task)));
       const result = await dispatchGraph(
         parsed,
-        { deadline: options.deadline, appId, cut: this.#cut.signal, ...(options.signal ? { signal: options.signal } : {}), ...(traceparent ? { traceparent } : {}) },
+        { deadline: options.deadline, appId, cut: this.#cut, ...(options.signal ? { signal: options.signal } : {}), ...(traceparent ? { traceparent } : {}) },
         this.#deps,
       );
       if (!result.stream) {
@@ -125,10 +136,4 @@ export class InProcessDispatcher implements GraphDispatcher {
     })();
     return this.#closing;
   }
-}
-
-/** Node warns of a leak past 10 listeners on one signal; the cut has one per graph in flight by design. */
-function unlimitedListeners(c: AbortController): AbortController {
-  setMaxListeners(0, c.signal);
-  return c;
 }

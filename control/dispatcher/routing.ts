@@ -21,7 +21,7 @@
  * With any store, whether a task with no ready executor may scale from zero (its policy's min 0) is kept per task,
  * dropped on each `autoscale` change notification of it (and read again after MIN_ZERO_MAX_AGE_MS regardless).
  */
-import type { TaskGraph, UnitTask } from '../../functions/sdk/index.js';
+import type { CutSignal, TaskGraph, UnitTask } from '../../functions/sdk/index.js';
 import { StoreNotFoundError, taskIdOf, type ExecutorRoute, type UnitTaskRecord } from '../store/index.js';
 import { MemoryStore } from '../store/memory.js';
 import type { DispatchStore, ReportsOutstanding } from '../store/link-protocol.js';
@@ -68,7 +68,7 @@ export interface RouterOptions {
 
 /** How a graph's routing may wait: until the abort (the graph's deadline or its caller) for an executor from zero. */
 export interface RouteOptions {
-  signal?: AbortSignal;
+  signal?: CutSignal;
 }
 
 /** How often a held invocation looks for a ready executor besides the route change notifications. */
@@ -238,7 +238,7 @@ export class Router {
    * autoscaler's signal), asks for an executor at once (Store.wakeTask), and waits for a route change (or polls),
    * bounded by `signal` (the graph's deadline). Past the per-task cap: 503 HOLD_QUEUE_FULL at once.
    */
-  private async hold(taskId: string, task: UnitTask, count: number, signal: AbortSignal | undefined): Promise<ExecutorRoute[]> {
+  private async hold(taskId: string, task: UnitTask, count: number, signal: CutSignal | undefined): Promise<ExecutorRoute[]> {
     const held = this.held.get(taskId) ?? 0;
     if (held + count > this.holdCap) throw new HoldQueueFullError(taskId, task.name, this.holdCap);
     this.held.set(taskId, held + count);

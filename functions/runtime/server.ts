@@ -26,6 +26,7 @@ import {
   unitTaskKey,
   type App,
   type GraphDispatcher,
+  type RequestScope,
 } from '../sdk/index.js';
 import { errorHeaders, readWhole, toErrorBody } from '../../lib/http.js';
 import type { Logger } from '../../lib/log.js';
@@ -35,6 +36,7 @@ import { parseDeadline } from '../../lib/deadline.js';
 import { AppServeError, BadInvokeBodyError, DeadlineExceededError, ResponseSchemaError } from './errors.js';
 import { bodyLimitBytes, hopBodyLimitBytes } from '../../lib/body-limit.js';
 import { acceptLinks } from './link-server.js';
+import { Cut } from '../../lib/cut-signal.js';
 
 export interface FunctionServerOptions {
   app: App;
@@ -54,27 +56,24 @@ const isAsyncIterable = (v: unknown): v is AsyncIterable<unknown> =>
   typeof v === 'object' && v !== null && typeof (v as Record<symbol, unknown>)[Symbol.asyncIterator] === 'function';
 
 /**
- * One request's cancellation: the AbortSignal serve() and its dispatches see, and `race(p)`, which resolves like
- * `p` or rejects with the abort reason once aborted (the pending waits are kept in a set, not as abort listeners;
- * a settled wait leaves nothing behind, so a long stream does not hold on to its chunks).
+ * One request's cancellation: a Cut (lib/cut-signal.ts) that the in-process dispatch listens to, the AbortSignal
+ * serve() sees (made from it only when read), and `race(p)`, which resolves like `p` or rejects with the abort reason
+ * once aborted (the pending waits are kept in a set, not as abort listeners; a settled wait leaves nothing behind,
+ * so a long stream does not hold on to its chunks).
  */
 class Cancellation {
-  readonly #controller = new AbortController();
+  readonly cut = new Cut();
   readonly #waiting = new Set<(reason: unknown) => void>();
 
-  get signal(): AbortSignal {
-    return this.#controller.signal;
-  }
-
   abort(reason: Error): void {
-    this.#controller.abort(reason);
-    for (const reject of this.#waiting) reject(this.#controller.signal.reason);
+    this.cut.abort(reason);
+    for (const reject of this.#waiting) reject(this.cut.reason);
     this.#waiting.clear();
   }
 
   race<T>(p: Promise<T>): Promise<T> {
     return new Promise<T>((resolve, reject) => {
-      if (this.signal.aborted) reject(this.signal.reason);
+      if (this.cut.aborted) reject(this.cut.reason);
       else this.#waiting.add(reject);
       p.then(
         (v) => { this.#waiting.delete(reject); resolve(v); },
@@ -180,7 +179,16 @@ export function buildFunctionServer(options: FunctionServerOptions): FunctionSer
 
   /** Runs serve() and waits for its value, or for its first chunk when it streams. */
   async function runServe(request: unknown, cancel: Cancellation, deadline: number, traceparent: string | undefined): Promise<Reply> {
-    const scope = { deadline, signal: cancel.signal, dispatcher, allowedTaskKeys, appId, ...(traceparent ? { traceparent } : {}) };
+    const cut = cancel.cut;
+    const scope: RequestScope = {
+      deadline,
+      get signal() { return cut.abortSignal; },
+      cancel: cut,
+      dispatcher,
+      allowedTaskKeys,
+      appId,
+      ...(traceparent ? { traceparent } : {}),
+    };
     const result = await cancel.race(runInRequestScope(scope, async () => app.serve(request)));
     if (!isAsyncIterable(result)) return { kind: 'json', value: checkChunk(result, 'response') };
     const it = result[Symbol.asyncIterator]();
@@ -199,7 +207,7 @@ export function buildFunctionServer(options: FunctionServerOptions): FunctionSer
         next = await cancel.race(reply.next());
       }
     } catch (e) {
-      const err = normalizeError(e, cancel.signal);
+      const err = normalizeError(e, cancel.cut);
       log.warn({ err, appId }, 'stream failed after it started');
       out.write(`${JSON.stringify(toErrorBody(err).body)}\n`);
       reply.stop();
@@ -207,8 +215,8 @@ export function buildFunctionServer(options: FunctionServerOptions): FunctionSer
     out.end();
   }
 
-  function normalizeError(e: unknown, signal: AbortSignal): unknown {
-    if (signal.aborted && (signal.reason as Error | undefined)?.name === 'TimeoutError') return new DeadlineExceededError(`serve() of app ${app.name}`);
+  function normalizeError(e: unknown, cut: Cut): unknown {
+    if (cut.aborted && (cut.reason as Error | undefined)?.name === 'TimeoutError') return new DeadlineExceededError(`serve() of app ${app.name}`);
     if (isCornserveError(e)) return e;
     return new AppServeError(app.name, e);
   }
@@ -230,7 +238,7 @@ export function buildFunctionServer(options: FunctionServerOptions): FunctionSer
       if (reply.kind === 'stream') return await streamReply(out, reply, cancel);
       out.send(200, { 'content-type': 'application/json' }, JSON.stringify(reply.value));
     } catch (e) {
-      throw normalizeError(e, cancel.signal);
+      throw normalizeError(e, cancel.cut);
     } finally {
       timer.clear();
     }

@@ -24,12 +24,17 @@ import {
 import { toJsonValue } from './ids.js';
 import { Stream } from './stream.js';
 import { TaskGraph } from './graph.js';
-import { DEFAULT_DEADLINE_MS, getDefaultDispatcher, type DispatchResult, type GraphDispatcher } from './dispatch.js';
+import { DEFAULT_DEADLINE_MS, getDefaultDispatcher, type CutSignal, type DispatchResult, type GraphDispatcher } from './dispatch.js';
 import { UnitTask, unitTaskKey, type Task } from './task.js';
 
 export interface RequestScope {
   deadline?: number;
   signal?: AbortSignal;
+  /**
+   * The same cancellation as `signal`, in the cheap form a dispatcher in this process takes (GraphDispatcher
+   * dispatchRecorded): the runtime sets both and makes `signal` only when something reads it.
+   */
+  cancel?: CutSignal;
   traceparent?: string;
   dispatcher?: GraphDispatcher;
   /** unitTaskKey()s of the tasks the app declared; a call to any other unit task fails at record time. */
@@ -223,14 +228,23 @@ async function runCall<I, O>(task: Task<I, O>, input: I, options: CallOptions): 
   if (graph) {
     if (effectiveDeadline <= Date.now()) throw new DispatchError(`deadline passed before ${task.name} was dispatched`, 504, undefined, 'DEADLINE_EXCEEDED');
     const dispatcher = options.dispatcher ?? scope.dispatcher ?? getDefaultDispatcher();
-    const signal = options.signal && scope.signal ? AbortSignal.any([options.signal, scope.signal]) : (options.signal ?? scope.signal);
-    const result = await dispatcher.dispatch(graph.toJSON(), {
+    const common = {
       deadline: effectiveDeadline,
-      ...(signal ? { signal } : {}),
       ...(scope.traceparent ? { traceparent: scope.traceparent } : {}),
       ...(scope.appId ? { appId: scope.appId } : {}),
-    });
+    };
+    // A call's own signal joins the request's (a real AbortSignal, then); without one, a dispatcher in this process
+    // takes the request's cut as it is, and the AbortSignal is made only for a dispatcher that needs one.
+    const joined = options.signal && scope.signal ? AbortSignal.any([options.signal, scope.signal]) : options.signal;
+    const result = dispatcher.dispatchRecorded
+      ? await dispatcher.dispatchRecorded(graph, withSignal(common, joined ?? scope.cancel ?? scope.signal))
+      : await dispatcher.dispatch(graph.toJSON(), withSignal(common, joined ?? scope.signal));
     ctx.setOutputs(result);
   }
   return ctx.replay(() => task.invoke(input));
+}
+
+/** `options` with `signal` when there is one (the options types are exact: no `signal: undefined`). */
+function withSignal<O extends object, S>(options: O, signal: S | undefined): O & { signal?: S } {
+  return signal ? { ...options, signal } : options;
 }

@@ -5,7 +5,7 @@
  * use GatewayDispatcher (POST /tasks/invoke on the gateway); tests inject fakes.
  */
 import { DispatchError, type ErrorJSON } from './errors.js';
-import type { TaskGraphJSON } from './graph.js';
+import type { TaskGraph, TaskGraphJSON } from './graph.js';
 import { ndjsonLines } from './stream.js';
 
 export interface DispatchOptions {
@@ -17,6 +17,20 @@ export interface DispatchOptions {
   appId?: string;
 }
 
+/**
+ * The part of AbortSignal a dispatch in this process listens to: an AbortSignal fits, and so does the runtime's
+ * cheaper per-request cut (lib/cut-signal.ts), which needs no EventTarget.
+ */
+export interface CutSignal {
+  readonly aborted: boolean;
+  readonly reason: unknown;
+  addEventListener(type: 'abort', listener: () => void, opts?: { once?: boolean }): void;
+  removeEventListener(type: 'abort', listener: () => void): void;
+}
+
+/** DispatchOptions for a graph dispatched in this process: its signal may be a CutSignal. */
+export type RecordedDispatchOptions = Omit<DispatchOptions, 'signal'> & { signal?: CutSignal };
+
 export interface DispatchResult {
   /** One JSON output per invocation, in order (a streaming last output is `{}`). */
   outputs: unknown[];
@@ -26,6 +40,12 @@ export interface DispatchResult {
 
 export interface GraphDispatcher {
   dispatch(graph: TaskGraphJSON, options: DispatchOptions): Promise<DispatchResult>;
+  /**
+   * Optional, for a dispatcher that runs graphs in this process: takes the recorded graph itself (task.call() uses
+   * it when present), so the graph skips the JSON round trip and the re-validation of what this process recorded,
+   * and the request's cancellation can be a CutSignal. Must behave exactly as dispatch(graph.toJSON(), options).
+   */
+  dispatchRecorded?(graph: TaskGraph, options: RecordedDispatchOptions): Promise<DispatchResult>;
 }
 
 export const DEFAULT_DEADLINE_MS = 5 * 60_000;

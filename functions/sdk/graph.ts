@@ -83,29 +83,43 @@ export class TaskGraph {
     };
   }
 
+  /**
+   * The graph as fromJSON(toJSON()) would give it, for a dispatcher in this process: the same tasks (fromJSON would
+   * rebuild equal ones), each input and output parsed by its task's schemas from a private JSON copy (wiring mutates
+   * them; a recording's inputs already are such copies), a Stream placeholder for a streaming output — without the
+   * JSON text, the graph schema and the task lookups, which check what the recording already ensured.
+   */
+  forDispatch(): TaskGraph {
+    return new TaskGraph(
+      this.invocations.map((inv, i) =>
+        parsedInvocation(i, inv.task, this.#inputsAreJson ? inv.input : toJsonValue(inv.input), () => toJsonValue(inv.output)),
+      ),
+    );
+  }
+
   /** Parses and validates graph JSON: every task class known, every input and output valid for its task. */
   static fromJSON(json: unknown): TaskGraph {
     const parsed = taskGraphJsonSchema.safeParse(json);
     if (!parsed.success) throw new ValidationError('task graph', formatIssues(parsed.error.issues));
-    const invocations = parsed.data.invocations.map((inv, i): TaskInvocation => {
-      const task = taskAt(i, inv.task_class, inv.task as UnitTaskJSON);
-      const input = task.inputSchema.safeParse(inv.input);
-      if (!input.success) throw issuesAt(`invocations.${i}.input`, formatIssues(input.error.issues));
-      const chunk = streamChunkSchema(task.outputSchema);
-      let output: unknown;
-      if (chunk) output = Stream.placeholder(chunk);
-      else {
-        const out = task.outputSchema.safeParse(inv.output);
-        if (!out.success) throw issuesAt(`invocations.${i}.output`, formatIssues(out.error.issues));
-        output = out.data;
-      }
-      return { task, input: input.data, output };
-    });
+    const invocations = parsed.data.invocations.map((inv, i) =>
+      parsedInvocation(i, taskAt(i, inv.task_class, inv.task as UnitTaskJSON), inv.input, () => inv.output),
+    );
     const graph = new TaskGraph(invocations);
     if (graph.isStreaming !== parsed.data.is_streaming)
       throw new ValidationError('task graph', [{ path: 'is_streaming', message: `must be ${graph.isStreaming} for this graph` }]);
     return graph;
   }
+}
+
+/** Invocation i with its input and (unless it streams) output parsed by the task's schemas; issues at their graph paths. */
+function parsedInvocation(i: number, task: UnitTask, inputJson: unknown, outputJson: () => unknown): TaskInvocation {
+  const input = task.inputSchema.safeParse(inputJson);
+  if (!input.success) throw issuesAt(`invocations.${i}.input`, formatIssues(input.error.issues));
+  const chunk = streamChunkSchema(task.outputSchema);
+  if (chunk) return { task, input: input.data, output: Stream.placeholder(chunk) };
+  const out = task.outputSchema.safeParse(outputJson());
+  if (!out.success) throw issuesAt(`invocations.${i}.output`, formatIssues(out.error.issues));
+  return { task, input: input.data, output: out.data };
 }
 
 /** A graph ValidationError whose issue paths start at `prefix` (e.g. `invocations.2.input`). */
