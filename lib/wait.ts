@@ -11,16 +11,35 @@ export interface DeadlineTimer { clear(): void }
  * deadline is measured on (an injected clock in tests); `unref` lets the process exit while it waits.
  */
 export function deadlineTimer(deadline: number, onPassed: () => void, opts: { now?: () => number; unref?: boolean } = {}): DeadlineTimer {
-  const now = opts.now ?? Date.now;
-  let timer: NodeJS.Timeout;
-  const arm = () => {
-    const left = Math.max(0, deadline - now());
+  return new SteppedTimer(deadline, onPassed, opts.now ?? Date.now, opts.unref ?? false);
+}
+
+/**
+ * deadlineTimer's state as a class rather than closures: several are armed per request, and under tsx every named
+ * closure made at run time also gets its name defined on it (esbuild's keepNames), ≈ 0.25 µs each.
+ */
+class SteppedTimer implements DeadlineTimer {
+  #timer: NodeJS.Timeout | undefined;
+
+  constructor(
+    private readonly deadline: number,
+    private readonly onPassed: () => void,
+    private readonly now: () => number,
+    private readonly unref: boolean,
+  ) {
+    this.#arm();
+  }
+
+  #arm(): void {
+    const left = Math.max(0, this.deadline - this.now());
     const step = Math.min(left, MAX_TIMER_MS);
-    timer = setTimeout(step < left ? arm : onPassed, step);
-    if (opts.unref) timer.unref();
-  };
-  arm();
-  return { clear: () => clearTimeout(timer) };
+    this.#timer = setTimeout(step < left ? () => this.#arm() : this.onPassed, step);
+    if (this.unref) this.#timer.unref();
+  }
+
+  clear(): void {
+    clearTimeout(this.#timer);
+  }
 }
 
 export class TimeoutError extends Error {

@@ -87,11 +87,14 @@ class GraphRun {
   private failure: Error | undefined;
   private readonly pending = new Set<number>();
   private sites: FailureSite[] = [];
+  /** Per invocation: its call's end (endOnce). */
+  private readonly ends: (Promise<void> | undefined)[] = [];
   private readonly timer: DeadlineTimer;
   private finished = false;
   /** The caller's signal and the cut, as given. */
   private readonly signals: CutSignal[];
-  private readonly onCallerAbort = () => this.fail(new DispatchCancelledError(describeFailure(this.signals.find((s) => s.aborted)?.reason ?? 'the caller went away')));
+  /** Set in the constructor, not as a field initializer: no name defined on it per graph (see lib/wait.ts SteppedTimer). */
+  private readonly onCallerAbort: () => void;
 
   constructor(
     private readonly graph: TaskGraph,
@@ -105,6 +108,7 @@ class GraphRun {
       { unref: true },
     );
     if (Date.now() >= options.deadline) this.fail(new DeadlineExceededError(options.deadline, []));
+    this.onCallerAbort = () => this.fail(new DispatchCancelledError(describeFailure(this.signals.find((s) => s.aborted)?.reason ?? 'the caller went away')));
     this.signals = [options.signal, options.cut].filter((x): x is CutSignal => x !== undefined);
     if (this.signals.some((x) => x.aborted)) this.onCallerAbort();
     else for (const x of this.signals) x.addEventListener('abort', this.onCallerAbort, { once: true });
@@ -190,8 +194,8 @@ class GraphRun {
       headers.traceparent = this.options.traceparent; // no span of ours: the caller's context passes on unchanged (W3C)
     }
     this.pending.add(i);
-    let released: Promise<void> | undefined;
-    const done = (error?: unknown) => (released ??= this.endCall(i, span, lease, ended, error));
+    // Ends the call once, whichever way it ends (a method, not a closure per call: see lib/wait.ts SteppedTimer).
+    const done = this.endOnce.bind(this, i, span, lease, ended);
     const started = performance.now();
     try {
       const res = await callExecutor({ site, request, deadline: this.options.deadline, headers, signal: this.abort });
@@ -230,6 +234,11 @@ class GraphRun {
       await done(error);
       throw error;
     }
+  }
+
+  /** endCall, once per invocation: later calls get the first one's promise. */
+  private endOnce(i: number, span: Span, lease: Lease, ended: (() => void) | undefined, error?: unknown): Promise<void> {
+    return (this.ends[i] ??= this.endCall(i, span, lease, ended, error));
   }
 
   /** Ends one executor call: its span, its observer entry, its lease. */

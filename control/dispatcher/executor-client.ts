@@ -194,20 +194,22 @@ class ReplyHandler implements Dispatcher.DispatchHandler {
   #stream: Readable | undefined;
   #done = false;
 
+  /** Set in the constructor, not as a field initializer: no name defined on it per call (see lib/wait.ts SteppedTimer). */
+  readonly #onAbort: () => void;
+
   constructor(
     private readonly signal: CutSignal,
     private readonly resolve: (reply: Reply) => void,
     private readonly reject: (e: unknown) => void,
   ) {
+    this.#onAbort = () => {
+      const reason = this.signal.reason as Error; // what the graph failed with (undici takes an Error)
+      if (this.#stream) destroyQuietly(this.#stream, reason);
+      else this.#controller?.abort(reason);
+      this.#fail(reason);
+    };
     signal.addEventListener('abort', this.#onAbort, { once: true });
   }
-
-  readonly #onAbort = (): void => {
-    const reason = this.signal.reason as Error; // what the graph failed with (undici takes an Error)
-    if (this.#stream) destroyQuietly(this.#stream, reason);
-    else this.#controller?.abort(reason);
-    this.#fail(reason);
-  };
 
   onRequestStart(controller: Dispatcher.DispatchController): void {
     this.#controller = controller;

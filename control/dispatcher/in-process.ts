@@ -54,8 +54,9 @@ export class InProcessDispatcher implements GraphDispatcher {
   /** Autoscaling signals, as the dispatcher service records them (arrivals per task, graph shapes per app). */
   readonly #load: LoadRecorder;
   readonly #liveService: LiveServiceRecorder;
-  /** Graphs in flight (a streaming graph until its stream ends), and what cuts them when close()'s grace is over. */
-  readonly #inFlight = new Set<Promise<void>>();
+  /** Graphs in flight (a streaming graph until its stream ends): a count, and close()'s wait for it to reach 0. */
+  #inFlight = 0;
+  #drained: (() => void) | undefined;
   /** Every graph in flight listens to it (and stops at its end): as many listeners as graphs, none left behind. */
   readonly #cut = new Cut();
   #closing: Promise<void> | undefined;
@@ -82,13 +83,7 @@ export class InProcessDispatcher implements GraphDispatcher {
   async #run(prepare: () => TaskGraph, options: RecordedDispatchOptions): Promise<DispatchResult> {
     if (this.#closing) throw new DispatchError('the dispatcher is closing: no new task graphs', 503, undefined, 'SHUTTING_DOWN');
     const appId = options.appId ?? this.options.appId ?? 'unknown';
-    let done!: () => void;
-    const tracked = new Promise<void>((resolve) => (done = resolve));
-    this.#inFlight.add(tracked);
-    const finished = () => {
-      this.#inFlight.delete(tracked);
-      done();
-    };
+    this.#inFlight++;
     try {
       const parsed = prepare();
       // dispatcher.invoke is the child of the span active here (the function's), as it is of function.dispatch on the CloudEvent path.
@@ -100,14 +95,19 @@ export class InProcessDispatcher implements GraphDispatcher {
         this.#deps,
       );
       if (!result.stream) {
-        finished();
+        this.#finished();
         return result;
       }
-      return { outputs: result.outputs, stream: translated(result.stream, finished) };
+      return { outputs: result.outputs, stream: translated(result.stream, () => this.#finished()) };
     } catch (e) {
-      finished();
+      this.#finished();
       throw asDispatchError(e);
     }
+  }
+
+  /** One graph is over (called once per graph). */
+  #finished(): void {
+    if (--this.#inFlight === 0) this.#drained?.();
   }
 
   /**
@@ -117,8 +117,8 @@ export class InProcessDispatcher implements GraphDispatcher {
    */
   close(graceMs = DEFAULT_CLOSE_GRACE_MS): Promise<void> {
     this.#closing ??= (async () => {
-      if (this.#inFlight.size > 0) {
-        const all = Promise.all([...this.#inFlight]);
+      if (this.#inFlight > 0) {
+        const all = new Promise<void>((resolve) => (this.#drained = resolve));
         const stopGrace = new AbortController();
         const grace = sleep(graceMs, stopGrace.signal).then(() => 'grace over' as const, () => 'drained' as const);
         const outcome = await Promise.race([all.then(() => 'drained' as const), grace]);

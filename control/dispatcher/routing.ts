@@ -152,6 +152,11 @@ export class Router {
       const id = taskIdOfCached(inv.task);
       byTask.set(id, [...(byTask.get(id) ?? []), i]);
     });
+    if (byTask.size === 1) {
+      // One task (the common graph): its leases are already in invocation order, and all or nothing is routeTask's own.
+      const [taskId, invocations] = byTask.entries().next().value!;
+      return this.routeTask(taskId, graph.invocations[0]!.task, invocations, options);
+    }
     const leases: Lease[] = [];
     const results = await Promise.allSettled(
       [...byTask].map(async ([taskId, invocations]) => {
@@ -168,7 +173,8 @@ export class Router {
 
   /** Leases one executor per invocation of one task, spreading them by outstanding count. */
   private async routeTask(taskId: string, task: UnitTask, invocations: number[], options: RouteOptions): Promise<Lease[]> {
-    let { record, routes, hit } = await this.read(taskId);
+    const cached = this.cached?.get(taskId); // a hit needs no await (read() is async for the miss)
+    let { record, routes, hit } = cached ? { ...cached, hit: true as const } : await this.read(taskId);
     if (!record) throw new TaskNotDeployedError(taskId, task.name);
     if (record.state !== 'ready') throw new TaskNotReadyError(taskId, task.name, record.state);
     let ready = routes.filter((r) => r.state === 'ready');
@@ -322,31 +328,32 @@ export class Router {
 
   private lease(invocation: number, taskId: string, route: ExecutorRoute): Lease {
     let released: Promise<void> | undefined;
-    const store = this.store;
-    const reporter = this.reporter;
+    const router = this;
     return {
       invocation,
       taskId,
       route: { ...route },
-      release: () => {
-        if (reporter) {
-          if (!released) {
-            this.bump(taskId, route, -1);
-            reporter.reportOutstanding(route.executorId, -1, (n) => this.noteOutstanding(taskId, route, n));
-            released = Promise.resolve();
-          }
-          return released;
-        }
-        released ??= store.adjustOutstanding(route.executorId, -1).then(
-          (n) => this.noteOutstanding(taskId, route, n),
-          (err: unknown) => {
-            // A deleted executor has nothing to decrement; anything else is worth a line in the log.
-            if (!(err instanceof StoreNotFoundError)) log.warn({ err, executor: route.executorId }, 'could not release executor lease');
-          },
-        );
-        return released;
+      // A method, not an arrow property: no name defined on a closure per lease (see lib/wait.ts SteppedTimer).
+      release() {
+        return (released ??= router.release(taskId, route));
       },
     };
+  }
+
+  /** Gives a lease's count back: reported (leases: 'reported'), or awaited from the Store. */
+  private release(taskId: string, route: ExecutorRoute): Promise<void> {
+    if (this.reporter) {
+      this.bump(taskId, route, -1);
+      this.reporter.reportOutstanding(route.executorId, -1, (n) => this.noteOutstanding(taskId, route, n));
+      return Promise.resolve();
+    }
+    return this.store.adjustOutstanding(route.executorId, -1).then(
+      (n) => this.noteOutstanding(taskId, route, n),
+      (err: unknown) => {
+        // A deleted executor has nothing to decrement; anything else is worth a line in the log.
+        if (!(err instanceof StoreNotFoundError)) log.warn({ err, executor: route.executorId }, 'could not release executor lease');
+      },
+    );
   }
 }
 

@@ -19,23 +19,24 @@ interface ForwardRef {
 /** Every DataForward (instance or JSON) inside `value`, depth first, in property order. */
 export function findForwards(value: unknown): ForwardRef[] {
   const found: ForwardRef[] = [];
-  const seen = new Set<object>();
-  const visit = (v: unknown) => {
-    if (v === null || typeof v !== 'object' || seen.has(v)) return;
-    seen.add(v);
-    if (v instanceof DataForward) {
-      found.push({ id: v.id, setRanks: (src, dst) => { v.srcSidecarRanks = [...src]; v.dstSidecarRanks = dst.map((g) => [...g]); } });
-    } else if (isDataForwardJSON(v)) {
-      const json: DataForwardJSON = v;
-      found.push({ id: json.id, setRanks: (src, dst) => { json.src_sidecar_ranks = [...src]; json.dst_sidecar_ranks = dst.map((g) => [...g]); } });
-    } else if (Array.isArray(v)) {
-      v.forEach(visit);
-    } else if (Object.getPrototypeOf(v) === Object.prototype || Object.getPrototypeOf(v) === null) {
-      Object.values(v).forEach(visit);
-    }
-  };
-  visit(value);
+  visit(value, new Set(), found);
   return found;
+}
+
+/** findForwards' walk: a function of the module, not a closure made per call (see lib/wait.ts SteppedTimer). */
+function visit(v: unknown, seen: Set<object>, found: ForwardRef[]): void {
+  if (v === null || typeof v !== 'object' || seen.has(v)) return;
+  seen.add(v);
+  if (v instanceof DataForward) {
+    found.push({ id: v.id, setRanks: (src, dst) => { v.srcSidecarRanks = [...src]; v.dstSidecarRanks = dst.map((g) => [...g]); } });
+  } else if (isDataForwardJSON(v)) {
+    const json: DataForwardJSON = v;
+    found.push({ id: json.id, setRanks: (src, dst) => { json.src_sidecar_ranks = [...src]; json.dst_sidecar_ranks = dst.map((g) => [...g]); } });
+  } else if (Array.isArray(v)) {
+    for (const x of v) visit(x, seen, found);
+  } else if (Object.getPrototypeOf(v) === Object.prototype || Object.getPrototypeOf(v) === null) {
+    for (const x of Object.values(v)) visit(x, seen, found);
+  }
 }
 
 interface Production {

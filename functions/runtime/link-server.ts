@@ -94,7 +94,9 @@ class LinkConnection {
         this.invoke({
           deadline: h.deadline,
           carrier: h.trace ?? {},
-          body: (limit, tooLarge) => (body.length > limit ? Promise.reject(tooLarge()) : Promise.resolve(body)),
+          body(limit, tooLarge) {
+            return body.length > limit ? Promise.reject(tooLarge()) : Promise.resolve(body);
+          },
         }, reply);
         return;
       }

@@ -245,12 +245,14 @@ export function buildFunctionServer(options: FunctionServerOptions): FunctionSer
   }
 
   /** One invocation, from either hop: its span (when tracing), invoke(), and the error reply. */
+  /** An invocation's error: logged when it is ours (5xx), and sent as the reply (or cutting a started one). */
+  const fail = (out: InvokeReply, e: unknown) => {
+    if (toErrorBody(e).status >= 500) log.error({ err: e, appId }, 'invoke failed');
+    sendError(out, e);
+  };
+
   const serveInvoke: Invoker = (request, out) => {
-    const fail = (e: unknown) => {
-      if (toErrorBody(e).status >= 500) log.error({ err: e, appId }, 'invoke failed');
-      sendError(out, e);
-    };
-    if (!tracingOn()) return void invoke(request, out).catch(fail);
+    if (!tracingOn()) return void invoke(request, out).catch((e: unknown) => fail(out, e));
     const parent = propagation.extract(context.active(), request.carrier);
     const span = tracer().startSpan('function POST /invoke', { kind: SpanKind.SERVER, attributes: { 'cornserve.app_id': appId } }, parent);
     out.onClose(() => {
@@ -258,7 +260,7 @@ export function buildFunctionServer(options: FunctionServerOptions): FunctionSer
       if (out.status >= 500) span.setStatus({ code: SpanStatusCode.ERROR });
       span.end();
     });
-    context.with(trace.setSpan(parent, span), () => invoke(request, out).catch(fail));
+    context.with(trace.setSpan(parent, span), () => invoke(request, out).catch((e: unknown) => fail(out, e)));
   };
 
   function handle(req: IncomingMessage, res: ServerResponse): void {
