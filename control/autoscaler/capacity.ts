@@ -125,6 +125,9 @@ export function estimateCapacity(x: CapacityInputs, o: CapacityOptions = DEFAULT
 /** Weight of a new call in the live EWMAs: about the last 1/alpha calls count. */
 const LIVE_EWMA_ALPHA = 0.1;
 
+/** One EWMA step (a module function: foldLiveSample runs per executor call, and a closure made there costs more than the math). */
+const ewma = (old: number, x: number, alpha: number) => old + alpha * (x - old);
+
 /** Folds one completed call into an executor's live stats (the first call starts them). */
 export function foldLiveSample(
   prev: ExecutorLiveStats | undefined,
@@ -133,12 +136,11 @@ export function foldLiveSample(
   alpha = LIVE_EWMA_ALPHA,
 ): ExecutorLiveStats {
   if (!prev) return { ...sample, samples: 1, updatedAt: now };
-  const ewma = (old: number, x: number) => old + alpha * (x - old);
   return {
     executorId: sample.executorId,
     taskId: sample.taskId,
-    latencyMs: ewma(prev.latencyMs, sample.latencyMs),
-    concurrency: ewma(prev.concurrency, sample.concurrency),
+    latencyMs: ewma(prev.latencyMs, sample.latencyMs, alpha),
+    concurrency: ewma(prev.concurrency, sample.concurrency, alpha),
     samples: prev.samples + 1,
     updatedAt: now,
   };

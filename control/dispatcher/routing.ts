@@ -146,7 +146,7 @@ export class Router {
    * Leases an executor for every invocation of `graph`. All or nothing: when one invocation cannot be
    * routed, the leases already taken are released and the error is thrown.
    */
-  async routeGraph(graph: TaskGraph, options: RouteOptions = {}): Promise<Lease[]> {
+  routeGraph(graph: TaskGraph, options: RouteOptions = {}): Promise<Lease[]> {
     const byTask = new Map<string, number[]>();
     graph.invocations.forEach((inv, i) => {
       const id = taskIdOfCached(inv.task);
@@ -157,6 +157,11 @@ export class Router {
       const [taskId, invocations] = byTask.entries().next().value!;
       return this.routeTask(taskId, graph.invocations[0]!.task, invocations, options);
     }
+    return this.routeTasks(graph, byTask, options);
+  }
+
+  /** routeGraph for a graph of several tasks: each routed at once; all or nothing. */
+  private async routeTasks(graph: TaskGraph, byTask: Map<string, number[]>, options: RouteOptions): Promise<Lease[]> {
     const leases: Lease[] = [];
     const results = await Promise.allSettled(
       [...byTask].map(async ([taskId, invocations]) => {
