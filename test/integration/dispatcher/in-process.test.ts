@@ -66,6 +66,15 @@ test('a JSON graph gives the same outputs in process as through the dispatcher s
   t.deepEqual(local!.outputs, [{ echo: 'a' }, { echo: 'b' }]);
 });
 
+test('a recorded graph given as it is gives what its JSON gives, in process and through the service', async (t) => {
+  const graph = new TaskGraph([echo('a'), { task: streamTask, input: { text: 'x', chunks: 2 }, output: streamTask.makeRecordOutput() }]);
+  const recorded = await inProcess.dispatchRecorded(graph, { deadline: inFive() }).then(drained);
+  const event = await viaEvent.dispatch(graph.toJSON(), { deadline: inFive() }).then(drained);
+  t.deepEqual(recorded, event);
+  t.deepEqual(recorded.outputs, [{ echo: 'a' }, {}]);
+  t.is(recorded.lines.length, 2);
+});
+
 test('a streaming graph gives the same lines in process as through the dispatcher service', async (t) => {
   const graph = new TaskGraph([{ task: streamTask, input: { text: 'x', chunks: 3 }, output: streamTask.makeRecordOutput() }]).toJSON();
   const [event, local] = await Promise.all(both.map(([, d]) => d().dispatch(graph, { deadline: inFive() }).then(drained)));

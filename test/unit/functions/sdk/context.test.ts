@@ -13,7 +13,12 @@ import {
   ValidationError,
   runInRequestScope,
   unitTaskKey,
+  type DispatchOptions,
+  type GraphDispatcher,
+  type RecordedDispatchOptions,
+  type TaskGraph,
 } from '../../../../functions/sdk/index.js';
+import { Cut } from '../../../../lib/cut-signal.js';
 import { EchoTask, EncoderTask, type EchoInput } from '../../../../functions/tasks/index.js';
 import { FakeDispatcher } from '../../../helpers/fake-dispatcher.js';
 import { EchoEach, MODEL, composite } from '../fixtures.js';
@@ -303,3 +308,38 @@ test('aborting the call signal cancels a dispatch in progress', async (t) => {
   setImmediate(() => abort.abort());
   await t.throwsAsync(call, { instanceOf: DispatchError, message: /caller went away/ });
 });
+
+/** A dispatcher that takes recorded graphs (as the in-process one does); its JSON entry must not be used then. */
+function recordedOnly() {
+  const got: Array<{ graph: TaskGraph; options: RecordedDispatchOptions }> = [];
+  const dispatcher: GraphDispatcher = {
+    dispatch: (_graph, _options: DispatchOptions) => Promise.reject(new Error('the JSON entry was used')),
+    dispatchRecorded: async (graph, options) => {
+      got.push({ graph, options });
+      return { outputs: graph.invocations.map((inv) => ({ echo: (inv.input as EchoInput).text })) };
+    },
+  };
+  return { dispatcher, got };
+}
+
+test('call() hands a dispatcher that takes recorded graphs the graph itself and the request scope\'s cut as its signal', async (t) => {
+  const { dispatcher, got } = recordedOnly();
+  const cut = new Cut();
+  const out = await runInRequestScope({ dispatcher, cancel: cut, get signal() { return cut.abortSignal; } }, () => new EchoTask({}).call({ text: 'a' }));
+  t.deepEqual(out, { echo: 'a' });
+  t.is(got.length, 1);
+  t.deepEqual(got[0]!.graph.invocations.map((inv) => inv.input), [{ text: 'a' }]);
+  t.is(got[0]!.options.signal, cut);
+});
+
+test('a call signal beside the request scope\'s reaches a recorded-graph dispatcher joined with the scope\'s', async (t) => {
+  const { dispatcher, got } = recordedOnly();
+  const cut = new Cut();
+  const own = new AbortController();
+  await runInRequestScope({ dispatcher, cancel: cut, get signal() { return cut.abortSignal; } }, () => new EchoTask({}).call({ text: 'a' }, { signal: own.signal }));
+  const signal = got[0]!.options.signal!;
+  t.false(signal.aborted);
+  cut.abort(new Error('the client left'));
+  t.true(signal.aborted);
+});
+

@@ -24,6 +24,20 @@ test('a recorded graph with DataForwards and a stream output survives JSON -> fr
   t.deepEqual(TaskGraph.fromJSON(json).toJSON(), json);
 });
 
+test('forDispatch gives the graph fromJSON gives for its JSON, with objects of its own', async (t) => {
+  const recorded = TaskGraph.fromJSON(await recordMllm());
+  const graph = recorded.forDispatch();
+  t.deepEqual(graph.toJSON(), TaskGraph.fromJSON(recorded.toJSON()).toJSON());
+  t.deepEqual(graph.invocations.map((inv) => inv.task), recorded.invocations.map((inv) => inv.task));
+  // Wiring fills in ranks on the dispatched copy; the recorded graph keeps its own forwards untouched.
+  const produced = (graph.invocations[0]!.output as { embeddings: DataForward[] }).embeddings[0]!;
+  const original = (recorded.invocations[0]!.output as { embeddings: DataForward[] }).embeddings[0]!;
+  t.true(produced instanceof DataForward);
+  t.not(produced, original);
+  produced.srcSidecarRanks = [3];
+  t.is(original.srcSidecarRanks, null);
+});
+
 test('fromJSON rebuilds DataForwards as instances with the recorded ids', async (t) => {
   const json = await recordMllm();
   const graph = TaskGraph.fromJSON(json);
