@@ -176,6 +176,36 @@ test('a function that drops the link mid-stream ends the stream with an error li
   t.is(gw.failures.length, 0); // not a failure before the reply: the stream already started
 });
 
+test('an error reply that came whole in its head frame reaches the client with its status and code, its internal address redacted', async (t) => {
+  const { fake, gw } = await setupScripted();
+  const pending = fetch(`${gw.url}/x`, { method: 'POST', body: '{"request_data":{}}' });
+  const invoke = await fake.next('invoke');
+  const error = { error: { code: 'APP_ERROR', message: 'fetching http://127.0.0.1:9/secret failed' } };
+  fake.send({ t: 'head', id: invoke.id, status: 500, headers: { 'content-type': 'application/json', 'retry-after': '3' }, end: true }, JSON.stringify(error));
+  const res = await pending;
+  t.is(res.status, 500);
+  t.is(res.headers.get('retry-after'), '3');
+  const body = (await res.json()) as typeof error;
+  t.is(body.error.code, 'APP_ERROR');
+  t.false(body.error.message.includes('127.0.0.1'), body.error.message);
+});
+
+test('an NDJSON reply that came whole in its head frame is passed on line by line, its error line redacted', async (t) => {
+  const { fake, gw } = await setupScripted();
+  const pending = fetch(`${gw.url}/x`, { method: 'POST', body: '{"request_data":{}}' });
+  const invoke = await fake.next('invoke');
+  const lines = '{"n":1}\n{"n":2}\n{"error":{"code":"APP_ERROR","message":"at http://127.0.0.1:9/secret"}}\n';
+  fake.send({ t: 'head', id: invoke.id, status: 200, headers: { 'content-type': 'application/x-ndjson' }, end: true }, lines);
+  const res = await pending;
+  t.is(res.status, 200);
+  t.is(res.headers.get('content-type'), 'application/x-ndjson');
+  const got = (await res.text()).trim().split('\n');
+  t.deepEqual(got.slice(0, 2).map((l) => JSON.parse(l) as unknown), [{ n: 1 }, { n: 2 }]);
+  t.regex(got[2]!, /"code":"APP_ERROR"/);
+  t.false(got[2]!.includes('127.0.0.1'), got[2]);
+  t.is(got.length, 3);
+});
+
 test('frames for a request the gateway no longer waits for are ignored; other requests on the link go on', async (t) => {
   const { fake, gw } = await setupScripted(150);
   const late = await fetch(`${gw.url}/x`, { method: 'POST', body: '{"request_data":{}}' });
