@@ -25,7 +25,7 @@ import { deadlineTimer } from '../../lib/wait.js';
 import { httpRequest } from '../../lib/unix-url.js';
 import { GatewayDeadlineError } from './errors.js';
 import type { FunctionLink } from './function-link.js';
-import type { CutSignal } from './in-flight.js';
+import type { CutSignal } from '../../lib/cut-signal.js';
 
 export interface UpstreamOptions {
   /** http:// or http+unix:// (lib/unix-url.ts). */
