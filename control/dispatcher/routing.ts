@@ -128,10 +128,8 @@ export class Router {
     });
   }
 
-  /** The task's record and executor routes: from the cache when it has them, else read from the Store. */
-  private async read(taskId: string): Promise<{ record: UnitTaskRecord | undefined; routes: ExecutorRoute[]; hit?: true }> {
-    const hit = this.cached?.get(taskId);
-    if (hit) return { ...hit, hit: true };
+  /** The task's record and executor routes read from the Store, and cached when they may be (routeTask looks in the cache first). */
+  private async readStore(taskId: string): Promise<{ record: UnitTaskRecord | undefined; routes: ExecutorRoute[] }> {
     const changesBefore = this.changes;
     const record = await fromStore(`read unit task ${taskId}`, this.store.getTask(taskId));
     const routes = record && record.state === 'ready' ? await fromStore(`list executors of ${taskId}`, this.store.listExecutors(taskId)) : [];
@@ -178,15 +176,16 @@ export class Router {
 
   /** Leases one executor per invocation of one task, spreading them by outstanding count. */
   private async routeTask(taskId: string, task: UnitTask, invocations: number[], options: RouteOptions): Promise<Lease[]> {
-    const cached = this.cached?.get(taskId); // a hit needs no await (read() is async for the miss)
-    let { record, routes, hit } = cached ? { ...cached, hit: true as const } : await this.read(taskId);
+    const cached = this.cached?.get(taskId); // a hit needs no await
+    let hit = cached !== undefined;
+    let { record, routes } = cached ?? (await this.readStore(taskId));
     if (!record) throw new TaskNotDeployedError(taskId, task.name);
     if (record.state !== 'ready') throw new TaskNotReadyError(taskId, task.name, record.state);
     let ready = routes.filter((r) => r.state === 'ready');
     if (ready.length === 0 && (await this.scalesFromZero(taskId))) {
       routes = await this.hold(taskId, task, invocations.length, options.signal);
       ready = routes.filter((r) => r.state === 'ready');
-      hit = undefined;
+      hit = false;
     }
     // A cached route stands for the executor as of its last change notification: leased without a round trip.
     if (hit && this.reporter) return invocations.map((invocation) => this.reportedLease(invocation, taskId, this.pick(taskId, ready)!));

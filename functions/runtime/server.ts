@@ -244,13 +244,13 @@ export function buildFunctionServer(options: FunctionServerOptions): FunctionSer
     }
   }
 
-  /** One invocation, from either hop: its span (when tracing), invoke(), and the error reply. */
   /** An invocation's error: logged when it is ours (5xx), and sent as the reply (or cutting a started one). */
   const fail = (out: InvokeReply, e: unknown) => {
     if (toErrorBody(e).status >= 500) log.error({ err: e, appId }, 'invoke failed');
     sendError(out, e);
   };
 
+  /** One invocation, from either hop: its span (when tracing), invoke(), and the error reply. */
   const serveInvoke: Invoker = (request, out) => {
     if (!tracingOn()) return void invoke(request, out).catch((e: unknown) => fail(out, e));
     const parent = propagation.extract(context.active(), request.carrier);
