@@ -1,10 +1,10 @@
 /**
  * Where a transfer between two sidecars spends its CPU: the "between nodes" path of test/bench/sidecar.ts (producer
  * on node n0, consumer on n1, both clients in this process), with each process's CPU read from /proc around every
- * round. Prints, per round, GB/s and each process's busy share and CPU per MiB moved. Not part of `make bench`: the
+ * round (not a benchmark module: main.ts runs only the files directly in test/bench). Prints, per round, GB/s and each process's busy share and CPU per MiB moved. Not part of `make bench`: the
  * figures are for reading where the time goes (sidecar/ARCHITECTURE.md, "Performance"), not ratios to a baseline.
  *
- *   node --import tsx test/bench/sidecar-cpu.ts [--help]
+ *   node --import tsx test/bench/probes/sidecar-cpu.ts [--help]
  *
  * Environment: SIZE (bytes per transfer, default 1 MiB), INFLIGHT (default 4), COUNT (transfers per round, 3000),
  * ROUNDS (3), INPLACE=1 (send allocate()d tensors: no copy into shared memory), PIN (e.g. `bench:0,sc0:1,sc1:0`:
@@ -12,8 +12,8 @@
  */
 import { spawnSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
-import { tensor } from '../../sidecar/tensor.js';
-import { startSidecars } from '../helpers/sidecar.js';
+import { tensor } from '../../../sidecar/tensor.js';
+import { startSidecars } from '../../helpers/sidecar.js';
 
 if (process.argv.includes('--help')) {
   const doc = readFileSync(new URL(import.meta.url), 'utf8').split('*/')[0]!;
