@@ -1,8 +1,9 @@
 /**
  * Where a transfer between two sidecars spends its CPU: the "between nodes" path of test/bench/sidecar.ts (producer
  * on node n0, consumer on n1, both clients in this process), with each process's CPU read from /proc around every
- * round (not a benchmark module: main.ts runs only the files directly in test/bench). Prints, per round, GB/s and each process's busy share and CPU per MiB moved. Not part of `make bench`: the
- * figures are for reading where the time goes (sidecar/ARCHITECTURE.md, "Performance"), not ratios to a baseline.
+ * round. Prints, per round, GB/s and each process's busy share and CPU per MiB moved. A probe, not a benchmark
+ * module (`make bench` runs only the files directly in test/bench): its figures say where the time goes
+ * (sidecar/ARCHITECTURE.md, "Performance"), not a ratio to a baseline.
  *
  *   node --import tsx test/bench/probes/sidecar-cpu.ts [--help]
  *
