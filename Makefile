@@ -45,7 +45,7 @@ test: deps redis-server kubectl models typecheck
 
 # make run PORT=8080 DEVICES=4: another gateway port (when 8000 is taken) or number of virtual devices.
 PORT ?= 8000
-DEVICES ?= 10
+DEVICES ?= 12
 run: deps models
 	$(NODE) control/cli/main.ts up --apps functions/apps --devices $(DEVICES) --port $(PORT)
 

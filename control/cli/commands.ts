@@ -145,6 +145,9 @@ export async function scaleCommand(client: GatewayClient, task: string, n: strin
   if (!Number.isInteger(delta) || delta === 0) throw new CliError(`N must be a non-zero integer (+n adds devices, -n removes them), got ${n}`);
   const t = await client.scale(task, delta);
   io.out(`${t.task_id} (${t.name}) now has ${t.devices.length} device(s) and ${t.executors.length} executor(s)`);
+  if (t.executors.length === 0 && t.usage > 0) {
+    io.err(`warning: ${t.name} has no executor now: the ${t.usage} app(s) using it get 503 NO_EXECUTOR until \`cornserve scale ${t.task_id} 1\``);
+  }
 }
 
 /** `cornserve apply-plan FILE`: deploys a plan file (YAML or JSON, as `cornserve plan` writes it) on the running platform. */

@@ -167,7 +167,7 @@ program
 
 program
   .command('scale <task> <n>')
-  .description('add (+N) or remove (-N) devices of a unit task; removed executors are drained first; at zero executors its requests get 503 NO_EXECUTOR (Retry-After) until it is scaled up')
+  .description('add (+N) or remove (-N) devices of a unit task; removed executors are drained first; at zero executors the apps using it get 503 NO_EXECUTOR until it is scaled up again')
   .action((task: string, n: string) => scaleCommand(client(), task, n, io));
 
 program

@@ -7,7 +7,8 @@
  *  DEADLINE_INVALID   400  the `deadline` extension / x-cornserve-deadline header is not epoch milliseconds
  *  TASK_NOT_DEPLOYED  404  an invocation's unit task is not in the Store
  *  TASK_NOT_READY     409  the unit task exists but is deploying, tearing down or failed
- *  NO_EXECUTOR        503  the unit task is ready but none of its executors is (Retry-After: NO_EXECUTOR_RETRY_AFTER_S)
+ *  NO_EXECUTOR        503  the unit task is ready but none of its executors is (Retry-After: NO_EXECUTOR_RETRY_AFTER_S), or it
+ *                          has none at all, scaled to 0 with no autoscaling policy (no Retry-After: nothing starts one)
  *  TASK_FAILED        502  an executor call failed (connection lost, bad reply, stream broke); an executor's own
  *                          error reply keeps ITS code and, for input errors and 503/504, its status (TaskFailedError)
  *  DEADLINE_EXCEEDED  504  the graph's deadline passed before it finished
@@ -75,12 +76,19 @@ export class TaskNotReadyError extends DispatcherError {
 export const NO_EXECUTOR_RETRY_AFTER_S = 5;
 
 export class NoExecutorError extends DispatcherError {
-  constructor(readonly taskId: string, taskName: string, executors: number) {
+  /**
+   * `scaledToZero`: the task has no executor at all and no autoscaling policy (it was scaled to 0 by hand), so none
+   * comes back by itself: the message says how to bring one back, and there is no Retry-After to wait out.
+   */
+  constructor(readonly taskId: string, taskName: string, executors: number, scaledToZero = false) {
     super(
       'NO_EXECUTOR',
-      `unit task ${taskName} (${taskId}) has no ready executor (${executors} known, none ready); retry in ${NO_EXECUTOR_RETRY_AFTER_S} s`,
+      scaledToZero
+        ? `unit task ${taskName} (${taskId}) has no executor: it was scaled to 0 and no autoscaling policy starts one; ` +
+          `\`cornserve scale ${taskId} 1\` brings one back`
+        : `unit task ${taskName} (${taskId}) has no ready executor (${executors} known, none ready); retry in ${NO_EXECUTOR_RETRY_AFTER_S} s`,
       503,
-      { taskId, retryAfterS: NO_EXECUTOR_RETRY_AFTER_S },
+      scaledToZero ? { taskId, scaledToZero } : { taskId, retryAfterS: NO_EXECUTOR_RETRY_AFTER_S },
     );
   }
 }

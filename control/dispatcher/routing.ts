@@ -194,7 +194,7 @@ export class Router {
       for (const invocation of invocations) {
         for (;;) {
           const route = this.pick(taskId, ready);
-          if (!route) throw new NoExecutorError(taskId, task.name, routes.length);
+          if (!route) throw await this.noExecutor(taskId, task.name, routes.length);
           try {
             this.noteOutstanding(taskId, route, await fromStore(`lease executor ${route.executorId}`, this.store.adjustOutstanding(route.executorId, +1)));
           } catch (e) {
@@ -212,6 +212,21 @@ export class Router {
       throw e;
     }
     return leases;
+  }
+
+  /**
+   * The error for a task with no executor to lease. With none known at all and no autoscaling policy (scaled to 0 by
+   * hand, or autoscaling off), nothing will start one: the error says so instead of "retry". Executors restarting or
+   * starting are known (routes in state 'starting'), and a policy's autoscaler starts one.
+   */
+  private async noExecutor(taskId: string, taskName: string, known: number): Promise<NoExecutorError> {
+    if (known > 0) return new NoExecutorError(taskId, taskName, known);
+    try {
+      const record = await this.store.getAutoscale(taskId);
+      return new NoExecutorError(taskId, taskName, 0, !record?.policy);
+    } catch {
+      return new NoExecutorError(taskId, taskName, 0); // the error path: a Store failure keeps the plain answer
+    }
   }
 
   /** A task whose autoscaling policy allows zero executors: its invocations wait for one instead of a 503. */

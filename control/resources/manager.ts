@@ -338,7 +338,7 @@ export class ResourceManager implements ResourceManagerApi {
         return { m, groups, ready };
       }
       // Down to zero is allowed (the reference allows it): the task stays deployed and ready, and its invocations
-      // are answered 503 NO_EXECUTOR with Retry-After until it is scaled up again.
+      // are answered 503 NO_EXECUTOR, saying how to bring one back (control/dispatcher/errors.ts), until it is scaled up again.
       const executors = m.tm.executors().length;
       if (count > executors) throw new ScaleBelowMinimumError(taskId, executors, count);
       const freed = await m.tm.removeExecutors(count, { graceMs: this.opts.drainGraceMs });

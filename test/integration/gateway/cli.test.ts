@@ -136,6 +136,20 @@ test.serial('scale adds and removes devices', async (t) => {
   t.regex(downR.stdout, /now has 1 device\(s\)/);
 });
 
+test.serial('scaling a used task to zero warns on stderr, and its invocations say how to bring an executor back', async (t) => {
+  const [task] = await p.store.listTasks();
+  const downR = await cli(['scale', task!.taskId, '-1']);
+  t.is(downR.code, 0, downR.stderr);
+  t.regex(downR.stdout, /now has 0 device\(s\) and 0 executor\(s\)/);
+  t.regex(downR.stderr, new RegExp(`warning: .*no executor now.*cornserve scale ${task!.taskId} 1`));
+  const r = await cli(['invoke', 'echo', '{"text":"x"}']);
+  t.is(r.code, 1);
+  t.regex(r.stderr, new RegExp(`NO_EXECUTOR: .*scaled to 0 .*cornserve scale ${task!.taskId} 1`));
+  const upR = await cli(['scale', task!.taskId, '1']);
+  t.is(upR.code, 0, upR.stderr);
+  t.regex((await cli(['invoke', 'echo', '{"text":"back"}'])).stdout, /"echo": "back"/);
+});
+
 test.serial('without the admin token, register is refused with a clear message', async (t) => {
   const r = await cli(['register', ECHO_APP], { token: null });
   t.is(r.code, 1);
