@@ -8,7 +8,7 @@
  *  TASK_NOT_DEPLOYED  404  an invocation's unit task is not in the Store
  *  TASK_NOT_READY     409  the unit task exists but is deploying, tearing down or failed
  *  NO_EXECUTOR        503  the unit task is ready but none of its executors is (Retry-After: NO_EXECUTOR_RETRY_AFTER_S), or it
- *                          has none at all, scaled to 0 with no autoscaling policy (no Retry-After: nothing starts one)
+ *                          has none at all, scaled to 0 with no autoscaling policy (the message names `cornserve scale`)
  *  TASK_FAILED        502  an executor call failed (connection lost, bad reply, stream broke); an executor's own
  *                          error reply keeps ITS code and, for input errors and 503/504, its status (TaskFailedError)
  *  DEADLINE_EXCEEDED  504  the graph's deadline passed before it finished
@@ -78,7 +78,8 @@ export const NO_EXECUTOR_RETRY_AFTER_S = 5;
 export class NoExecutorError extends DispatcherError {
   /**
    * `scaledToZero`: the task has no executor at all and no autoscaling policy (it was scaled to 0 by hand), so none
-   * comes back by itself: the message says how to bring one back, and there is no Retry-After to wait out.
+   * comes back by itself: the message says so and names the command that brings one back. Retry-After stays (an
+   * operator's scale to zero is meant to be temporary, and a client retrying after it is served once it is undone).
    */
   constructor(readonly taskId: string, taskName: string, executors: number, scaledToZero = false) {
     super(
@@ -88,7 +89,7 @@ export class NoExecutorError extends DispatcherError {
           `\`cornserve scale ${taskId} 1\` brings one back`
         : `unit task ${taskName} (${taskId}) has no ready executor (${executors} known, none ready); retry in ${NO_EXECUTOR_RETRY_AFTER_S} s`,
       503,
-      scaledToZero ? { taskId, scaledToZero } : { taskId, retryAfterS: NO_EXECUTOR_RETRY_AFTER_S },
+      { taskId, retryAfterS: NO_EXECUTOR_RETRY_AFTER_S, ...(scaledToZero ? { scaledToZero } : {}) },
     );
   }
 }

@@ -216,7 +216,7 @@ export class Router {
 
   /**
    * The error for a task with no executor to lease. With none known at all and no autoscaling policy (scaled to 0 by
-   * hand, or autoscaling off), nothing will start one: the error says so instead of "retry". Executors restarting or
+   * hand, or autoscaling off), nothing will start one: the error says so and how to bring one back. Executors restarting or
    * starting are known (routes in state 'starting'), and a policy's autoscaler starts one.
    */
   private async noExecutor(taskId: string, taskName: string, known: number): Promise<NoExecutorError> {
