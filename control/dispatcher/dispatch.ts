@@ -25,6 +25,9 @@ import { guardStream } from './stream-guard.js';
 import { wireDataForwards } from './wiring.js';
 import { deadlineTimer, type DeadlineTimer } from '../../lib/wait.js';
 import { Cut } from '../../lib/cut-signal.js';
+import { logger } from '../../lib/log.js';
+
+const log = logger('dispatcher');
 
 export interface DispatchGraphOptions {
   /** Epoch ms; the whole graph (stream included) is cancelled when it passes. */
@@ -87,6 +90,8 @@ class GraphRun {
   private failure: Error | undefined;
   private readonly pending = new Set<number>();
   private sites: FailureSite[] = [];
+  /** A refused invocation was sent to another executor already (mayReroute: once per graph). */
+  private rerouted = false;
   /** Per invocation: its call's end (endOnce). */
   private readonly ends: (Promise<void> | undefined)[] = [];
   private readonly timer: DeadlineTimer;
@@ -151,7 +156,7 @@ class GraphRun {
     let leases: Lease[] = [];
     try {
       if (this.failure) throw this.failure;
-      leases = await (this.deps.router ?? routerFor(this.deps.store)).routeGraph(this.graph, { signal: this.abort });
+      leases = await this.router().routeGraph(this.graph, { signal: this.abort });
       if (this.failure) throw this.failure;
       this.sites = leases.map((l, i) => ({
         invocation: i,
@@ -229,11 +234,46 @@ class GraphRun {
       });
       return { output: result.output, stream };
     } catch (e) {
+      if (e instanceof TaskFailedError && e.notDelivered && this.mayReroute()) {
+        await done(e);
+        return this.reroute(i, descriptor, request, lease);
+      }
       const error = this.abort.aborted ? this.failure! : e instanceof TaskFailedError ? e : new TaskFailedError(site, describeFailure(e));
       this.fail(error);
       await done(error);
       throw error;
     }
+  }
+
+  private router(): Router {
+    return this.deps.router ?? routerFor(this.deps.store);
+  }
+
+  /**
+   * A graph of one invocation whose executor refused the connection may be sent once more, to another executor: the
+   * request never left (so it cannot run twice) and nothing else of the graph started (no DataForward was wired to
+   * the refused executor's sidecar ranks). That is an executor that died, e.g. killed, before its task manager took
+   * it out of the routes: its in-flight requests are lost, but the ones sent in that window need not be.
+   */
+  private mayReroute(): boolean {
+    return this.graph.invocations.length === 1 && !this.rerouted && !this.abort.aborted;
+  }
+
+  /** Leases another executor of the task than the one that refused (or fails with NO_EXECUTOR: 503, Retry-After) and calls it. */
+  private async reroute(i: number, descriptor: TaskDescriptor, request: ReturnType<TaskDescriptor['request']>, refused: Lease): Promise<InvocationResult> {
+    this.rerouted = true;
+    this.ends[i] = undefined; // the refused call ended; the next one ends on its own
+    let lease: Lease;
+    try {
+      [lease] = (await this.router().routeGraph(this.graph, { signal: this.abort, exclude: new Set([refused.route.executorId]) })) as [Lease];
+    } catch (e) {
+      const error = this.abort.aborted ? this.failure! : (e as Error);
+      this.fail(error);
+      throw error;
+    }
+    log.info({ task: this.sites[i]!.task, refused: refused.route.executorId, to: lease.route.executorId }, 'executor refused the connection: invocation sent to another one');
+    this.sites[i] = { ...this.sites[i]!, executorId: lease.route.executorId, url: lease.route.url };
+    return this.invoke(i, descriptor, request, lease);
   }
 
   /** endCall, once per invocation: later calls get the first one's promise. */

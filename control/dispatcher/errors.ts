@@ -140,7 +140,7 @@ export class TaskFailedError extends CornserveError {
   constructor(
     readonly site: FailureSite,
     what: string,
-    opts: { code?: string; status?: number; executorBody?: unknown; executorDetails?: unknown; internal?: string } = {},
+    opts: { code?: string; status?: number; executorBody?: unknown; executorDetails?: unknown; internal?: string; notDelivered?: boolean } = {},
   ) {
     const also = [site.executorId];
     super(
@@ -150,10 +150,16 @@ export class TaskFailedError extends CornserveError {
       { ...publicSite(site), ...(opts.executorDetails !== undefined ? { executorDetails: redactJson(opts.executorDetails, also) } : {}) },
     );
     this.executorBody = opts.executorBody;
+    this.notDelivered = opts.notDelivered ?? false;
     this.internal = `invocation ${site.invocation} (${site.task}) on executor ${site.executorId} at ${site.url}: ${opts.internal ?? what}`;
   }
   /** The full story with the executor's id and address, for logs and spans only. */
   readonly internal: string;
+  /**
+   * The request never reached the executor (its connection was refused: the process is gone, e.g. killed and not yet
+   * seen by its task manager), so sending it to another executor cannot run it twice.
+   */
+  readonly notDelivered: boolean;
 }
 
 export class DeadlineExceededError extends DispatcherError {

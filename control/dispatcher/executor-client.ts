@@ -57,6 +57,15 @@ export function describeFailure(e: unknown): string {
   return cause ? `${err.message ?? 'error'} (${cause})` : (err?.message ?? String(e));
 }
 
+/**
+ * A failure to open the connection (nothing was sent): refused (no process listens on the port or socket any more), a
+ * unix socket that is gone, or a connect timeout. A failure on an open connection may have delivered the request.
+ */
+export function refusedToConnect(e: unknown): boolean {
+  const code = (e as { code?: unknown } | null)?.code;
+  return code === 'ECONNREFUSED' || code === 'ENOENT' || code === 'UND_ERR_CONNECT_TIMEOUT';
+}
+
 /** An executor's status line and headers. */
 interface ReplyHead {
   statusCode: number;
@@ -283,7 +292,10 @@ export async function callExecutor(call: ExecutorCall): Promise<Response> {
     res = await post(url, call);
   } catch (e) {
     if (call.signal.aborted) throw call.signal.reason;
-    throw new TaskFailedError(call.site, `its executor could not be reached: ${describeFailure(e)}`, { internal: `request to ${url.href} failed: ${describeFailure(e)}` });
+    throw new TaskFailedError(call.site, `its executor could not be reached: ${describeFailure(e)}`, {
+      internal: `request to ${url.href} failed: ${describeFailure(e)}`,
+      notDelivered: refusedToConnect(e),
+    });
   }
   const status = res.statusCode;
   if (status >= 200 && status < 300) {

@@ -69,6 +69,8 @@ export interface RouterOptions {
 /** How a graph's routing may wait: until the abort (the graph's deadline or its caller) for an executor from zero. */
 export interface RouteOptions {
   signal?: CutSignal;
+  /** Executors not to lease (ones that just refused a connection, before their task manager has seen them go). */
+  exclude?: ReadonlySet<string>;
 }
 
 /** How often a held invocation looks for a ready executor besides the route change notifications. */
@@ -181,10 +183,10 @@ export class Router {
     let { record, routes } = cached ?? (await this.readStore(taskId));
     if (!record) throw new TaskNotDeployedError(taskId, task.name);
     if (record.state !== 'ready') throw new TaskNotReadyError(taskId, task.name, record.state);
-    let ready = routes.filter((r) => r.state === 'ready');
+    let ready = routes.filter((r) => r.state === 'ready' && !options.exclude?.has(r.executorId));
     if (ready.length === 0 && (await this.scalesFromZero(taskId))) {
       routes = await this.hold(taskId, task, invocations.length, options.signal);
-      ready = routes.filter((r) => r.state === 'ready');
+      ready = routes.filter((r) => r.state === 'ready' && !options.exclude?.has(r.executorId));
       hit = false;
     }
     // A cached route stands for the executor as of its last change notification: leased without a round trip.

@@ -92,6 +92,25 @@ test.serial('an executor that cannot be reached fails the graph with one TASK_FA
   t.true(await allZero(store));
 });
 
+test.serial('a one-invocation graph whose executor refuses the connection is sent to another ready executor, and both leases are released', async (t) => {
+  const store = new MemoryStore();
+  const one = echo(0, 'rerouted');
+  // The dead executor looks idler, so it is leased first.
+  await deployTask(store, one.task, [{ url: await closedPortUrl(), executorId: 'dead', outstanding: 0 }, { url: shared[0]!.url, executorId: 'alive', outstanding: 3 }]);
+  const result = await dispatchGraph(new TaskGraph([one]), { deadline: inFive() }, { store });
+  t.deepEqual(result, { outputs: [{ echo: 'rerouted' }] });
+  t.deepEqual(await outstandingByExecutor(store), { dead: 0, alive: 3 });
+});
+
+test('a one-invocation graph whose only executor refuses the connection is a 503 NO_EXECUTOR with Retry-After, not a 502', async (t) => {
+  const store = new MemoryStore();
+  const one = echo(0, 'nowhere');
+  const { routes } = await deployTask(store, one.task, [{ url: await closedPortUrl(), executorId: 'dead' }]);
+  const err = await t.throwsAsync<DispatcherError>(dispatchGraph(new TaskGraph([one]), { deadline: inFive() }, { store }));
+  t.like(err, { code: 'NO_EXECUTOR', status: 503, details: { taskId: routes[0]!.taskId, retryAfterS: 5 } });
+  t.deepEqual(await outstandingByExecutor(store), { dead: 0 });
+});
+
 test.serial('an executor killed mid-request fails the graph naming it and the other executor call is aborted', async (t) => {
   const victim = await startEchoExecutor();
   t.teardown(() => victim.stop());

@@ -1,7 +1,7 @@
 /**
  * callExecutor against a real node:http server in this process: the buffered JSON reply, a streamed reply read
  * slower than it is written (back-pressure pauses the connection, nothing is lost), a reply with no body, an abort
- * while a reply streams, and an executor's own error.
+ * while a reply streams, an executor's own error, and which failures to connect mark the request not delivered.
  */
 import test from 'ava';
 import { once } from 'node:events';
@@ -99,4 +99,26 @@ test('an executor\'s own error keeps its code and message', async (t) => {
   const err = await t.throwsAsync(call(url), { instanceOf: TaskFailedError });
   t.is(err!.code, 'model_input_corrupt');
   t.regex(err!.message, /image cannot be decoded/);
+});
+
+test('a refused connection is a TASK_FAILED marked not delivered (the request never left)', async (t) => {
+  const closed = createServer();
+  closed.listen(0, '127.0.0.1');
+  await once(closed, 'listening');
+  const deadUrl = `http://127.0.0.1:${(closed.address() as { port: number }).port}`;
+  closed.close();
+  await once(closed, 'close');
+  const err = await t.throwsAsync(call(deadUrl));
+  t.true(err instanceof TaskFailedError && err.notDelivered, err?.message);
+  t.regex(err!.message, /could not be reached: .*ECONNREFUSED/);
+});
+
+test('a connection dropped after the request was read is not marked undelivered (the executor may have run it)', async (t) => {
+  const url = await executor(t, (req) => {
+    req.resume();
+    req.on('end', () => req.socket.destroy());
+  });
+  const err = await t.throwsAsync(call(url));
+  t.true(err instanceof TaskFailedError);
+  t.false((err as TaskFailedError).notDelivered);
 });
