@@ -292,10 +292,10 @@ export async function callExecutor(call: ExecutorCall): Promise<Response> {
     res = await post(url, call);
   } catch (e) {
     if (call.signal.aborted) throw call.signal.reason;
-    throw new TaskFailedError(call.site, `its executor could not be reached: ${describeFailure(e)}`, {
-      internal: `request to ${url.href} failed: ${describeFailure(e)}`,
-      notDelivered: refusedToConnect(e),
-    });
+    const notDelivered = refusedToConnect(e);
+    // Refused: the request never left. Otherwise it may have reached the executor, which then went away before answering.
+    const what = notDelivered ? 'its executor could not be reached' : 'its executor\'s connection broke before it answered';
+    throw new TaskFailedError(call.site, `${what}: ${describeFailure(e)}`, { internal: `request to ${url.href} failed: ${describeFailure(e)}`, notDelivered });
   }
   const status = res.statusCode;
   if (status >= 200 && status < 300) {

@@ -124,6 +124,7 @@ test.serial('an executor killed mid-request fails the graph naming it and the ot
   await victim!.kill('SIGKILL');
   const err = await t.throwsAsync<DispatcherError>(pending);
   t.like(err, { code: 'TASK_FAILED', details: { task: 'echo-30000ms' } });
+  t.regex(err!.message, /connection broke before it answered/);
   await waitUntil('the surviving call to be aborted', async () => (await survivor!.info()).inFlight === 0);
   t.true(await allZero(store));
 });

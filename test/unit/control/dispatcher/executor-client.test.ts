@@ -121,4 +121,5 @@ test('a connection dropped after the request was read is not marked undelivered 
   const err = await t.throwsAsync(call(url));
   t.true(err instanceof TaskFailedError);
   t.false((err as TaskFailedError).notDelivered);
+  t.regex(err!.message, /connection broke before it answered/);
 });
