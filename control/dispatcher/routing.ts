@@ -18,7 +18,7 @@
  * reported likewise. So a graph over cached routes makes no store round trip at all, while the Store's counts stay
  * this process's true counts, a few ms late (the autoscaler and the other processes' routers read them). Where there
  * is a choice (two or more ready executors, read fresh) the +1 is still awaited: its count steers the next pick.
- * With any store, whether a task with no ready executor may scale from zero (its policy's min 0) is kept per task,
+ * With any store, what a task with no ready executor's autoscaling policy says (may it scale from zero; has it one at all) is kept per task,
  * dropped on each `autoscale` change notification of it (and read again after MIN_ZERO_MAX_AGE_MS regardless).
  */
 import type { CutSignal, TaskGraph, UnitTask } from '../../functions/sdk/index.js';
@@ -102,8 +102,8 @@ export class Router {
   /** taskId -> callbacks of held invocations, run on each of its route changes */
   private readonly routeWaiters = new Map<string, Set<() => void>>();
   private watchingRoutes = false;
-  /** taskId -> whether its policy allows zero executors, read at `at`; dropped on each `autoscale` change of the task */
-  private readonly minZero = new Map<string, { zero: boolean; at: number }>();
+  /** taskId -> autoscaleOf's answer (from zero? any policy?), read at `at`; dropped on each `autoscale` change of the task */
+  private readonly autoscaleCache = new Map<string, AutoscaleAnswer>();
   /** Counts `autoscale` notifications (a read that saw one arrive is not kept); undefined until subscribed. */
   private autoscaleChanges: number | undefined;
   private autoscaleWatchReady = false;
@@ -184,7 +184,9 @@ export class Router {
     if (!record) throw new TaskNotDeployedError(taskId, task.name);
     if (record.state !== 'ready') throw new TaskNotReadyError(taskId, task.name, record.state);
     let ready = routes.filter((r) => r.state === 'ready' && !options.exclude?.has(r.executorId));
-    if (ready.length === 0 && (await this.scalesFromZero(taskId))) {
+    // Read only when no executor is ready: whether one may start from zero, and (for the error) whether any will.
+    const autoscale = ready.length === 0 ? await this.autoscaleOf(taskId) : undefined;
+    if (autoscale?.fromZero) {
       routes = await this.hold(taskId, task, invocations.length, options.signal);
       ready = routes.filter((r) => r.state === 'ready' && !options.exclude?.has(r.executorId));
       hit = false;
@@ -196,7 +198,7 @@ export class Router {
       for (const invocation of invocations) {
         for (;;) {
           const route = this.pick(taskId, ready);
-          if (!route) throw await this.noExecutor(taskId, task.name, routes.length);
+          if (!route) throw new NoExecutorError(taskId, task.name, routes.length, routes.length === 0 && autoscale?.policy === false);
           try {
             this.noteOutstanding(taskId, route, await fromStore(`lease executor ${route.executorId}`, this.store.adjustOutstanding(route.executorId, +1)));
           } catch (e) {
@@ -217,30 +219,19 @@ export class Router {
   }
 
   /**
-   * The error for a task with no executor to lease. With none known at all and no autoscaling policy (scaled to 0 by
-   * hand, or autoscaling off), nothing will start one: the error says so and how to bring one back. Executors restarting or
-   * starting are known (routes in state 'starting'), and a policy's autoscaler starts one.
+   * What routing needs of a task's autoscaling policy when none of its executors is ready: `fromZero`, its minimum is 0
+   * (its invocations wait for an executor instead of a 503); `policy`, it has one at all (without one — scaled to 0 by
+   * hand, or autoscaling off — no executor starts by itself, and NO_EXECUTOR says how to bring one back).
    */
-  private async noExecutor(taskId: string, taskName: string, known: number): Promise<NoExecutorError> {
-    if (known > 0) return new NoExecutorError(taskId, taskName, known);
-    try {
-      const record = await this.store.getAutoscale(taskId);
-      return new NoExecutorError(taskId, taskName, 0, !record?.policy);
-    } catch {
-      return new NoExecutorError(taskId, taskName, 0); // the error path: a Store failure keeps the plain answer
-    }
-  }
-
-  /** A task whose autoscaling policy allows zero executors: its invocations wait for one instead of a 503. */
-  private async scalesFromZero(taskId: string): Promise<boolean> {
-    const hit = this.minZero.get(taskId);
-    if (hit && Date.now() - hit.at < MIN_ZERO_MAX_AGE_MS) return hit.zero;
+  private async autoscaleOf(taskId: string): Promise<AutoscaleAnswer> {
+    const hit = this.autoscaleCache.get(taskId);
+    if (hit && Date.now() - hit.at < MIN_ZERO_MAX_AGE_MS) return hit;
     const before = this.watchAutoscale();
     const record = await fromStore(`read the autoscaling policy of ${taskId}`, this.store.getAutoscale(taskId));
-    const zero = record?.policy?.min === 0;
+    const answer = { fromZero: record?.policy?.min === 0, policy: record?.policy !== undefined, at: Date.now() };
     // Kept only when the change notifications are live and none arrived during the read (it may predate it).
-    if (this.autoscaleWatchReady && this.autoscaleChanges === before) this.minZero.set(taskId, { zero, at: Date.now() });
-    return zero;
+    if (this.autoscaleWatchReady && this.autoscaleChanges === before) this.autoscaleCache.set(taskId, answer);
+    return answer;
   }
 
   /** Subscribes (once) to `autoscale` changes, which drop the task's cached answer; returns the change count now. */
@@ -249,7 +240,7 @@ export class Router {
       this.autoscaleChanges = 0;
       this.store.subscribe((change) => {
         if (change.kind !== 'autoscale') return;
-        this.minZero.delete(change.id);
+        this.autoscaleCache.delete(change.id);
         this.autoscaleChanges!++;
       });
       this.store.subscriptionReady().then(
@@ -376,6 +367,13 @@ export class Router {
       },
     );
   }
+}
+
+/** autoscaleOf's answer, with when it was read. */
+interface AutoscaleAnswer {
+  fromZero: boolean;
+  policy: boolean;
+  at: number;
 }
 
 const routers = new WeakMap<DispatchStore, Router>();
