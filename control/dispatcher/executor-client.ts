@@ -61,7 +61,7 @@ export function describeFailure(e: unknown): string {
  * A failure to open the connection (nothing was sent): refused (no process listens on the port or socket any more), a
  * unix socket that is gone, or a connect timeout. A failure on an open connection may have delivered the request.
  */
-export function refusedToConnect(e: unknown): boolean {
+function refusedToConnect(e: unknown): boolean {
   const code = (e as { code?: unknown } | null)?.code;
   return code === 'ECONNREFUSED' || code === 'ENOENT' || code === 'UND_ERR_CONNECT_TIMEOUT';
 }

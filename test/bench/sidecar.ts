@@ -66,7 +66,7 @@ const sourcesOf = (size: number): Tensor[] => poolFor('tensors', size).map((b) =
  * GB/s of `count` transfers of `size` bytes from `prod` to `cons`, as two executors do it: the producer keeps
  * `inflight` sends going (rotating source tensors) and the consumer keeps `inflight` recv → markDone going.
  */
-async function sidecarThroughput(prod: SidecarClient, cons: SidecarClient, size: number, count: number, inflight: number, tag: string, inPlace = false): Promise<number> {
+export async function sidecarThroughput(prod: SidecarClient, cons: SidecarClient, size: number, count: number, inflight: number, tag: string, inPlace = false): Promise<number> {
   const sources = sourcesOf(size);
   // In place: each tensor is shared memory from allocate(), as a model's output written there is (the bench writes
   // nothing into it, as the raw TCP baseline's bytes already sit in its sender's memory); else rotating sources, copied.
@@ -217,7 +217,7 @@ function ledgerOpsPerSecond(n: number): { ledger: number; map: number; tombstone
 }
 
 /** 16 MiB of 4 KiB slots + 384 MiB of 256 KiB slots per node. */
-const BENCH_SLABS = [{ slotBytes: 4096, slots: 4096 }, { slotBytes: 256 * KiB, slots: 1536 }];
+export const BENCH_SLABS = [{ slotBytes: 4096, slots: 4096 }, { slotBytes: 256 * KiB, slots: 1536 }];
 
 /**
  * The same transfers through sidecars that find each other through a Redis store and through sidecars with fixed

@@ -13,8 +13,8 @@
  */
 import { spawnSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
-import { tensor } from '../../../sidecar/tensor.js';
 import { startSidecars } from '../../helpers/sidecar.js';
+import { BENCH_SLABS, sidecarThroughput } from '../sidecar.js';
 
 if (process.argv.includes('--help')) {
   const doc = readFileSync(new URL(import.meta.url), 'utf8').split('*/')[0]!;
@@ -34,35 +34,12 @@ function cpuTicks(pid: number): { user: number; sys: number } {
   return { user: Number(fields[11]), sys: Number(fields[12]) };
 }
 
-const cluster = await startSidecars({ nodes: [[0, 1], [2]], slabs: [{ slotBytes: 4096, slots: 4096 }, { slotBytes: 256 * 1024, slots: 1536 }] });
+const cluster = await startSidecars({ nodes: [[0, 1], [2]], slabs: BENCH_SLABS });
 try {
   const prod = await cluster.client(0);
   const cons = await cluster.client(2);
-  // Rotating sources over 96 MiB, as the bench's: the copy into shared memory reads memory out of the CPU cache.
-  const sources = Array.from({ length: Math.max(2, Math.ceil(96 * MiB / SIZE)) }, (_, i) => tensor('u8', [SIZE], Buffer.alloc(SIZE, i + 1)));
-
-  /** GB/s of `count` transfers, INFLIGHT sends and INFLIGHT recv → markDone going at once. */
-  async function transfer(count: number, tag: string): Promise<number> {
-    let sent = 0, received = 0;
-    const lanes = (step: () => Promise<void>) => Promise.all(Array.from({ length: INFLIGHT }, step));
-    const start = process.hrtime.bigint();
-    await Promise.all([
-      lanes(async () => {
-        while (sent < count) {
-          const i = sent++;
-          await prod.send(IN_PLACE ? await prod.allocate('u8', [SIZE]) : sources[i % sources.length]!, `${tag}-${i}`, [[cons.rank]]);
-        }
-      }),
-      lanes(async () => {
-        while (received < count) {
-          const i = received++;
-          await cons.recv(`${tag}-${i}`);
-          await cons.markDone(`${tag}-${i}`);
-        }
-      }),
-    ]);
-    return SIZE * count / Number(process.hrtime.bigint() - start);
-  }
+  // The bench's own transfer loop (rotating sources over 96 MiB, or allocate()d tensors): the same work it measures.
+  const transfer = (count: number, tag: string) => sidecarThroughput(prod, cons, SIZE, count, INFLIGHT, tag, IN_PLACE);
 
   await transfer(COUNT, 'warm'); // JIT warm-up of the clients and both sidecars
   const procs = { bench: process.pid, sc0: cluster.nodes[0]!.pid()!, sc1: cluster.nodes[1]!.pid()! };
