@@ -22,7 +22,8 @@ test('`cornserve up --apps functions/apps` prints how to call each app, serves i
   let stderr = '';
   child.stderr!.on('data', (d: Buffer) => (stderr += d.toString()));
   const exited = new Promise<number | null>((r) => child!.once('exit', (code) => r(code)));
-  await waitUntil('up printed the echo usage', () => /cornserve invoke echo/.test(stdout), { timeoutMs: 240_000 }).catch((e: Error) => {
+  // The whole echo block (its last line): stdout comes in pieces, and the first line of the block may arrive alone.
+  await waitUntil('up printed the echo usage', () => /cornserve invoke echo '\{"text":"hello","chunks":1\}'/.test(stdout), { timeoutMs: 240_000 }).catch((e: Error) => {
     throw new Error(`${e.message}\nstdout: ${stdout}\nstderr: ${stderr.slice(-3000)}`);
   });
 
