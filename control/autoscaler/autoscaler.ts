@@ -10,7 +10,9 @@
  *   executors needed x = max(demand ÷ capacity per executor, in-flight ÷ target in-flight per executor)
  *     over a stable window (default 60 s) and a panic window (default 6 s); with a measured capacity (profile or
  *     live service times) x = demand ÷ capacity alone (see need() for why); either way, requests the executors
- *     report queued past their concurrency add the executors that would drain them within 5 s.
+ *     report queued past their concurrency add the executors that would drain them within 5 s;
+ *   in-flight counts at most the invocations sent to the task over the stable window (a reading above that is not
+ *     load of ours, e.g. a profiler's routing weight, and is named in the reason, never acted on).
  * Panic (KPA): entered when the panic window needs ≥ panicThreshold (2) × the current executors; while in
  * panic (until a stable window without the condition) the count only rises, to ceil(x_panic).
  * Otherwise the count follows max(ceil(x_stable), ceil(x over the panic window)) upwards at once (a rise below the
@@ -94,6 +96,8 @@ interface TaskSample {
   windowMs: number;
   arrivalRps: number;
   inFlight: number;
+  /** In flight reported beyond every invocation sent over the stable window: not counted (see observe()). */
+  unsent: number;
   held: number;
   queueDepth: number;
 }
@@ -108,6 +112,8 @@ interface WindowStats {
   arrivalRps: number;
   inFlight: number;
   held: number;
+  /** In flight reported beyond what was sent, at the window's last sample (not counted in inFlight). */
+  unsent: number;
   /** Requests waiting in the task's executors past their concurrency (their own report), at the window's last sample. */
   queued: number;
   appDemandRps: number;
@@ -140,12 +146,22 @@ export class Autoscaler {
   /** Adds load samples (each covers `windowMs` ending at `at`). Samples older than the stable window are dropped. */
   observe(tasks: TaskLoad[], apps: AppLoad[]): void {
     for (const l of tasks) {
-      push(this.taskSamples, l.taskId, { at: l.at, windowMs: l.windowMs, arrivalRps: l.arrivalRps, inFlight: l.inFlight, held: l.held, queueDepth: l.queueDepth ?? 0 });
+      // In flight cannot exceed what was sent to the task: a reading above every invocation sent over the stable window
+      // (held ones included) is no load of ours — a count left behind, a routing weight — and must drive no decision.
+      const sent = this.sentWithin(l.taskId, l.at) + (l.arrivalRps * l.windowMs) / 1000;
+      const inFlight = Math.min(l.inFlight, Math.max(sent, l.held));
+      push(this.taskSamples, l.taskId, { at: l.at, windowMs: l.windowMs, arrivalRps: l.arrivalRps, inFlight, unsent: l.inFlight - inFlight, held: l.held, queueDepth: l.queueDepth ?? 0 });
     }
     for (const a of apps) {
       push(this.appSamples, a.appId, { at: a.at, windowMs: a.windowMs, requestRps: a.requestRps });
       if (Object.keys(a.invocationsPerRequest).length > 0) this.graphs.set(a.appId, { ...a.invocationsPerRequest });
     }
+  }
+
+  /** Invocations that arrived at the task over the stable window ending at `at` (before this sample). */
+  private sentWithin(taskId: string, at: number): number {
+    const from = at - this.options.stableWindowMs;
+    return (this.taskSamples.get(taskId) ?? []).filter((s) => s.at > from && s.at < at).reduce((a, s) => a + (s.arrivalRps * s.windowMs) / 1000, 0);
   }
 
   /** The service time (ms) Little's law gives over the stable window, or the last one known. */
@@ -200,6 +216,7 @@ export class Autoscaler {
       `demand ${fmt(Math.max(w.arrivalRps, w.appDemandRps))} req/s` +
       (w.appDemandRps > w.arrivalRps + EPS ? ` (from app rates × invocations per request)` : '') +
       `, in-flight ${fmt(w.inFlight)}` +
+      (w.unsent > 0 ? ` (${fmt(w.unsent)} more reported than were sent in ${o.stableWindowMs / 1000} s: not counted)` : '') +
       (w.queued > 0 ? `, ${fmt(w.queued)} queued at the executors` : '') +
       (capacity ? `, ${fmt(capacity.perExecutorRps)} req/s per executor (${capacity.source})` : '') +
       ` over ${over} → ${fmt(x)} executors`;
@@ -290,7 +307,7 @@ export class Autoscaler {
     }
     const appCount = [...this.graphs.keys()].reduce((a, app) => a + (this.appSamples.get(app) ?? []).filter((s) => s.at > from && s.at <= now).length, 0);
     const last = samples[samples.length - 1];
-    return { arrivalRps, inFlight: mean((s) => s.inFlight), held: last?.held ?? 0, queued: last?.queueDepth ?? 0, appDemandRps, samples: samples.length + appCount };
+    return { arrivalRps, inFlight: mean((s) => s.inFlight), held: last?.held ?? 0, unsent: last?.unsent ?? 0, queued: last?.queueDepth ?? 0, appDemandRps, samples: samples.length + appCount };
   }
 
   /** The times of the samples (task and app) that fall in the stable window. */

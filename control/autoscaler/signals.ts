@@ -6,7 +6,8 @@
  *   - task invocations in each app's graphs       `inv:<appId>:<taskId>:<second>` (the dispatcher sees the app id
  *                                                 in the CloudEvent source)
  * and one counter of invocations held by dispatchers for a task with no executor, `held:<taskId>`.
- * In-flight per task is the sum of its routes' `outstanding` (already counted atomically by every dispatcher).
+ * In-flight per task is the sum of its routes' `outstanding` (already counted atomically by every dispatcher), less
+ * the profiler's routing weight on an executor being profiled.
  *
  * Recorders batch in memory and flush every `flushMs` (one Store call per flush, off the request path);
  * LoadReader turns the complete seconds since its last read into TaskLoad / AppLoad for the autoscaler.
@@ -14,6 +15,7 @@
 import { logger } from '../../lib/log.js';
 import type { ExecutorRoute, Store } from '../store/types.js';
 import type { AppLoad, TaskLoad } from './types.js';
+import { routedOutstanding } from '../taskmanager/profiler-run.js';
 
 const log = logger('autoscaler');
 
@@ -125,7 +127,7 @@ export class LoadReader {
     const tasks: TaskLoad[] = taskIds.map((taskId) => {
       const held = Math.max(0, values[i++]!);
       const arrivals = sum();
-      const inFlight = routes.filter((r) => r.taskId === taskId).reduce((a, r) => a + Math.max(0, r.outstanding), 0);
+      const inFlight = routes.filter((r) => r.taskId === taskId).reduce((a, r) => a + Math.max(0, routedOutstanding(r.outstanding)), 0); // a profile's load is no demand
       return { taskId, at: now, windowMs, arrivalRps: windowMs > 0 ? arrivals / (windowMs / 1000) : 0, inFlight: inFlight + held, held };
     });
     const appLoads: AppLoad[] = apps.map((app) => {

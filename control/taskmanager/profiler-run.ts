@@ -20,6 +20,11 @@ import { TaskNotReadyError } from '../resources/errors.js';
 /** Added to the profiled executor's outstanding count for the length of the run. */
 export const PROFILING_WEIGHT = 1000;
 
+/** An executor's outstanding count without the profiler's weight: the requests routed to it (what load readers count). */
+export function routedOutstanding(outstanding: number): number {
+  return outstanding >= PROFILING_WEIGHT ? outstanding - PROFILING_WEIGHT : outstanding;
+}
+
 export interface ProfileRunResult {
   taskId: string;
   executorId: string;

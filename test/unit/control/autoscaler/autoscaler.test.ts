@@ -200,3 +200,22 @@ test('with a measured capacity, requests queued at the executors add the executo
   for (let at = 2_000; at <= 62_000; at += 2_000) plain.observe([load('echo', at, 20, 49)], []);
   t.is(plain.decide(62_000, [{ taskId: 'echo', executors: 2, policy }])[0]!.to, 2);
 });
+
+test('an in-flight reading far above every invocation sent drives no decision, and the reason says so', (t) => {
+  const scaler = new Autoscaler({}, () => undefined);
+  const counts = new Map([['echo', 1]]);
+  // Nothing sent for 20 s, yet 1000 reported in flight (a routing weight, not requests).
+  const decisions = run(scaler, counts, { min: 1, max: 3, target: 2 }, 2_000, 20_000, (now) => ({ tasks: [load('echo', now, 0, 1000)], apps: [] }));
+  t.deepEqual(decisions, []);
+  const [w] = scaler.decide(20_000, [{ taskId: 'echo', executors: 1, policy: { min: 1, max: 3, target: 2 } }]);
+  t.regex(w!.reason, /1000 more reported than were sent in 60 s: not counted/);
+});
+
+test('in flight up to what was sent still counts when no capacity is known', (t) => {
+  const scaler = new Autoscaler({}, () => undefined);
+  const counts = new Map([['echo', 1]]);
+  // 3 req/s for 10 s (30 sent), 12 of them in flight at the target of 2: six executors.
+  const decisions = run(scaler, counts, { min: 1, max: 8, target: 2 }, 2_000, 10_000, (now) => ({ tasks: [load('echo', now, 3, 12)], apps: [] }));
+  t.is(counts.get('echo'), 6);
+  t.true(decisions.length > 0);
+});

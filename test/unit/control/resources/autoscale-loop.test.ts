@@ -7,11 +7,12 @@ import { RedisStore } from '../../../../control/store/redis.js';
 import { MemoryStore } from '../../../../control/store/memory.js';
 import type { Store } from '../../../../control/store/types.js';
 import { AutoscaleLoop, type AutoscaleTarget } from '../../../../control/resources/autoscale-loop.js';
-import { counterNames, COUNTER_TTL_MS } from '../../../../control/autoscaler/signals.js';
+import { counterNames, COUNTER_TTL_MS, LoadReader } from '../../../../control/autoscaler/signals.js';
+import { PROFILING_WEIGHT } from '../../../../control/taskmanager/profiler-run.js';
 import { waitUntil } from '../../../../lib/wait.js';
 import { uniquePrefix } from '../../../helpers/ids.js';
 import { startRedis, type RedisServer } from '../../../helpers/redis.js';
-import { sampleTask } from '../../../helpers/store-records.js';
+import { sampleRoute, sampleTask } from '../../../helpers/store-records.js';
 
 /** Tasks with executor counts; scaleExecutors changes the count, or fails for the ids in `failing`. */
 function fakeTarget(counts: Record<string, number>, failing = new Set<string>()) {
@@ -172,4 +173,29 @@ test('a task still starting executors gets more at once when the next tick sees 
   release();
   await loop.stop();
   t.is((await store.getAutoscale(a!))!.desired, 3);
+});
+
+test('an executor being profiled counts only the requests routed to it as in flight', async (t) => {
+  const store = new MemoryStore();
+  const [a] = await readyTasks(store, 1);
+  await store.putExecutor(sampleRoute(1, a!, { state: 'ready' }));
+  await store.adjustOutstanding('exec-1', PROFILING_WEIGHT + 2);
+  const { tasks } = await new LoadReader(store).read(Date.now(), [a!], [], await store.listExecutors());
+  t.is(tasks[0]!.inFlight, 2);
+});
+
+test('a task being profiled is not scaled by the profile\'s load', async (t) => {
+  const store = new MemoryStore();
+  const [a] = await readyTasks(store, 1);
+  await store.putExecutor(sampleRoute(1, a!, { state: 'ready' }));
+  await store.adjustOutstanding('exec-1', PROFILING_WEIGHT);
+  const { target, calls } = fakeTarget({ [a!]: 1 });
+  const loop = new AutoscaleLoop(store, target);
+  t.teardown(() => loop.stop());
+  await loop.setPolicy(a!, { min: 1, max: 3, target: 2 }, 'admin', 1);
+  await loop.tick();
+  await loop.tick();
+  await loop.stop();
+  t.deepEqual(calls, []);
+  t.is((await store.getAutoscale(a!))!.desired, 1);
 });
