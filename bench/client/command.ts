@@ -14,9 +14,11 @@ import { writeResultDir } from '../report/write.js';
 import { arrivalTimesMs, patternText } from '../workload/arrivals.js';
 import { nextSpec } from '../workload/mix.js';
 import { RandomSource } from '../workload/random.js';
+import type { RequestRecord } from '../metrics/record.js';
 import { chatRequestFor, datasetRequest, parseDataset, type PreparedRequest } from '../workload/requests.js';
 import { benchConfig, type BenchConfig, type RawBenchOptions } from './config.js';
 import { startExecutorPoller, startRssSampler } from './observe.js';
+import { hopelessRun } from './hopeless.js';
 import { preflight } from './preflight.js';
 import { pidListeningOn, processLabel } from './proc.js';
 import { startProgress } from './progress.js';
@@ -93,7 +95,9 @@ export async function benchCommand(raw: RawBenchOptions, gatewayUrl: string, io:
         dataset ? datasetRequest(dataset, i, cfg.target, cfg.api) : chatRequestFor(nextSpec(i, cfg.mix, mixRng), cfg.target);
       io.err(`bench: ${cfg.api} → ${cfg.target} at ${rate === Infinity ? 'inf' : rate} req/s (${patternText(cfg.pattern)}, burstiness ${cfg.burstiness}${cfg.maxConcurrency ? `, max concurrency ${cfg.maxConcurrency}` : ''}), ${cfg.limit.count !== undefined ? `${cfg.limit.count} requests` : ''}${cfg.limit.count !== undefined && cfg.limit.durationMs !== undefined ? ' or ' : ''}${cfg.limit.durationMs !== undefined ? `${cfg.limit.durationMs / 1000} s` : ''}`);
       const progress = startProgress(cfg.limit, io);
-      const run = startRun({
+      const completed: RequestRecord[] = [];
+      let hopeless: ReturnType<typeof hopelessRun>;
+      const run: Run = startRun({
         target,
         arrivals: arrivalTimesMs({ rate, burstiness: cfg.burstiness, pattern: cfg.pattern }, rng.fork('arrivals')),
         request,
@@ -102,7 +106,15 @@ export async function benchCommand(raw: RawBenchOptions, gatewayUrl: string, io:
         requestTimeoutMs: cfg.requestTimeoutMs,
         drainTimeoutMs: cfg.drainTimeoutMs,
         onSent: () => progress.sent(),
-        onDone: (r) => progress.done(r.ok),
+        onDone: (r) => {
+          progress.done(r.ok);
+          completed.push(r);
+          if (hopeless) return;
+          hopeless = hopelessRun(completed);
+          if (!hopeless) return;
+          run.stop(); // no more sending …
+          run.stop(); // … and the requests in flight are cancelled: they would fail alike
+        },
       });
       current = run;
       hooks.onRun?.(run);
@@ -110,6 +122,14 @@ export async function benchCommand(raw: RawBenchOptions, gatewayUrl: string, io:
       const rss = soak && 'pid' in soak ? startRssSampler(soak.pid, cfg.soakSampleMs) : undefined;
       const out = await run.done;
       progress.stop();
+      if (hopeless) {
+        await executors.stop();
+        await rss?.stop();
+        const fix = cfg.api === 'invoke' && !dataset
+          ? ` --api invoke sends chat-shaped request data; give the app's own request data with --dataset FILE.jsonl (one request_data object per line).`
+          : ' Fix the request data (--dataset) or the target, then run again.';
+        throw new CliError(`bench stopped: the first ${hopeless.count} requests all failed with HTTP ${hopeless.status} ${hopeless.code}: ${hopeless.message.replace(/\.$/, '')}.${fix}`);
+      }
       const results = runResults(settings(rate), out.records, { startedAt: out.startedAt, interrupted: out.interrupted, executors: await executors.stop() });
       if (!soak) return { results };
       const minutes = soakMinutes(out.records, rss ? await rss.stop() : [], results.duration as number);

@@ -1,0 +1,47 @@
+/**
+ * A benchmark whose requests can never succeed, against a real HTTP server speaking the gateway's routes that refuses
+ * every invoke as the gateway refuses request data of the wrong shape.
+ */
+import test from 'ava';
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { benchCommand } from '../../../control/cli/bench.js';
+import { CliError } from '../../../control/cli/errors.js';
+
+async function startRefusingServer(): Promise<{ url: string; invoked: () => number; close: () => Promise<void> }> {
+  let invoked = 0;
+  const server: Server = createServer((req, res) => {
+    const json = (status: number, body: unknown) => { res.writeHead(status, { 'content-type': 'application/json' }); res.end(JSON.stringify(body)); };
+    if (req.method === 'GET' && req.url?.startsWith('/app/list')) return json(200, [{ app_id: 'app-1', name: 'echo', aliases: [], state: 'ready', task_ids: [] }]);
+    if (req.method === 'GET' && req.url === '/tasks/list') return json(200, []);
+    if (req.method === 'POST' && req.url?.startsWith('/app/invoke/echo')) {
+      invoked++;
+      req.resume();
+      return json(422, { error: { code: 'INVALID_INPUT', message: 'request_data: text: Required' } });
+    }
+    json(404, { error: { code: 'NOT_FOUND', message: req.url } });
+  });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  return {
+    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+    invoked: () => invoked,
+    close: () => new Promise((r) => { server.closeAllConnections(); server.close(() => r()); }),
+  };
+}
+
+test('invoke without --dataset, refused alike from the start, stops early with an error that names --dataset', async (t) => {
+  const dir = await mkdtemp(join(tmpdir(), 'cornserve-hopeless-'));
+  const server = await startRefusingServer();
+  t.teardown(async () => { await server.close(); await rm(dir, { recursive: true, force: true }); });
+  const run = benchCommand({ out: () => {}, err: () => {} }, () => server.url).exitOverride().parseAsync(
+    ['--api', 'invoke', '--app', 'echo', '--request-rate', '20', '--num-requests', '200', '--result-dir', join(dir, 'out'), '--no-plots'],
+    { from: 'user' },
+  );
+  const err = await t.throwsAsync(run, { instanceOf: CliError });
+  t.regex(err!.message, /first 5 requests all failed with HTTP 422 INVALID_INPUT: request_data: text: Required\./);
+  t.regex(err!.message, /--dataset/);
+  t.true(server.invoked() < 200, `${server.invoked()} requests sent`);
+});
