@@ -33,11 +33,17 @@ export function newTaskRecord(task: UnitTask): Omit<UnitTaskRecord, 'usage'> {
   };
 }
 
-/** Rebuilds the task a record describes: its stored class, else any registered class with the same root. */
-export function taskFromRecord(record: UnitTaskRecord): UnitTask {
+/** The concrete class of the task a record describes: its stored class, else any registered class with the same root. */
+export function taskClassNameOf(record: Pick<UnitTaskRecord, 'task' | 'taskClass'>): string | undefined {
   const json = record.task as Partial<StoredTaskJSON>;
   const sameRoot = registeredTaskClasses().filter((name) => rootUnitTaskClass(getTaskClass(name)!).name === record.taskClass);
-  const className = [json.class, ...sameRoot].find((name) => name !== undefined && getTaskClass(name) !== undefined);
+  return [json.class, ...sameRoot].find((name) => name !== undefined && getTaskClass(name) !== undefined);
+}
+
+/** Rebuilds the task a record describes (its class: taskClassNameOf). */
+export function taskFromRecord(record: UnitTaskRecord): UnitTask {
+  const json = record.task as Partial<StoredTaskJSON>;
+  const className = taskClassNameOf(record);
   if (!className) throw new CornserveError('TASK_CLASS_UNKNOWN', `no registered unit task class has root ${record.taskClass}; cannot rebuild ${record.taskId}`, 500);
   return taskFromJSON(className, { id: json.id ?? record.taskId, descriptor: json.descriptor ?? null, config: json.config ?? {} });
 }

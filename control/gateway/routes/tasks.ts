@@ -14,6 +14,7 @@ import { BadRequestError, DispatcherUnavailableError } from '../errors.js';
 import type { GatewayMetrics } from '../metrics.js';
 import { forward } from '../proxy.js';
 import { profilesByKey } from './profiles.js';
+import { taskClassNameOf } from '../../resources/task-records.js';
 
 export interface TaskRoutesDeps {
   resources: ResourceManagerApi;
@@ -54,6 +55,8 @@ export function taskJSON(t: TaskStatus) {
     task_id: t.taskId,
     name: t.name,
     task_class: t.taskClass,
+    // The concrete class: with `task`, what /tasks/usage and /session declare (task_class is the abstract root).
+    class_name: taskClassNameOf(t) ?? t.taskClass,
     task: t.task,
     state: t.state,
     usage: t.usage,

@@ -139,6 +139,24 @@ test.serial('POST and DELETE /tasks/usage take the reference task list', async (
   await gone(echo);
 });
 
+test.serial('a task taken from /tasks/list is declared as listed through /tasks/usage and /session', async (t) => {
+  const echo = new EchoTask({ serviceTimeMs: 7 });
+  const headers = { 'content-type': 'application/json' };
+  const declared = JSON.stringify(referenceList(echo));
+  t.is((await fetch(`${p.gatewayUrl}/tasks/usage`, { method: 'POST', headers, body: declared })).status, 200);
+  const listed = ((await (await fetch(`${p.gatewayUrl}/tasks/list`)).json()) as Array<{ task_id: string; class_name: string; task: unknown }>).find((x) => x.task_id === taskIdOf(echo))!;
+  const fromListing = { _task_list: [{ class_name: listed.class_name, task: listed.task }] };
+  const post = await fetch(`${p.gatewayUrl}/tasks/usage`, { method: 'POST', headers, body: JSON.stringify(fromListing) });
+  t.deepEqual(await post.json(), { task_ids: [taskIdOf(echo)] });
+  const s = await rawSession();
+  t.deepEqual(await s.send({ verb: 'declare_used', task_list: fromListing }), { status: 200, content: 'Tasks declared used' });
+  t.is(await usageOf(echo), 3);
+  t.deepEqual(await s.send({ verb: 'declare_not_used', task_list: fromListing }), { status: 200, content: 'Tasks declared not used' });
+  s.sock.close();
+  for (const body of [JSON.stringify(fromListing), declared]) await fetch(`${p.gatewayUrl}/tasks/usage`, { method: 'DELETE', headers, body });
+  await gone(echo);
+});
+
 test.serial('/tasks/usage with a bad task list is a 422 naming the entry', async (t) => {
   const res = await fetch(`${p.gatewayUrl}/tasks/usage`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ _task_list: [{ class_name: 'EchoTask', task: '{"config": {"serviceTimeMs": -1}}' }] }) });
   t.is(res.status, 422);
