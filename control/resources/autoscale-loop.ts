@@ -160,13 +160,16 @@ export class AutoscaleLoop {
 
   /**
    * Sets a policy unless one of higher rank is in force (admin > manual > app > default); returns the record kept.
-   * The record's desired count stays.
+   * The record's desired count stays, except for 'manual' (scaled by hand): it becomes `executors`.
    */
   async setPolicy(taskId: string, policy: AutoscalePolicy | undefined, source: AutoscaleRecord['source'], executors: number): Promise<AutoscaleRecord> {
     // One atomic Store patch: a decision recorded meanwhile (record()) is neither lost nor overwritten.
     const outranks = source === 'admin' || source === 'manual' ? [] : (Object.keys(RANK) as Array<AutoscaleRecord['source']>).filter((s) => RANK[s] > RANK[source]);
-    const record = (await this.store.patchAutoscale(taskId, { source, policy: policy ?? null }, { create: { taskId, source, desired: executors }, unlessSource: outranks }))!;
+    // Scaled by hand: the count it was scaled to is the one desired (an older decision's count would be stale).
+    const patch = { source, policy: policy ?? null, ...(source === 'manual' ? { desired: executors } : {}) };
+    const record = (await this.store.patchAutoscale(taskId, patch, { create: { taskId, source, desired: executors }, unlessSource: outranks }))!;
     if (record.source !== source) return record; // a policy of higher rank is in force
+    if (source === 'manual') this.gauges?.desired.set({ task_id: taskId }, executors);
     log.info({ task: taskId, source, policy: policy ?? 'manual' }, 'autoscaling policy set');
     if (policy) void this.tick();
     return record;

@@ -199,3 +199,15 @@ test('a task being profiled is not scaled by the profile\'s load', async (t) => 
   t.deepEqual(calls, []);
   t.is((await store.getAutoscale(a!))!.desired, 1);
 });
+
+test('a task scaled by hand desires the executors it was scaled to, not an earlier decision\'s count', async (t) => {
+  const store = new MemoryStore();
+  const [a] = await readyTasks(store, 1);
+  const loop = new AutoscaleLoop(store, fakeTarget({ [a!]: 3 }).target);
+  t.teardown(() => loop.stop());
+  await loop.setPolicy(a!, { min: 1, max: 4, target: 2 }, 'admin', 3);
+  await loop.setPolicy(a!, undefined, 'manual', 1);
+  const record = (await store.getAutoscale(a!))!;
+  t.is(record.source, 'manual');
+  t.is(record.desired, 1);
+});
