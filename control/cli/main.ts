@@ -12,6 +12,7 @@ import { experimentCommand } from '../../experiment/command.js';
 import { DEFAULT_CLIENT_TIMEOUT_MS, GatewayClient } from './client.js';
 import { applyPlanCommand, autoscaleCommand, invokeCommand, listCommand, registerCommand, scaleCommand, tasksCommand, unregisterCommand, type Io } from './commands.js';
 import { CliError } from './errors.js';
+import { quietOnClosedPipe } from './closed-pipe.js';
 import { profileCommand, tasksWithProfilesCommand } from './profile.js';
 import { BODY_LIMIT_ENV, DEFAULT_BODY_LIMIT_BYTES } from '../../lib/body-limit.js';
 import type { UpCommandOptions } from './up.js';
@@ -19,6 +20,9 @@ import { DEFAULT_BLOCKED_LIMIT_MS } from '../gateway/blocked-loop.js';
 import { DEFAULT_DRAIN_TIMEOUT_MS } from '../gateway/in-flight.js';
 
 const io: Io = { out: (l) => console.log(l), err: (l) => console.error(l) };
+// Every command: a reader that closes the pipe early (`| head`) ends our output, not the command with a stack trace.
+quietOnClosedPipe(process.stdout);
+quietOnClosedPipe(process.stderr);
 
 const program = new Command('cornserve')
   .description('Cornserve: serve multimodal apps built from shared model tasks')

@@ -126,6 +126,17 @@ test.serial('tasks lists the unit task and its executor', async (t) => {
   t.regex(r.stdout, /echobasetask-[0-9a-f]+\s+echo-0ms\s+EchoBaseTask\s+serviceTimeMs=0\s+ready\s+1\s+\S+\s+1 ready \/ 1/);
 });
 
+test.serial('tasks into a pipe its reader has closed (| head) ends quietly', async (t) => {
+  const env = { ...process.env, CORNSERVE_GATEWAY_URL: p.gatewayUrl };
+  const child = spawn(process.execPath, ['--import', 'tsx', 'control/cli/main.ts', 'tasks'], { cwd: repoRoot, env });
+  child.stdout.destroy(); // the reader is gone before the first line is written
+  let stderr = '';
+  child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
+  const code = await new Promise<number | null>((resolve) => child.on('close', resolve));
+  t.is(stderr, '');
+  t.is(code, 0);
+});
+
 test.serial('scale adds and removes devices', async (t) => {
   const [task] = await p.store.listTasks();
   const upR = await cli(['scale', task!.taskId, '1']);
