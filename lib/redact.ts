@@ -18,19 +18,46 @@ const ADDRESS_PATTERNS: RegExp[] = [
   /\/(?:tmp|var\/run|run|dev\/shm)\/[^\s"'),]*/g,
 ];
 
-/** `text` without the platform's internal addresses (and without `also`: e.g. the executor's id). */
-export function redactInternal(text: string, also: string[] = []): string {
+/**
+ * `text` without the platform's internal addresses (and without `also`: e.g. the executor's id). Words in `keep` —
+ * what the user sent (userAddresses) — stay as written: an error quoting the user's own URL says nothing of ours.
+ */
+export function redactInternal(text: string, also: string[] = [], keep: string[] = []): string {
   let out = text;
   for (const word of also) if (word) out = out.split(word).join('<executor>');
+  // Kept words are set aside under markers no pattern matches (longest first: a URL before its host), then put back.
+  // A kept host followed by a port is not the user's (127.0.0.1 sent, 127.0.0.1:4321 ours): it is redacted as usual.
+  const kept = [...new Set(keep.filter(Boolean))].sort((a, b) => b.length - a.length);
+  kept.forEach((word, i) => (out = out.replace(new RegExp(`${word.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}(?!:\\d)`, 'g'), `\u0000${i}\u0000`)));
   for (const re of ADDRESS_PATTERNS) out = out.replace(re, INTERNAL_ADDRESS);
-  return out;
+  return out.replace(/\u0000(\d+)\u0000/g, (_, i: string) => kept[Number(i)]!);
 }
 
 /** A JSON value with every string redacted (redactInternal). */
-export function redactJson(value: unknown, also: string[] = []): unknown {
-  if (typeof value === 'string') return redactInternal(value, also);
-  if (Array.isArray(value)) return value.map((v) => redactJson(v, also));
-  if (value && typeof value === 'object') return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, redactJson(v, also)]));
+export function redactJson(value: unknown, also: string[] = [], keep: string[] = []): unknown {
+  if (typeof value === 'string') return redactInternal(value, also, keep);
+  if (Array.isArray(value)) return value.map((v) => redactJson(v, also, keep));
+  if (value && typeof value === 'object') return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, redactJson(v, also, keep)]));
   return value;
+}
+
+/** The URLs in a request the user sent (any depth), with their hosts: what redactInternal keeps when an error quotes them. */
+export function userAddresses(value: unknown): string[] {
+  const found: string[] = [];
+  const visit = (v: unknown): void => {
+    if (typeof v === 'string') {
+      if (!/^[a-z][a-z0-9+.-]*:\/\//i.test(v)) return;
+      found.push(v.slice(0, 200)); // errors quote a URL cut to 200 characters at most
+      try {
+        const u = new URL(v);
+        found.push(u.host, u.hostname.replace(/^\[|\]$/g, ''));
+      } catch {
+        /* not a URL after all: the string alone is kept */
+      }
+    } else if (Array.isArray(v)) v.forEach(visit);
+    else if (v && typeof v === 'object') Object.values(v).forEach(visit);
+  };
+  visit(value);
+  return found;
 }
 

@@ -140,14 +140,15 @@ export class TaskFailedError extends CornserveError {
   constructor(
     readonly site: FailureSite,
     what: string,
-    opts: { code?: string; status?: number; executorBody?: unknown; executorDetails?: unknown; internal?: string; notDelivered?: boolean } = {},
+    opts: { code?: string; status?: number; executorBody?: unknown; executorDetails?: unknown; internal?: string; notDelivered?: boolean; keep?: string[] } = {},
   ) {
     const also = [site.executorId];
+    const keep = opts.keep ?? [];
     super(
       opts.code ?? 'TASK_FAILED',
-      redactInternal(`task ${site.task} failed: ${what}`, also),
+      redactInternal(`task ${site.task} failed: ${what}`, also, keep),
       opts.status !== undefined && PASSED_STATUSES.has(opts.status) ? opts.status : 502,
-      { ...publicSite(site), ...(opts.executorDetails !== undefined ? { executorDetails: redactJson(opts.executorDetails, also) } : {}) },
+      { ...publicSite(site), ...(opts.executorDetails !== undefined ? { executorDetails: redactJson(opts.executorDetails, also, keep) } : {}) },
     );
     this.executorBody = opts.executorBody;
     this.notDelivered = opts.notDelivered ?? false;

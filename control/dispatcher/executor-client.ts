@@ -17,6 +17,7 @@ import type { Dispatcher } from 'undici';
 import { Agent } from '../../lib/undici.js';
 import { DEADLINE_HEADER, type CutSignal } from '../../functions/sdk/index.js';
 import { socketPathOf } from '../../lib/unix-url.js';
+import { userAddresses } from '../../lib/redact.js';
 import type { ExecutorRequest } from '../descriptors/types.js';
 import { TaskFailedError, type FailureSite } from './errors.js';
 
@@ -321,7 +322,8 @@ export async function callExecutor(call: ExecutorCall): Promise<Response> {
   const error = (body as { error?: { code?: unknown; message?: unknown; details?: unknown } } | null)?.error;
   if (typeof error?.code === 'string' && typeof error.message === 'string') {
     // The executor's own error: its code and message go to the caller as they are (CLIENT sees e.g. MODEL_INPUT_CORRUPT).
-    throw new TaskFailedError(call.site, error.message, { code: error.code, status, executorBody: body, executorDetails: error.details, internal });
+    // What the user sent (a URL it refuses, say) is quoted back as written: only our own addresses are redacted.
+    throw new TaskFailedError(call.site, error.message, { code: error.code, status, executorBody: body, executorDetails: error.details, internal, keep: userAddresses(call.request.body) });
   }
   const said = typeof body === 'string' && body ? `: ${body.slice(0, 200)}` : res.statusText ? ` (${res.statusText})` : '';
   throw new TaskFailedError(call.site, `its executor answered HTTP ${status}${said}`, { status, executorBody: body, internal });

@@ -7,6 +7,8 @@ import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import test from 'ava';
 import { SidecarClient } from '../../../sidecar/client/client.js';
+import { callExecutor } from '../../../control/dispatcher/executor-client.js';
+import { TaskFailedError } from '../../../control/dispatcher/errors.js';
 import { type EricFixture, TINY_A, dataUrl, startEric } from '../../helpers/eric.js';
 import { uniquePrefix } from '../../helpers/ids.js';
 import { makeImage } from '../../helpers/media.js';
@@ -123,6 +125,15 @@ test('loopback, private and metadata URLs outside --allow-private-urls are a 400
     t.is(res.body.error.code, 'ERIC_URL_NOT_ALLOWED', url);
     t.regex(res.body.error.message, /loopback|private|metadata/, url);
   }
+});
+
+test('a refused URL reaches the caller through the dispatcher quoted as the user wrote it, in one readable sentence', async (t) => {
+  const url = `http://127.0.0.2:${new URL(webUrl).port}/metrics`;
+  const site = { invocation: 0, task: 'encoder', taskId: 'encodertask-1', executorId: 'eric-0', url: eric.url };
+  const call = callExecutor({ site, request: { path: '/embeddings', body: { data: [item(url, 'item-1')] } }, deadline: Date.now() + 60_000, headers: {}, signal: new AbortController().signal });
+  const err = await t.throwsAsync(call, { instanceOf: TaskFailedError });
+  t.is(err!.code, 'ERIC_URL_NOT_ALLOWED');
+  t.is(err!.message, `task encoder failed: item item-1: ${url}: 127.0.0.2 is a loopback address; it may be fetched only when the private URL allowlist opens it`);
 });
 
 test('an input over --max-input-bytes is a 413, from a data: URL or a declared Content-Length', async (t) => {

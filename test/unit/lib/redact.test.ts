@@ -1,5 +1,5 @@
 import test from 'ava';
-import { redactInternal, redactJson } from '../../../lib/redact.js';
+import { redactInternal, redactJson, userAddresses } from '../../../lib/redact.js';
 
 test('loopback URLs, host:port pairs, unix-socket URLs and socket paths are replaced', (t) => {
   const text = [
@@ -22,4 +22,15 @@ test('public URLs and ordinary text are kept', (t) => {
 
 test('extra words (an executor id) are replaced too, inside JSON values as well', (t) => {
   t.deepEqual(redactJson({ a: ['ran on eric-tiny-0-1 at http://127.0.0.1:5/x'], n: 3 }, ['eric-tiny-0-1']), { a: ['ran on <executor> at <internal address>'], n: 3 });
+});
+
+test('the user\'s own URL and host, quoted back in a refusal, are kept as written', (t) => {
+  const sent = { data: [{ id: 'a1', url: 'http://127.0.0.1:18811/metrics', receiver_sidecar_ranks: [0] }] };
+  const refusal = 'item a1: http://127.0.0.1:18811/metrics: 127.0.0.1 is a loopback address; it may be fetched only when the private URL allowlist opens it';
+  t.is(redactInternal(refusal, [], userAddresses(sent)), refusal);
+});
+
+test('our addresses beside the user\'s host are still redacted (its port is not the user\'s)', (t) => {
+  const keep = userAddresses({ url: 'http://127.0.0.1/cat.png' });
+  t.is(redactInternal('http://127.0.0.1/cat.png failed: connect ECONNREFUSED 127.0.0.1:41234', [], keep), 'http://127.0.0.1/cat.png failed: connect ECONNREFUSED <internal address>');
 });
