@@ -47,10 +47,19 @@ export function sendJson(res: ServerResponse, status: number, value: unknown, he
   res.end(text);
 }
 
-/** The error reply of `err` (a reply already started is just ended). 5xx are logged; 4xx are the client's business. */
+/**
+ * Logs an error reply once: 503 and 504 are answers given on purpose (no executor yet, draining, a deadline passed):
+ * a warning with the code and no stack; any other 5xx is a fault: an error with its stack. 4xx are the client's business.
+ */
+export function logErrorReply(log: Logger, path: string, status: number, code: string | undefined, message: string, err: unknown): void {
+  if (status === 503 || status === 504) log.warn({ path, status, code }, message);
+  else if (status >= 500) log.error({ err, path }, message);
+}
+
+/** The error reply of `err` (a reply already started is just ended), logged by logErrorReply. */
 export function sendError(log: Logger, req: IncomingMessage, res: ServerResponse, err: unknown): void {
   const { status, body } = toErrorBody(err);
-  if (status >= 500) log.error({ err, path: (req.url ?? '').split('?')[0] }, body.error.message);
+  logErrorReply(log, (req.url ?? '').split('?')[0]!, status, body.error.code, body.error.message, err);
   if (res.headersSent) {
     res.end();
     return;

@@ -28,7 +28,7 @@ import {
   type GraphDispatcher,
   type RequestScope,
 } from '../sdk/index.js';
-import { errorHeaders, readWhole, toErrorBody } from '../../lib/http.js';
+import { errorHeaders, logErrorReply, readWhole, toErrorBody } from '../../lib/http.js';
 import type { Logger } from '../../lib/log.js';
 import { SpanKind, SpanStatusCode, context, currentTraceparent, propagation, trace, tracer, tracingOn } from '../../lib/telemetry.js';
 import { deadlineTimer } from '../../lib/wait.js';
@@ -244,9 +244,10 @@ export function buildFunctionServer(options: FunctionServerOptions): FunctionSer
     }
   }
 
-  /** An invocation's error: logged when it is ours (5xx), and sent as the reply (or cutting a started one). */
+  /** An invocation's error: logged when it is ours (5xx; an expected 503/504 as a warning), and sent as the reply (or cutting a started one). */
   const fail = (out: InvokeReply, e: unknown) => {
-    if (toErrorBody(e).status >= 500) log.error({ err: e, appId }, 'invoke failed');
+    const { status, body } = toErrorBody(e);
+    logErrorReply(log, `/invoke (${appId})`, status, body.error.code, `invoke failed: ${body.error.message}`, e);
     sendError(out, e);
   };
 

@@ -18,7 +18,7 @@ import type { Agent } from 'node:http';
 import { Router, type ErrorRequestHandler, type RequestHandler, type Response } from 'express';
 import { z } from 'zod';
 import { ndjsonLines } from '../../../functions/sdk/index.js';
-import { toErrorBody } from '../../../lib/http.js';
+import { logErrorReply, toErrorBody } from '../../../lib/http.js';
 import { redactInternal } from '../../../lib/redact.js';
 import type { Logger } from '../../../lib/log.js';
 import type { AppFunctions } from '../app-functions.js';
@@ -127,7 +127,8 @@ export function openaiRoutes(deps: OpenAIRoutesDeps): Router {
   const onError: ErrorRequestHandler = (err, req, res, _next) => {
     const { status, body } = toOpenAIError(err);
     metrics.errors.inc({ code: body.error.code ?? body.error.type });
-    if (status >= 500) deps.log.error({ err, path: req.path }, body.error.message);
+    // An app function's error reply was logged by the app function: logged once, there.
+    if (!(err instanceof UpstreamError)) logErrorReply(deps.log, req.path, status, body.error.code ?? undefined, body.error.message, err);
     if (res.headersSent) return void res.end();
     if (err instanceof UpstreamError && err.retryAfter) res.set('retry-after', err.retryAfter);
     res.status(status).json(body);
@@ -163,7 +164,7 @@ const typeFor = (status: number) =>
   status === 401 || status === 403 ? 'authentication_error' : status === 429 ? 'rate_limit_error' : status >= 500 ? 'server_error' : 'invalid_request_error';
 
 /** Any thrown value (ours, the app function's, a body-parser's) in OpenAI's error shape. */
-function toOpenAIError(err: unknown): { status: number; body: OpenAIError } {
+export function toOpenAIError(err: unknown): { status: number; body: OpenAIError } {
   if (err instanceof OpenAIRequestError) return { status: err.status, body: { error: { message: err.message, type: typeFor(err.status), param: err.param, code: err.code } } };
   let status: number;
   let cs: { code: string; message: string; details?: unknown };
@@ -181,7 +182,9 @@ function toOpenAIError(err: unknown): { status: number; body: OpenAIError } {
   if (status === 422) status = 400;
   const issues = Array.isArray(cs.details) ? (cs.details as Array<{ path?: unknown }>) : [];
   const param = typeof issues[0]?.path === 'string' && issues[0].path !== '(root)' ? issues[0].path : null;
-  return { status, body: { error: { message: redactInternal(cs.message), type: typeFor(status), param, code: cs.code.toLowerCase() } } };
+  // The whole body is the app's request_data here: field paths are OpenAI's own (max_tokens, not request_data: max_tokens).
+  const message = cs.message.replace(/^request_data: /, '');
+  return { status, body: { error: { message: redactInternal(message), type: typeFor(status), param, code: cs.code.toLowerCase() } } };
 }
 
 async function readAll(up: UpstreamReply): Promise<string> {
