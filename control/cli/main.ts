@@ -111,8 +111,8 @@ const models = program
     await modelsListCommand(dirs, io);
   });
 models
-  .command('check <folder>')
-  .description('validate one model folder: its parts load, their inputs and outputs are the ones expected, their shapes agree with config.json')
+  .command('check <folder|name>')
+  .description('validate one model folder (a path, or a name `cornserve models` lists): its parts load, their inputs and outputs are the ones expected, their shapes agree with config.json')
   .action(async (folder: string) => {
     const { modelsCheckCommand } = await import('./models.js');
     await modelsCheckCommand(folder, io);

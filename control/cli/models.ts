@@ -1,9 +1,10 @@
 /**
  * `cornserve models [DIR...]`: the model folders found (manifest folders and Hugging Face exports) with family,
- * parts, dtypes and size. `cornserve models check FOLDER`: opens a Hugging Face folder's parts and reports every
+ * parts, dtypes and size. `cornserve models check FOLDER|NAME`: opens a Hugging Face folder's parts and reports every
  * problem (missing part, unexpected input names, shapes that disagree with config.json); exit code 1 on any.
  * Runs locally (no gateway): it reads the folders the executors would read.
  */
+import { stat } from 'node:fs/promises';
 import { defaultModelsDir, describeFolder, modelDirs, scanModelFolders, type ModelFolderInfo } from '../../executors/models/catalog.js';
 import { checkHfFolder, isHfFolder } from '../../executors/models/hf-folder.js';
 import { loadModel } from '../../executors/models/loader.js';
@@ -29,8 +30,19 @@ export async function modelsListCommand(dirs: string[], io: Io): Promise<ModelFo
   return rows;
 }
 
-/** Validates one folder; throws CliError (exit 1) listing every problem. */
-export async function modelsCheckCommand(folder: string, io: Io): Promise<void> {
+/** The folder `check` reads: a path that exists, else a name `cornserve models` lists (in the same folders). */
+async function folderNamed(arg: string, dirs: string[]): Promise<string> {
+  if (await stat(arg).then(() => true, () => false)) return arg;
+  for (const d of dirs) {
+    const hit = (await scanModelFolders(d)).find((r) => r.name === arg);
+    if (hit) return hit.dir;
+  }
+  throw new CliError(`${arg} does not exist: it is neither a folder nor a model name under ${dirs.join(', ')} (\`cornserve models\` lists the names)`);
+}
+
+/** Validates one folder (a path, or a name `cornserve models` lists); throws CliError (exit 1) listing every problem. */
+export async function modelsCheckCommand(arg: string, io: Io): Promise<void> {
+  const folder = await folderNamed(arg, [...modelDirs(), defaultModelsDir()]);
   if (await isHfFolder(folder)) {
     let report;
     try {

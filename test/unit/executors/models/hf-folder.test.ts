@@ -77,6 +77,17 @@ test('models check passes on the built decoder folder', async (t) => {
   t.is(lines[lines.length - 1], 'ok');
 });
 
+test('models check takes a name as `cornserve models` lists it', async (t) => {
+  const { lines, io: out } = io();
+  await modelsCheckCommand('tiny-qwen2', out);
+  t.regex(lines[0]!, /tiny-qwen2: decoder/);
+  t.is(lines[lines.length - 1], 'ok');
+});
+
+test('models check of a path that does not exist says so', async (t) => {
+  await t.throwsAsync(modelsCheckCommand(join(scratch, 'nonexistent'), io().io), { message: /nonexistent does not exist: it is neither a folder nor a model name/ });
+});
+
 test('models check: KV shapes that disagree with config.json num_key_value_heads are named', async (t) => {
   const dir = await copy('bad-kv-heads', (c) => (c.num_key_value_heads = 4));
   const r = await checkHfFolder(dir);
