@@ -20,7 +20,10 @@ const llms: Record<string, MLLMTask> = Object.fromEntries(
   MODEL_IDS.map((modelId) => [modelId, new MLLMTask({ modelId, modalities: ['image'], encoderModelIds: MODEL_IDS })]),
 );
 
-const request = chatRequestSchema.omit({ cornserve_embeddings: true }).extend({ llm: z.string().optional() });
+const request = chatRequestSchema.omit({ cornserve_embeddings: true }).extend({
+  // The example `cornserve up` prints names a model this app serves (a made-up one would be refused).
+  llm: z.string().meta({ examples: [MODEL_IDS[1]] }).optional(),
+});
 
 export default defineApp({
   name: 'encoder-sharing',
