@@ -82,7 +82,7 @@ export class GatewayClient {
    * Registers an app; `onEvent` sees each SSE event; resolves with the final event, or the first error event.
    * Up-front failures (bad source or name, name taken) are an HTTP 4xx, thrown as a CliError.
    */
-  async register(source: string, opts: { alias?: string; name?: string }, onEvent: (e: RegistrationEvent) => void = () => {}): Promise<RegistrationEvent> {
+  async register(source: string, opts: { alias?: string; name?: string; file_name?: string }, onEvent: (e: RegistrationEvent) => void = () => {}): Promise<RegistrationEvent> {
     const res = await this.#fetch('/app/register', { method: 'POST', headers: this.#headers(true), body: JSON.stringify({ source, ...opts }) });
     let last: RegistrationEvent | undefined;
     let error: RegistrationEvent | undefined;

@@ -3,6 +3,7 @@
  * prints for humans on `out` (stdout) and `err` (stderr). Failures throw CliError (main.ts prints them).
  */
 import { readFile } from 'node:fs/promises';
+import { basename } from 'node:path';
 import { ndjsonLines } from '../../functions/sdk/index.js';
 import type { GatewayClient, RegistrationEvent, TaskInfo } from './client.js';
 import { readRequestData } from './data.js';
@@ -26,7 +27,7 @@ export async function registerCommand(client: GatewayClient, file: string, opts:
     if (e.type === 'initial') io.err(`  app ${String(e.app_id)}: deploying ${(e.task_names as string[]).join(', ') || 'no unit tasks'}`);
     if (e.type === 'progress') io.err(`  ✓ ${String(e.task)} ${String(e.state)}`);
   };
-  const last = await client.register(source, opts, onEvent);
+  const last = await client.register(source, { ...opts, file_name: basename(file) }, onEvent);
   if (last.type === 'error') throw new CliError(`registration failed: ${String(last.message)}`);
   io.out(`${String(last.app_id)} registered: ${String(last.message)}`);
   return String(last.app_id);

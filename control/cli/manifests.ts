@@ -18,7 +18,7 @@ export async function manifestsYaml(file: string, opts: { name?: string } = {}, 
   }
   let name = opts.name;
   if (!name) {
-    const check = await checkAppSource(source);
+    const check = await checkAppSource(source, file);
     if (!check.ok) throw new CliError(`${file} is not a valid app: ${check.problems.join('; ')}`);
     name = check.name;
   }

@@ -19,7 +19,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import { readdir, readFile, rm } from 'node:fs/promises';
-import { delimiter, join, relative, resolve } from 'node:path';
+import { basename, delimiter, join, relative, resolve } from 'node:path';
 import { Registry } from 'prom-client';
 import { startDispatcher, type RunningDispatcher } from '../dispatcher/server.js';
 import { APP_SOURCES_DIR_PREFIX, type AppFunctions } from '../gateway/app-functions.js';
@@ -235,7 +235,7 @@ async function registerAppsDir(
   for (const file of await appFiles(dir)) {
     if (apps.stopping) break; // Ctrl-C: no further registrations
     let result: RegistrationEvent = { type: 'error', message: 'no final event' };
-    await apps.register({ source: await readFile(file, 'utf8') }, (e) => {
+    await apps.register({ source: await readFile(file, 'utf8'), fileName: basename(file) }, (e) => {
       onEvent(file, e);
       if (e.type === 'final' || e.type === 'error') result = e;
     });

@@ -42,6 +42,8 @@ export interface RegisterRequest {
   /** Overrides the name given to defineApp. */
   name?: string;
   alias?: string;
+  /** The file the source came from (its base name), so the check's problems name it (`chat.ts:7:1`). */
+  fileName?: string;
 }
 
 export interface AppManagerOptions {
@@ -50,7 +52,7 @@ export interface AppManagerOptions {
   functions: AppFunctions;
   log: Logger;
   /** @default checkAppSource (a throwaway runtime process) */
-  checkSource?: (source: string) => Promise<CheckResult>;
+  checkSource?: (source: string, fileName?: string) => Promise<CheckResult>;
   /** How long unregister() and shutdown() let in-flight requests finish before cutting them. @default 30 s */
   drainTimeoutMs?: number;
 }
@@ -203,7 +205,7 @@ export class AppManager {
 
   async #prepare(req: RegisterRequest): Promise<PreparedRegistration> {
     const { store } = this.opts;
-    const check = await (this.opts.checkSource ?? checkAppSource)(req.source);
+    const check = await (this.opts.checkSource ?? checkAppSource)(req.source, req.fileName);
     if (!check.ok) throw new RegistrationError(`App source code validation failed: ${check.problems.join('; ')}`, check.problems);
     const name = req.name ?? check.name;
     if (!APP_NAME_PATTERN.test(name)) throw new RegistrationError(`app name ${JSON.stringify(name)} must match ${APP_NAME_PATTERN}`);

@@ -6,7 +6,7 @@
 import { spawn } from 'node:child_process';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { basename, join } from 'node:path';
 import { parseCheckOutput, type CheckResult, type TaskCheckResult } from '../../functions/runtime/check.js';
 import { REPO_ROOT, RUNTIME_ENTRY } from './paths.js';
 
@@ -27,8 +27,9 @@ export function userCodeEnv(): NodeJS.ProcessEnv {
   return env;
 }
 
-export function checkAppSource(source: string, options: SourceCheckOptions = {}): Promise<CheckResult> {
-  return checkSource<CheckResult>(source, '--check', 'app', options);
+/** `fileName`: the user's file (its base name names it in the problems); app.ts when absent or not a plain .ts name. */
+export function checkAppSource(source: string, fileName?: string, options: SourceCheckOptions = {}): Promise<CheckResult> {
+  return checkSource<CheckResult>(source, '--check', 'app', options, fileName);
 }
 
 /** The same check for a registry file (defineUnitTask): its unit task definition, or its problems. */
@@ -36,9 +37,15 @@ export function checkTaskSource(source: string, options: SourceCheckOptions = {}
   return checkSource<TaskCheckResult>(source, '--check-task', 'registry file', options);
 }
 
-async function checkSource<R extends { ok: boolean }>(source: string, flag: string, what: string, options: SourceCheckOptions): Promise<R> {
+/** A user's file name safe to write in our temp folder (a plain `name.ts`), else undefined. */
+const plainTsName = (fileName: string | undefined) => {
+  const name = fileName === undefined ? undefined : basename(fileName);
+  return name && /^[\w.-]+\.ts$/.test(name) ? name : undefined;
+};
+
+async function checkSource<R extends { ok: boolean }>(source: string, flag: string, what: string, options: SourceCheckOptions, fileName?: string): Promise<R> {
   const dir = await mkdtemp(join(tmpdir(), 'cornserve-check-'));
-  const file = join(dir, what === 'app' ? 'app.ts' : 'task.ts');
+  const file = join(dir, plainTsName(fileName) ?? (what === 'app' ? 'app.ts' : 'task.ts'));
   try {
     await writeFile(file, source);
     return (await runCheck<R>(file, flag, what, options.timeoutMs ?? 30_000)) as R;

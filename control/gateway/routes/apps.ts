@@ -39,6 +39,8 @@ const registerBody = z
     source_code: z.string().min(1).optional(),
     name: z.string().optional(),
     alias: z.string().optional(),
+    /** The file the source came from: the check's problems name it. */
+    file_name: z.string().optional(),
   })
   .refine((b) => b.source !== undefined || b.source_code !== undefined, { message: 'source is required (the app\'s TypeScript text)', path: ['source'] });
 
@@ -49,7 +51,7 @@ export function appRoutes(deps: AppRoutesDeps): Router {
   r.post('/app/register', admin, json, async (req, res) => {
     const body = parseOr422(registerBody, req.body, 'register body');
     // Up-front failures (bad source, bad name, name taken) are a 4xx before the stream starts: `curl -f` sees them.
-    const prepared = await apps.prepare({ source: (body.source ?? body.source_code)!, ...(body.name ? { name: body.name } : {}), ...(body.alias ? { alias: body.alias } : {}) });
+    const prepared = await apps.prepare({ source: (body.source ?? body.source_code)!, ...(body.name ? { name: body.name } : {}), ...(body.alias ? { alias: body.alias } : {}), ...(body.file_name ? { fileName: body.file_name } : {}) });
     const sse = startSse(res);
     await apps.deploy(prepared, (event) => sse.send(event));
     sse.end();

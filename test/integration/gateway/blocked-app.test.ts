@@ -62,7 +62,7 @@ test('an app function blocked in an endless loop is killed and restarted; its re
 });
 
 test('an app whose module loops forever at import fails its source check with a message saying so', async (t) => {
-  const result = await checkAppSource(`${LOOPING_APP}\nfor (;;) {}\n`, { timeoutMs: 5_000 });
+  const result = await checkAppSource(`${LOOPING_APP}\nfor (;;) {}\n`, undefined, { timeoutMs: 5_000 });
   t.false(result.ok);
   t.regex(result.ok ? '' : result.problems.join('; '), /longer than 5000 ms.*block at top level/);
 });

@@ -82,6 +82,14 @@ export default defineApp({
   t.regex(r.stderr, /registration failed: .*rolled back/);
 });
 
+test.serial('register of a source with a syntax error names the user\'s file, line and column', async (t) => {
+  const file = join(dir, 'syntax.ts');
+  await writeFile(file, "import { defineApp } from 'cornserve/sdk';\n\nexport default defineApp({\n  name: 'syntax',\n  request: z.object({}),\n  async serve() { return {} }\n)\n");
+  const r = await cli(['register', file]);
+  t.is(r.code, 1);
+  t.regex(r.stderr, /syntax error at syntax\.ts:7:1/);
+});
+
 test.serial('list shows the app with its alias and state', async (t) => {
   const r = await cli(['list']);
   t.is(r.code, 0, r.stderr);
