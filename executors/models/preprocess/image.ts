@@ -49,10 +49,25 @@ export function smartResize(height: number, width: number, o: { factor: number; 
   return { height: h, width: w };
 }
 
-function decodeError(e: unknown) {
+/** The image format the first bytes announce (what a corrupt file claimed to be), or undefined. */
+function announcedFormat(bytes: Uint8Array): string | undefined {
+  const ascii = (from: number, to: number) => Buffer.from(bytes.subarray(from, to)).toString('latin1');
+  if (bytes[0] === 0x89 && ascii(1, 4) === 'PNG') return 'PNG';
+  if (bytes[0] === 0xff && bytes[1] === 0xd8) return 'JPEG';
+  if (ascii(0, 4) === 'GIF8') return 'GIF';
+  if (ascii(0, 4) === 'RIFF' && ascii(8, 12) === 'WEBP') return 'WebP';
+  return undefined;
+}
+
+function decodeError(e: unknown, bytes: Uint8Array) {
   const msg = e instanceof Error ? e.message : String(e);
   if (/pixel limit/i.test(msg)) return modelErrors.tooLarge(`image exceeds ${MAX_DECODE_PIXELS} pixels`);
-  return modelErrors.corrupt(`image cannot be decoded: ${msg.split('\n')[0]}`, e);
+  // The decoder's first line, whole: it may end in a colon with its detail on later lines or nowhere ("Input buffer has
+  // corrupt header:"), so a sentence is made of it with what the bytes claim to be.
+  const reason = msg.split('\n')[0]!.trim().replace(/[:\s]+$/, '') || 'unreadable data';
+  const format = announcedFormat(bytes);
+  const claimed = format ? `: the ${bytes.length} bytes start as a ${format} file but are damaged or cut short` : '';
+  return modelErrors.corrupt(`image cannot be decoded (${reason})${claimed}`, e);
 }
 
 /** Width and height after EXIF orientation, without decoding pixels. */
@@ -63,7 +78,7 @@ export async function imageSize(bytes: Uint8Array): Promise<{ width: number; hei
     if (!o.width || !o.height) throw new Error('no dimensions');
     return { width: o.width, height: o.height };
   } catch (e) {
-    throw decodeError(e);
+    throw decodeError(e, bytes);
   }
 }
 
@@ -85,7 +100,7 @@ export async function decodeRgb(bytes: Uint8Array, size?: { width: number; heigh
     if (info.channels !== 3) throw new Error(`expected 3 channels, got ${info.channels}`);
     return { data: new Uint8Array(data.buffer, data.byteOffset, data.byteLength), width: info.width, height: info.height };
   } catch (e) {
-    throw decodeError(e);
+    throw decodeError(e, bytes);
   }
 }
 

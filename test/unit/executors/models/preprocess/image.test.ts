@@ -55,6 +55,13 @@ test('a corrupt image is rejected with MODEL_INPUT_CORRUPT', async (t) => {
   t.is((e as { code?: string }).code, ModelErrorCode.INPUT_CORRUPT);
 });
 
+test('a PNG with a corrupt header is refused with a whole sentence, not a dangling colon', async (t) => {
+  const png = await makeImage(64, 64);
+  const corrupt = Buffer.concat([png.subarray(0, 8), Buffer.alloc(32, 0xee)]);
+  const e = await t.throwsAsync(preprocessImage(corrupt, PRE));
+  t.is(e!.message, 'image cannot be decoded (Input buffer has corrupt header): the 40 bytes start as a PNG file but are damaged or cut short');
+});
+
 test('a truncated PNG is rejected with MODEL_INPUT_CORRUPT', async (t) => {
   const png = await makeImage(64, 64);
   const e = await t.throwsAsync(preprocessImage(png.subarray(0, png.length - 40), PRE));
