@@ -4,6 +4,7 @@
  */
 import type { GatewayClient, ProfileInfo, TaskInfo } from './client.js';
 import { tasksCommand, type Io } from './commands.js';
+import { CliError } from './errors.js';
 import { table } from './table.js';
 
 /** One row per measured point; `*` marks the frontier, `<` the saturation point. */
@@ -24,6 +25,9 @@ export function profileTable(p: ProfileInfo): string {
 }
 
 export async function profileCommand(client: GatewayClient, taskId: string, io: Io): Promise<void> {
+  // Asked first, so that an unknown task is told as such, not after "profiling …" was announced.
+  const known = (await client.tasks()).map((t) => t.task_id);
+  if (!known.includes(taskId)) throw new CliError(`no task ${taskId} is deployed (deployed: ${known.join(', ') || 'none'}; \`cornserve tasks\` lists them)`);
   io.err(`profiling ${taskId} on one of its executors (1, 2, 4, … in flight until throughput stops rising; a few seconds per level)…`);
   const r = await client.profile(taskId);
   io.out(`${r.task_id} on ${r.executor_id} (${r.device_kind}):`);

@@ -90,6 +90,13 @@ test.serial('register of a source with a syntax error names the user\'s file, li
   t.regex(r.stderr, /syntax error at syntax\.ts:7:1/);
 });
 
+test.serial('profile of an unknown task says so, without announcing a profile first', async (t) => {
+  const r = await cli(['profile', 'nosuchtask']);
+  t.is(r.code, 1);
+  t.notRegex(r.stderr, /profiling/);
+  t.regex(r.stderr, /no task nosuchtask is deployed/);
+});
+
 test.serial('list shows the app with its alias and state', async (t) => {
   const r = await cli(['list']);
   t.is(r.code, 0, r.stderr);
