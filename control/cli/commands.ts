@@ -8,6 +8,7 @@ import { ndjsonLines } from '../../functions/sdk/index.js';
 import type { GatewayClient, RegistrationEvent, TaskInfo } from './client.js';
 import { readRequestData } from './data.js';
 import { CliError } from './errors.js';
+import { terminalSafeJson } from './safe-text.js';
 import { table } from './table.js';
 
 export interface Io {
@@ -48,13 +49,13 @@ export async function invokeCommand(client: GatewayClient, app: string, data: st
   const requestData = await readRequestData(data);
   const res = await client.invoke(app, requestData, opts);
   if (!(res.headers.get('content-type') ?? '').includes('ndjson')) {
-    io.out(JSON.stringify(await res.json(), null, 2));
+    io.out(terminalSafeJson(JSON.stringify(await res.json(), null, 2)));
     return;
   }
   for await (const line of ndjsonLines(res.body as unknown as AsyncIterable<Uint8Array>)) {
     const chunk = JSON.parse(line) as { error?: { code: string; message: string } };
     if (chunk.error && Object.keys(chunk).length === 1) throw new CliError(`the stream failed: ${chunk.error.code}: ${chunk.error.message}`);
-    io.out(line);
+    io.out(terminalSafeJson(line));
   }
 }
 

@@ -28,7 +28,7 @@ const program = new Command('cornserve')
   .description('Cornserve: serve multimodal apps built from shared model tasks')
   .version('0.1.0')
   .addOption(new Option('--gateway <url>', 'gateway URL').env('CORNSERVE_GATEWAY_URL').default('http://127.0.0.1:8000'))
-  .addOption(new Option('--token <token>', 'admin token for register, unregister and scale').env('CORNSERVE_ADMIN_TOKEN'))
+  .addOption(new Option('--token <token>', 'admin token for the commands that change the platform: register, unregister, scale, autoscale, profile, tasks register / unregister, apply-plan').env('CORNSERVE_ADMIN_TOKEN'))
   .addOption(
     new Option('--client-timeout-ms <ms>', 'longest wait for the gateway to answer, and then between two pieces of its answer (invoke: on top of its deadline)')
       .env('CORNSERVE_CLIENT_TIMEOUT_MS')
@@ -74,7 +74,7 @@ program
   .option('--allow-cpu-fallback', 'executors run on the CPU, with a loud warning and /health execution.cpuFallback, when GPUs were found but onnxruntime-node has no CUDA provider (default: they fail at start-up)')
   .option('--redis <url>', 'keep all control-plane state in Redis (restarting `up` on the same Redis brings apps and tasks back)')
   .option('--apps <dir>', 'register every app file (*.ts) in this folder at start')
-  .option('--models <dirs>', 'model directories (colon-separated; added to $CORNSERVE_MODELS): a task\'s modelId may name a folder in them')
+  .option('--models <dirs>', 'model directories (colon-separated; added to $CORNSERVE_MODELS): a task\'s modelId may name a folder in them. (CORNSERVE_MODELS_DIR is another setting: where the built-in tiny models are, default .models)')
   .addOption(new Option('--admin-token <token>', 'admin token (default: $CORNSERVE_ADMIN_TOKEN, else a generated one, printed once)').env('CORNSERVE_ADMIN_TOKEN'))
   .addOption(bodyLimitOption())
   .addOption(drainTimeoutOption())
@@ -104,7 +104,7 @@ program
 
 const models = program
   .command('models')
-  .description('list the model folders (Hugging Face exports and manifest folders) in DIRs (default: $CORNSERVE_MODELS and the built-in models)')
+  .description('list the model folders (Hugging Face exports and manifest folders) in DIRs (default: $CORNSERVE_MODELS, your model directories, colon-separated; and $CORNSERVE_MODELS_DIR, the built-in tiny models, default .models)')
   .argument('[dirs...]', 'directories to scan')
   .action(async (dirs: string[]) => {
     const { modelsListCommand } = await import('./models.js');

@@ -116,6 +116,14 @@ test.serial('invoke of a streaming request prints one line per chunk', async (t)
   t.deepEqual(r.stdout.trim().split('\n').map((l) => JSON.parse(l) as unknown), [0, 1, 2].map((index) => ({ echo: 's', index })));
 });
 
+test.serial('invoke prints control characters and U+FFFD escaped, as JSON that parses to the same value', async (t) => {
+  const text = 'a\u001b[31mb\u0000c\ufffdd\u009be';
+  const r = await cli(['invoke', 'echo', JSON.stringify({ text })]);
+  t.is(r.code, 0, r.stderr);
+  t.false(/[\u0000-\u0009\u000b-\u001f\u007f-\u009f\ufffd]/.test(r.stdout), JSON.stringify(r.stdout));
+  t.deepEqual(JSON.parse(r.stdout), { echo: text });
+});
+
 test.serial('invoke reads a YAML file', async (t) => {
   const file = join(dir, 'req.yaml');
   await writeFile(file, 'text: from yaml\n');
