@@ -8,7 +8,8 @@
  *  - an upstream failure before the reply started is handed to `onFailure` (which picks the error);
  *    after a stream started, the stream ends with a final `{"error": {...}}` line;
  *  - error replies and a stream's final error line pass through redactInternal (lib/redact.ts): no internal
- *    address (socket path, loopback port) leaves the platform, whatever the upstream wrote.
+ *    address (socket path, loopback port) leaves the platform, whatever the upstream wrote; what the client sent
+ *    (a URL quoted in the error) is kept as written.
  *
  * With `link` (an app function's framed link under `up`, function-link.ts) the same request goes as frames on
  * that link instead of an HTTP request: a LinkCall behaves like the ClientRequest, so everything above holds on
@@ -19,7 +20,7 @@ import { Agent, type IncomingHttpHeaders, type ServerResponse } from 'node:http'
 import { Readable } from 'node:stream';
 import { DEADLINE_HEADER, isCornserveError } from '../../functions/sdk/index.js';
 import { errorHeaders, sendJson, toErrorBody } from '../../lib/http.js';
-import { redactInternal } from '../../lib/redact.js';
+import { redactInternal, userAddresses } from '../../lib/redact.js';
 import { traceHeaders } from '../../lib/telemetry.js';
 import { deadlineTimer } from '../../lib/wait.js';
 import { httpRequest } from '../../lib/unix-url.js';
@@ -138,6 +139,9 @@ export function openUpstream(opts: UpstreamOptions & { signal: CutSignal }): Pro
 
 /** Resolves with the status sent to the client once the reply is complete (or the client left). */
 export function forward(res: ServerResponse, opts: ForwardOptions): Promise<number> {
+  // What the client sent (its URLs) stays as written in an error that quotes it; read only when an error is relayed.
+  let words: string[] | undefined;
+  const userWords = () => (words ??= userAddresses(parsedOrNull(opts.body)));
   return new Promise((resolve) => {
     let settled = false;
     let upstreamRes: UpstreamReply | undefined;
@@ -151,7 +155,7 @@ export function forward(res: ServerResponse, opts: ForwardOptions): Promise<numb
     const fail = (err: unknown) => {
       if (settled) return;
       const { status, body } = toErrorBody(err);
-      body.error.message = redactInternal(body.error.message);
+      body.error.message = redactInternal(body.error.message, [], userWords());
       if (!res.headersSent) {
         sendJson(res, status, body, errorHeaders(err));
       } else if (!res.writableEnded) {
@@ -213,12 +217,12 @@ export function forward(res: ServerResponse, opts: ForwardOptions): Promise<numb
           if (at < 0) return pass(buf);
           if (at > 0) pass(buf.subarray(0, at));
           const nl = buf.indexOf(0x0a, at);
-          pass(Buffer.from(redactInternal(buf.subarray(at, nl + 1).toString('utf8'))));
+          pass(Buffer.from(redactInternal(buf.subarray(at, nl + 1).toString('utf8'), [], userWords())));
           buf = buf.subarray(nl + 1);
         }
       };
       const end = () => {
-        res.end(held && errorLineStart(held) === 0 ? redactInternal(held.toString('utf8')) : held);
+        res.end(held && errorLineStart(held) === 0 ? redactInternal(held.toString('utf8'), [], userWords()) : held);
         finish();
       };
       if (!stream) {
@@ -237,7 +241,7 @@ export function forward(res: ServerResponse, opts: ForwardOptions): Promise<numb
     const relayError = (up: UpstreamReply | WholeReply) => {
       const relay = (text: string) => {
         opts.onErrorCode?.(errorCodeOf(text));
-        const body = redactInternal(text);
+        const body = redactInternal(text, [], userWords());
         res.setHeader('content-length', Buffer.byteLength(body));
         res.end(body);
         finish();
@@ -272,6 +276,14 @@ const ERROR_LINE = Buffer.from('{"error"');
 function errorLineStart(chunk: Buffer): number {
   for (let at = chunk.indexOf(ERROR_LINE); at >= 0; at = chunk.indexOf(ERROR_LINE, at + 1)) if (at === 0 || chunk[at - 1] === 0x0a) return at;
   return -1;
+}
+
+function parsedOrNull(body: string | Buffer): unknown {
+  try {
+    return JSON.parse(body.toString());
+  } catch {
+    return null;
+  }
 }
 
 function errorCodeOf(body: string): string {

@@ -43,3 +43,20 @@ test('forward with a deadline beyond setTimeout range (30 days) passes the reply
   t.is(res.status, 200);
   t.is(await res.text(), '{"ok":true}');
 });
+
+test('an error reply quoting the URL the client sent passes it on as written; our own addresses are still redacted', async (t) => {
+  const userUrl = 'http://127.0.0.1:18811/metrics';
+  const url = await listen(createServer((req, res) => {
+    req.resume();
+    req.on('end', () => res.writeHead(400, { 'content-type': 'application/json' }).end(JSON.stringify({
+      error: { code: 'ERIC_URL_NOT_ALLOWED', message: `${userUrl}: 127.0.0.1 is a loopback address (executor at http://127.0.0.1:41234)` },
+    })));
+  }));
+  const app = express();
+  const body = JSON.stringify({ request_data: { image_url: userUrl } });
+  app.post('/', (_req, res) => void forward(res, { url, body, deadline: FAR(), agent, what: 'the app function', onFailure: (e) => e }));
+  const gateway = await listen(createServer(app));
+  const res = await fetch(gateway, { method: 'POST' });
+  const reply = (await res.json()) as { error: { message: string } };
+  t.is(reply.error.message, `${userUrl}: 127.0.0.1 is a loopback address (executor at <internal address>)`);
+});
