@@ -3,33 +3,21 @@
  * every invoke as the gateway refuses request data of the wrong shape.
  */
 import test from 'ava';
-import { createServer, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { benchCommand } from '../../../control/cli/bench.js';
 import { CliError } from '../../../control/cli/errors.js';
+import { startBenchGateway } from '../../helpers/bench-gateway.js';
 
 async function startRefusingServer(): Promise<{ url: string; invoked: () => number; close: () => Promise<void> }> {
   let invoked = 0;
-  const server: Server = createServer((req, res) => {
-    const json = (status: number, body: unknown) => { res.writeHead(status, { 'content-type': 'application/json' }); res.end(JSON.stringify(body)); };
-    if (req.method === 'GET' && req.url?.startsWith('/app/list')) return json(200, [{ app_id: 'app-1', name: 'echo', aliases: [], state: 'ready', task_ids: [] }]);
-    if (req.method === 'GET' && req.url === '/tasks/list') return json(200, []);
-    if (req.method === 'POST' && req.url?.startsWith('/app/invoke/echo')) {
-      invoked++;
-      req.resume();
-      return json(422, { error: { code: 'INVALID_INPUT', message: 'request_data: text: Required' } });
-    }
-    json(404, { error: { code: 'NOT_FOUND', message: req.url } });
+  const gateway = await startBenchGateway('echo', (req, reply) => {
+    invoked++;
+    req.resume();
+    reply(422, { error: { code: 'INVALID_INPUT', message: 'request_data: text: Required' } });
   });
-  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-  return {
-    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
-    invoked: () => invoked,
-    close: () => new Promise((r) => { server.closeAllConnections(); server.close(() => r()); }),
-  };
+  return { ...gateway, invoked: () => invoked };
 }
 
 test('invoke without --dataset, refused alike from the start, stops early with an error that names --dataset', async (t) => {

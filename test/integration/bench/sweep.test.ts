@@ -3,14 +3,13 @@
  * that serves one request at a time in 100 ms: latency grows with load once the rate passes 10 req/s.
  */
 import test from 'ava';
-import { createServer, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { existsSync, readFileSync } from 'node:fs';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { benchCommand } from '../../../control/cli/bench.js';
 import { sleep } from '../../../lib/wait.js';
+import { startBenchGateway } from '../../helpers/bench-gateway.js';
 
 const SERVICE_MS = 100;
 
@@ -18,23 +17,11 @@ const SERVICE_MS = 100;
 async function startQueueServer(): Promise<{ url: string; served: () => number; close: () => Promise<void> }> {
   let queue = Promise.resolve();
   let served = 0;
-  const server: Server = createServer((req, res) => {
-    const json = (status: number, body: unknown) => { res.writeHead(status, { 'content-type': 'application/json' }); res.end(JSON.stringify(body)); };
-    if (req.method === 'GET' && req.url?.startsWith('/app/list')) return json(200, [{ app_id: 'app-1', name: 'queue', aliases: [], state: 'ready', task_ids: [] }]);
-    if (req.method === 'GET' && req.url === '/tasks/list') return json(200, []);
-    if (req.method === 'POST' && req.url?.startsWith('/app/invoke/queue')) {
-      req.resume();
-      queue = queue.then(async () => { await sleep(SERVICE_MS); served++; json(200, { echo: 'ok' }); });
-      return;
-    }
-    json(404, { error: { code: 'NOT_FOUND', message: req.url } });
+  const gateway = await startBenchGateway('queue', (req, reply) => {
+    req.resume();
+    queue = queue.then(async () => { await sleep(SERVICE_MS); served++; reply(200, { echo: 'ok' }); });
   });
-  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-  return {
-    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
-    served: () => served,
-    close: () => new Promise((r) => { server.closeAllConnections(); server.close(() => r()); }),
-  };
+  return { ...gateway, served: () => served };
 }
 
 test('a sweep stops at the first rate below 90% attainment and reports the rate before it', async (t) => {
