@@ -16,6 +16,8 @@ import { dirname, join } from 'node:path';
 
 export type GpuProvider = 'cuda' | 'tensorrt' | 'webgpu';
 export const GPU_PROVIDERS: readonly GpuProvider[] = ['cuda', 'tensorrt', 'webgpu'];
+/** Which provider an executor uses on its GPUs (default cuda); `cornserve up --execution-provider` sets it. */
+export const EXECUTION_PROVIDER_ENV = 'CORNSERVE_EXECUTION_PROVIDER';
 
 /**
  * The libraries each provider loads from the binding folder (onnxruntime-node's install manifest for linux/x64

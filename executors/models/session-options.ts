@@ -8,7 +8,7 @@
  */
 import type ort from 'onnxruntime-node';
 import { EXECUTOR_ENV } from '../../control/descriptors/types.js';
-import { GPU_PROVIDERS, installFix, type GpuProvider, type ProviderFiles } from './providers.js';
+import { EXECUTION_PROVIDER_ENV, GPU_PROVIDERS, installFix, type GpuProvider, type ProviderFiles } from './providers.js';
 
 export type DeviceKind = 'cpu' | 'cuda';
 export type ExecutionProvider = 'cpu' | GpuProvider;
@@ -47,7 +47,7 @@ export const CPU_EXECUTION: ExecutionDevice = Object.freeze({ requested: 'cpu', 
 export const DEVICE_ENV = {
   kind: EXECUTOR_ENV.deviceKind,
   ordinals: EXECUTOR_ENV.deviceOrdinals,
-  provider: 'CORNSERVE_EXECUTION_PROVIDER',
+  provider: EXECUTION_PROVIDER_ENV,
   allowCpuFallback: EXECUTOR_ENV.allowCpuFallback,
 } as const;
 
