@@ -117,6 +117,17 @@ models
   });
 
 program
+  .command('doctor')
+  .description('what this machine has for serving (Node, npm, the sidecar addon, onnxruntime-node and its GPU providers, GPUs, CUDA and Vulkan libraries, llama.cpp binaries, Redis, /dev/shm, model folders) and a numbered list of problems with their fixes; exit 1 when there is any')
+  .option('--json', 'print the whole report as JSON (the problems under "problems")')
+  .option('--models <dirs>', 'model directories to check (colon-separated, as `up --models`; with $CORNSERVE_MODELS and the built-in models)')
+  .option('--no-probe', 'skip the probe sessions of the GPU providers (each starts a short child process)')
+  .action(async (opts: { json?: boolean; models?: string; probe: boolean }) => {
+    const { doctorCommand } = await import('./doctor.js');
+    await doctorCommand(opts, io);
+  });
+
+program
   .command('register <file>')
   .description('register an app (a TypeScript file) and deploy its tasks; shows progress')
   .option('--alias <alias>', 'another name to call the app by')
