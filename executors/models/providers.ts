@@ -81,7 +81,7 @@ export function diagnoseProbeFailure(provider: GpuProvider, text: string): Probe
   const lib = /(lib[\w.+-]+\.so(?:\.[\d.]+)?): cannot open shared object file/.exec(text)?.[1];
   if (provider === 'webgpu') {
     if (lib?.startsWith('libvulkan')) return { missing: lib, fix: 'install the Vulkan loader (Debian/Ubuntu: apt-get install libvulkan1) and the GPU\'s Vulkan driver (NVIDIA: the driver\'s libnvidia-vulkan / nvidia_icd.json; AMD/Intel: mesa-vulkan-drivers)' };
-    if (/shaderUniform\w*ArrayDynamicIndexing|No supported adapters|Failed to get a WebGPU adapter/.test(text)) {
+    if (/shaderUniform\S*ArrayDynamicIndexing|No supported adapters|Failed to get a WebGPU adapter/.test(text)) {
       return { missing: 'a Vulkan GPU adapter Dawn accepts', fix: 'run on a machine with a GPU and its vendor Vulkan driver (vulkaninfo lists it); software Vulkan such as mesa lavapipe is refused by Dawn' };
     }
     return { fix: 'check the GPU\'s Vulkan driver (vulkaninfo) and onnxruntime\'s message above' };
