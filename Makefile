@@ -3,7 +3,7 @@ SHELL := /bin/bash
 NODE := node --import tsx
 export ONNXRUNTIME_NODE_INSTALL := skip
 
-.PHONY: all deps redis-server kubectl models run test typecheck bench experiment clean
+.PHONY: all deps redis-server kubectl models run test typecheck bench experiment gpu-check doctor clean
 
 all: test
 
@@ -55,6 +55,15 @@ bench: deps models
 # The disaggregation experiment in the simulator (README "Does disaggregation pay?"); QUICK=1 for the short version.
 experiment: deps
 	$(NODE) control/cli/main.ts experiment disaggregation $(if $(QUICK),--quick,) --result-dir experiment-results/disaggregation
+
+# What this machine has and lacks (GPUs, providers, libraries, Redis, model folders); exit 1 lists the fixes.
+doctor: deps
+	$(NODE) control/cli/main.ts doctor
+
+# On a machine with NVIDIA GPUs: doctor, then the platform on --devices auto serving an image request and an MLLM chat
+# (each executor's provider, tokens/s), within 10 minutes. Without a GPU it says so and exits 0, starting nothing.
+gpu-check: deps models
+	$(NODE) test/gpu/check.ts
 
 clean:
 	rm -rf node_modules build .models .bench

@@ -18,6 +18,7 @@ import { BODY_LIMIT_ENV, DEFAULT_BODY_LIMIT_BYTES } from '../../lib/body-limit.j
 import type { UpCommandOptions } from './up.js';
 import { DEFAULT_BLOCKED_LIMIT_MS } from '../gateway/blocked-loop.js';
 import { DEFAULT_DRAIN_TIMEOUT_MS } from '../gateway/in-flight.js';
+import { EXECUTION_PROVIDER_ENV, GPU_PROVIDERS } from '../../executors/models/providers.js';
 
 const io: Io = { out: (l) => console.log(l), err: (l) => console.error(l) };
 // Every command: a reader that closes the pipe early (`| head`) ends our output, not the command with a stack trace.
@@ -71,7 +72,8 @@ program
   .option('--port <port>', 'gateway port', '8000')
   .option('--host <host>', 'gateway address', '127.0.0.1')
   .option('--devices <n|auto>', "devices on the local node: a count of virtual CPU devices, or 'auto' (the GPUs nvidia-smi lists; none or no nvidia-smi: 4 CPU devices)", '4')
-  .option('--allow-cpu-fallback', 'executors run on the CPU, with a loud warning and /health execution.cpuFallback, when GPUs were found but onnxruntime-node has no CUDA provider (default: they fail at start-up)')
+  .option('--allow-cpu-fallback', 'executors run on the CPU, with a loud warning and /health execution.cpuFallback, when GPUs were found but their execution provider is not installed or fails its start-up probe (default: they fail at start-up)')
+  .addOption(new Option('--execution-provider <name>', 'the ONNX Runtime provider executors use on GPUs (docs/gpus.md)').choices(GPU_PROVIDERS).env(EXECUTION_PROVIDER_ENV).default('cuda'))
   .option('--redis <url>', 'keep all control-plane state in Redis (restarting `up` on the same Redis brings apps and tasks back)')
   .option('--apps <dir>', 'register every app file (*.ts) in this folder at start')
   .option('--models <dirs>', 'model directories (colon-separated; added to $CORNSERVE_MODELS): a task\'s modelId may name a folder in them. (CORNSERVE_MODELS_DIR is another setting: where the built-in tiny models are, default .models)')
@@ -116,6 +118,17 @@ models
   .action(async (folder: string) => {
     const { modelsCheckCommand } = await import('./models.js');
     await modelsCheckCommand(folder, io);
+  });
+
+program
+  .command('doctor')
+  .description('what this machine has for serving (Node, npm, the sidecar addon, onnxruntime-node and its GPU providers, GPUs, CUDA and Vulkan libraries, llama.cpp binaries, Redis, /dev/shm, model folders) and a numbered list of problems with their fixes; exit 1 when there is any')
+  .option('--json', 'print the whole report as JSON (the problems under "problems")')
+  .option('--models <dirs>', 'model directories to check (colon-separated, as `up --models`; with $CORNSERVE_MODELS and the built-in models)')
+  .option('--no-probe', 'skip the probe sessions of the GPU providers (each starts a short child process)')
+  .action(async (opts: { json?: boolean; models?: string; probe: boolean }) => {
+    const { doctorCommand } = await import('./doctor.js');
+    await doctorCommand(opts, io);
   });
 
 program

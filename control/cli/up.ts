@@ -26,6 +26,7 @@ import { APP_SOURCES_DIR_PREFIX, type AppFunctions } from '../gateway/app-functi
 import type { AppManager, RegistrationEvent } from '../gateway/app-manager.js';
 import { EXECUTOR_ENV } from '../descriptors/types.js';
 import { devicesOption } from '../platform/gpus.js';
+import { EXECUTION_PROVIDER_ENV, type GpuProvider } from '../../executors/models/providers.js';
 import type { LocalPlatform } from '../platform/local.js';
 import type { LogSink } from '../platform/child.js';
 import { ResourceManager } from '../resources/manager.js';
@@ -251,6 +252,7 @@ export interface UpCommandOptions {
   devices: string;
   /** Executors run on the CPU (loudly) when GPUs were found but onnxruntime has no CUDA provider. */
   allowCpuFallback?: boolean;
+  executionProvider?: GpuProvider;
   redis?: string;
   apps?: string;
   /** Model directories, colon-separated (CORNSERVE_MODELS for every executor). */
@@ -299,6 +301,7 @@ export async function upCommand(
     deviceKind: devices.kind,
     childEnv: {
       ...(opts.allowCpuFallback ? { [EXECUTOR_ENV.allowCpuFallback]: '1' } : {}),
+      ...(opts.executionProvider ? { [EXECUTION_PROVIDER_ENV]: opts.executionProvider } : {}),
       ...(opts.models ? { [MODELS_ENV]: modelDirs(opts.models.split(delimiter)).join(delimiter) } : {}),
     },
     ...(opts.redis ? { redisUrl: opts.redis } : {}),

@@ -46,7 +46,8 @@ export interface DiscoveredDevices {
 
 export type RunCommand = (file: string, args: string[]) => Promise<string>;
 
-const runCommand: RunCommand = (file, args) =>
+/** Runs `file` (found on PATH) with a 10 s bound; rejects with its error (ENOENT when absent). */
+export const runCommand: RunCommand = (file, args) =>
   new Promise((resolve, reject) => {
     execFile(file, args, { timeout: 10_000, encoding: 'utf8' }, (err, stdout) => (err ? reject(err) : resolve(stdout)));
   });

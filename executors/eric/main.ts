@@ -63,7 +63,7 @@ const sidecar = f.sidecar ?? env[EXECUTOR_ENV.sidecar];
 const executorId = env[EXECUTOR_ENV.executorId];
 const opt = <K extends string, V>(k: K, v: V | undefined) => (v === undefined ? {} : { [k]: v } as Record<K, V>);
 
-startExecutionOrExit(f.allowCpuFallback);
+await startExecutionOrExit(f.allowCpuFallback);
 try {
   const options = compileEricOptions({
     modelId: f.modelId, adapterModelIds: f.adapterModelIds, modality: f.modality, allowFileUrls: f.allowFileUrls, urlAllowlist: f.urlAllowlist,

@@ -50,7 +50,7 @@ const o = program.opts<{
 }>();
 const executorId = process.env[EXECUTOR_ENV.executorId];
 const log = logger('geri', { executor: executorId });
-startExecutionOrExit(o.allowCpuFallback);
+await startExecutionOrExit(o.allowCpuFallback);
 await startTelemetry('geri');
 
 const dir = o.modelDir ?? (await findModel(o.modelId, o.modality, o.modelsDir)).dir;

@@ -61,7 +61,7 @@ const o = program.opts<{
 }>();
 const executorId = process.env[EXECUTOR_ENV.executorId];
 const log = logger('llm', { executor: executorId });
-startExecutionOrExit(o.allowCpuFallback);
+await startExecutionOrExit(o.allowCpuFallback);
 await startTelemetry('llm');
 
 // The model id names a folder path, a folder under $CORNSERVE_MODELS, or a built-in model (catalog.ts).

@@ -4,8 +4,9 @@
 # variables (PORT, CORNSERVE_SIDECAR_RANKS, CORNSERVE_SIDECAR_URL, ...), nvidia.com/gpu limits and /dev/shm.
 # GPU by default: a CUDA 12 + cuDNN base image, and onnxruntime-node's CUDA execution provider installed at build
 # time through its documented install flag (ONNXRUNTIME_NODE_INSTALL=cuda12, i.e. --onnxruntime-node-install=cuda12).
-# The build fails if the provider did not install (listSupportedBackends() must report cuda as bundled), so a pod
-# never starts an executor that would refuse its GPUs (docs/gpus.md). Build from the repository root, e.g.:
+# The build fails if the provider's libraries are not beside the onnxruntime binding (executors/models/provider-check.ts,
+# the same check the executors run at start before their GPU probe), so a pod never starts an executor that would
+# refuse its GPUs (docs/gpus.md). Build from the repository root, e.g.:
 #   docker build -f knative/images/executor.Dockerfile --build-arg EXECUTOR=eric -t docker.io/cornserve/eric:latest .
 # CPU-only image (echo, or clusters without GPUs):
 #   docker build -f knative/images/executor.Dockerfile --build-arg EXECUTOR=echo --build-arg ORT_CUDA=skip \
@@ -32,9 +33,10 @@ ARG ORT_CUDA=cuda12
 ENV ONNXRUNTIME_NODE_INSTALL=${ORT_CUDA}
 COPY package.json package-lock.json ./
 COPY sidecar/native sidecar/native
+# Files only: a build has no GPU to probe (the executor probes a session on its device at start).
+COPY executors/models/providers.ts executors/models/provider-check.ts executors/models/
 RUN npm ci --omit=dev --no-audit --no-fund \
- && if [ "$ORT_CUDA" != skip ]; then node -e "const b = require('onnxruntime-node').listSupportedBackends(); \
-      if (!b.some((x) => x.name === 'cuda' && x.bundled)) { console.error('CUDA execution provider not installed:', JSON.stringify(b)); process.exit(1); }"; fi
+ && if [ "$ORT_CUDA" != skip ]; then node --import tsx executors/models/provider-check.ts cuda; fi
 
 FROM deps AS models
 # The project's own small models (deterministic weights), baked into the image; mount real exported models
