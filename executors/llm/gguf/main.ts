@@ -39,7 +39,7 @@ const program = new Command('llm-gguf-executor')
   .option('--max-waiting <n>', 'requests waiting at most before 503', int, 1024)
   .option('--memory-mb <n>', 'memory this executor may use: a model + context estimated above it is refused at start (default: the free memory now)', int)
   .option('--gpu <kind>', `llama.cpp binary: auto (cuda when the platform assigned CUDA devices, else cpu), ${GGUF_GPUS.join(', ')}`, gpuChoice, 'auto')
-  .option('--threads <n>', 'llama.cpp threads (0 = its default)', int, 0)
+  .option('--threads <n>', 'llama.cpp threads per decode (0 = one per core). ggml\'s threads spin while they wait: on a shared node more than one costs more than it brings', int, 1)
   .option('--timeout-ms <ms>', 'deadline of requests without an x-cornserve-deadline header', int, 300_000)
   .parse();
 
@@ -59,7 +59,7 @@ try {
   const llama = await loadLlama(gpu, devices);
   loaded = await loadGguf(llama, path, {
     contextSize: Math.max(1, o.contextSize), sequences: Math.max(1, o.maxBatch), memoryLimitBytes: (o.memoryMb ?? Math.floor(freemem() / 2 ** 20)) * 2 ** 20,
-    ...(o.threads ? { threads: o.threads } : {}),
+    threads: o.threads,
   });
 } catch (e) {
   if (!(e instanceof GgufError)) throw e;

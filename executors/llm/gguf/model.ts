@@ -133,7 +133,7 @@ export interface LoadedGguf {
 }
 
 /** Checks and loads `path` with a context of `sequences` sequences of `contextSize` tokens each. */
-export async function loadGguf(llama: Llama, path: string, opts: { contextSize: number; sequences: number; memoryLimitBytes: number; threads?: number }): Promise<LoadedGguf> {
+export async function loadGguf(llama: Llama, path: string, opts: { contextSize: number; sequences: number; memoryLimitBytes: number; /** 0 = one per core. */ threads?: number }): Promise<LoadedGguf> {
   const check = await checkGguf(llama, path, opts);
   const contextSize = Math.min(opts.contextSize, check.trainContext ?? opts.contextSize);
   let model: LlamaModel;
@@ -144,7 +144,7 @@ export async function loadGguf(llama: Llama, path: string, opts: { contextSize: 
   }
   let context: LlamaContext;
   try {
-    context = await model.createContext({ contextSize, sequences: opts.sequences, ...(opts.threads ? { threads: opts.threads } : {}) });
+    context = await model.createContext({ contextSize, sequences: opts.sequences, ...(opts.threads !== undefined ? { threads: opts.threads } : {}) });
   } catch (e) {
     await model.dispose();
     throw new GgufError(GgufErrorCode.LOAD_FAILED, `llama.cpp could not create a context of ${opts.sequences} × ${contextSize} tokens for ${path}: ${(e as Error).message}`, { cause: e });

@@ -36,6 +36,8 @@ export const TINY_LLAMA_GGUF: GgufLlamaSpec = {
 const NORMAL = 1;
 const CONTROL = 3;
 const PRIOR = 12;
+/** Attention weights scaled up, so the answer depends on the whole prompt, not only on the last token. */
+const GAIN = 3;
 
 /** The tokenizer metadata: ids 0..255 the byte alphabet, then the merges, then the ChatML specials. */
 function tokenizerMetadata(): { meta: Record<string, GgufValue>; tokens: string[]; printable: (id: number) => boolean } {
@@ -77,8 +79,8 @@ export function ggufLlamaBytes(s: GgufLlamaSpec): Uint8Array {
   const kv = hd * s.kvHeads;
   const tensors: GgufTensor[] = [];
   /** A `[out, in]` weight (ggml dims [in, out]); `keepDim0` zeroes output row 0 so the constant dimension stays. */
-  const weight = (name: string, out: number, inp: number, keepDim0 = false): void => {
-    const data = p.get(name, [out, inp], 'matrix');
+  const weight = (name: string, out: number, inp: number, keepDim0 = false, gain = 1): void => {
+    const data = p.get(name, [out, inp], 'matrix', gain);
     if (keepDim0) data.fill(0, 0, inp);
     tensors.push({ name, dims: [inp, out], data });
   };
@@ -89,10 +91,10 @@ export function ggufLlamaBytes(s: GgufLlamaSpec): Uint8Array {
   tensors.push({ name: 'token_embd.weight', dims: [s.hidden, n], data: embd });
   for (let l = 0; l < s.layers; l++) {
     norm(`blk.${l}.attn_norm.weight`);
-    weight(`blk.${l}.attn_q.weight`, s.hidden, s.hidden);
-    weight(`blk.${l}.attn_k.weight`, kv, s.hidden);
-    weight(`blk.${l}.attn_v.weight`, kv, s.hidden);
-    weight(`blk.${l}.attn_output.weight`, s.hidden, s.hidden, true);
+    weight(`blk.${l}.attn_q.weight`, s.hidden, s.hidden, false, GAIN);
+    weight(`blk.${l}.attn_k.weight`, kv, s.hidden, false, GAIN);
+    weight(`blk.${l}.attn_v.weight`, kv, s.hidden, false, GAIN);
+    weight(`blk.${l}.attn_output.weight`, s.hidden, s.hidden, true, GAIN);
     norm(`blk.${l}.ffn_norm.weight`);
     weight(`blk.${l}.ffn_gate.weight`, s.intermediate, s.hidden);
     weight(`blk.${l}.ffn_up.weight`, s.intermediate, s.hidden);
