@@ -104,32 +104,32 @@ async function startFailure(modelId: string, memoryMiB?: number, extra: string[]
   throw new Error(`the executor for ${modelId} started`);
 }
 
-test('a truncated GGUF file refuses to start with GGUF_TRUNCATED', async (t) => {
+test.serial('a truncated GGUF file refuses to start with GGUF_TRUNCATED', async (t) => {
   const r = await startFailure('truncated.gguf');
   t.is(r.code, 1);
   t.regex(r.stderr, /^GGUF_TRUNCATED: .*truncated\.gguf is truncated: \d+ bytes/m);
 });
 
-test('a GGUF file of an architecture llama.cpp does not know refuses to start with GGUF_ARCHITECTURE_UNSUPPORTED', async (t) => {
+test.serial('a GGUF file of an architecture llama.cpp does not know refuses to start with GGUF_ARCHITECTURE_UNSUPPORTED', async (t) => {
   const r = await startFailure('alien.gguf');
   t.is(r.code, 1);
   t.regex(r.stderr, /^GGUF_ARCHITECTURE_UNSUPPORTED: .*architecture 'nosucharch'/m);
 });
 
-test('a GGUF model larger than the memory its task asks for refuses to start with GGUF_TOO_LARGE', async (t) => {
+test.serial('a GGUF model larger than the memory its task asks for refuses to start with GGUF_TOO_LARGE', async (t) => {
   const r = await startFailure('chat.gguf', 1);
   t.is(r.code, 1);
   t.regex(r.stderr, /^GGUF_TOO_LARGE: .*needs about \d+ MiB .*given 1 MiB/m);
 });
 
-test('a model id naming no GGUF file refuses to start with GGUF_NOT_FOUND naming where it looked', async (t) => {
+test.serial('a model id naming no GGUF file refuses to start with GGUF_NOT_FOUND naming where it looked', async (t) => {
   const r = await startFailure('missing.gguf');
   t.is(r.code, 1);
   t.true(r.stderr.includes(`GGUF_NOT_FOUND: 'missing.gguf' is neither a .gguf file nor a folder holding one (searched: ${join(scratch, 'missing.gguf')}`), r.stderr);
 });
 
 /** Only where no NVIDIA driver is: on a GPU node the CUDA build loads. */
-const withoutGpu = existsSync('/dev/nvidiactl') ? test.skip : test;
+const withoutGpu = existsSync('/dev/nvidiactl') ? test.skip : test.serial;
 
 withoutGpu('asking for the CUDA build where it cannot load refuses to start with GGUF_GPU_UNAVAILABLE naming the package', async (t) => {
   const r = await startFailure('chat.gguf', undefined, ['--gpu', 'cuda']);
