@@ -22,12 +22,13 @@ export async function run(): Promise<BenchResult[]> {
   const llama = await getLlama({ gpu: false, build: 'never' });
   const model = await llama.loadModel({ modelPath: await tinyGguf() });
   const context = await model.createContext({ contextSize: CONTEXT, sequences: SEQUENCES, threads: 1 });
+  const sequences = Array.from({ length: SEQUENCES }, () => context.getSequence());
   const direct = async (prompts: string[]): Promise<Run> => {
     const cpu0 = ownCpuMs();
     const t0 = performance.now();
     const first: number[] = [];
-    const counts = await Promise.all(prompts.map(async (p) => {
-      const seq = context.getSequence();
+    const counts = await Promise.all(prompts.map(async (p, i) => {
+      const seq = sequences[i]!;
       let n = 0;
       try {
         for await (const _ of seq.evaluate(model.tokenize(chatmlPrompt(p), true) as Token[], { temperature: 0, yieldEogToken: true })) {
@@ -35,7 +36,7 @@ export async function run(): Promise<BenchResult[]> {
           if (n >= TOKENS) break;
         }
       } finally {
-        seq.dispose();
+        await seq.clearHistory();
       }
       return n;
     }));

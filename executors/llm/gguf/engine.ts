@@ -79,12 +79,19 @@ export class DetokenizerStream implements TokenTextStream {
 
 export class GgufEngine {
   private readonly waiting: Job[] = [];
+  /**
+   * The context's sequences not generating now. All are taken at start and reused (history cleared): a disposed
+   * sequence's id returns to the context only later, asynchronously.
+   */
+  private readonly free: LlamaContextSequence[] = [];
   private running = 0;
   private generated = 0;
   private closed = false;
   private failuresInARow = 0;
 
-  constructor(readonly loaded: LoadedGguf, private readonly opts: { maxWaiting?: number; brokenAfterFailures?: number; log?: Logger } = {}) {}
+  constructor(readonly loaded: LoadedGguf, private readonly opts: { maxWaiting?: number; brokenAfterFailures?: number; log?: Logger } = {}) {
+    while (loaded.context.sequencesLeft > 0) this.free.push(loaded.context.getSequence());
+  }
 
   get maxBatch(): number {
     return this.loaded.context.totalSequences;
@@ -127,7 +134,7 @@ export class GgufEngine {
   }
 
   private startWaiting(): void {
-    while (this.waiting.length && this.loaded.context.sequencesLeft > 0) {
+    while (this.waiting.length && this.free.length) {
       const job = this.waiting.shift()!;
       const early = this.fault(job.req, 0);
       if (early) {
@@ -135,11 +142,12 @@ export class GgufEngine {
         continue;
       }
       this.running++;
-      const seq = this.loaded.context.getSequence();
+      const seq = this.free.pop()!;
       void this.generate(job, seq)
         .then(job.resolve, job.reject)
-        .finally(() => {
-          seq.dispose();
+        .finally(async () => {
+          await seq.clearHistory().catch((e: unknown) => this.opts.log?.error({ err: e }, 'clearing a llama.cpp sequence failed'));
+          this.free.push(seq);
           this.running--;
           this.startWaiting();
         });
