@@ -5,16 +5,16 @@
  * Text only; `vllm_xargs` hidden-state forwarding and multimodal parts are refused with a code. Errors use
  * OpenAI's error shape; a client that disconnects frees its sequence at its next token.
  */
-import express, { type Response } from 'express';
+import express from 'express';
 import { hopBodyLimitBytes } from '../../../lib/body-limit.js';
 import { logger, type Logger } from '../../../lib/log.js';
 import { traceRequests } from '../../../lib/telemetry.js';
 import { deadlineOf } from '../../common/deadline.js';
 import { ExecutorErrorCode } from '../../common/errors.js';
 import { healthRoute } from '../../common/health.js';
-import { llmErrors, toOpenAIError } from '../errors.js';
+import { llmErrors, openAIErrorHandler, toOpenAIError } from '../errors.js';
 import { createLlmMetrics } from '../metrics.js';
-import { ChunkWriter, completion, completionId, executorRequestSchema, usage, type ExecutorRequest } from '../openai.js';
+import { ChunkWriter, completion, completionId, parseExecutorRequest, usage, writeSse, type ExecutorRequest } from '../openai.js';
 import { GgufChat } from './chat.js';
 import { GgufEngine, type GgufRequest } from './engine.js';
 import type { LoadedGguf } from './model.js';
@@ -38,12 +38,6 @@ export interface GgufServer {
   close(): Promise<void>;
 }
 
-function parseRequest(body: unknown): ExecutorRequest {
-  const r = executorRequestSchema.safeParse(body);
-  if (r.success) return r.data;
-  const param = r.error.issues[0]!.path.map(String).join('.') || null;
-  throw llmErrors.badRequest(r.error.issues.map((i) => `${i.path.map(String).join('.') || '(body)'}: ${i.message}`).join('; '), param);
-}
 
 /** Max completion tokens: the prompt plus them must fit one sequence's context. */
 function maxTokensFor(ctx: number, body: ExecutorRequest, promptTokens: number): number {
@@ -54,7 +48,6 @@ function maxTokensFor(ctx: number, body: ExecutorRequest, promptTokens: number):
   return asked;
 }
 
-const sse = (res: Response, data: unknown) => res.write(`data: ${typeof data === 'string' ? data : JSON.stringify(data)}\n\n`);
 
 export function buildGgufServer(opts: GgufServerOptions): GgufServer {
   const { loaded, modelIds } = opts;
@@ -96,7 +89,7 @@ export function buildGgufServer(opts: GgufServerOptions): GgufServer {
       first = false;
     };
     try {
-      const body = parseRequest(req.body);
+      const body = parseExecutorRequest(req.body);
       if (!modelIds.includes(body.model)) throw llmErrors.modelNotFound(`model ${body.model} is not served here (serves: ${modelIds.join(', ')})`);
       if ((body.n ?? 1) !== 1) throw llmErrors.badRequest('only n = 1 is supported', 'n');
       if (body.vllm_xargs && Object.keys(body.vllm_xargs).length) throw llmErrors.badRequest('a GGUF model on llama.cpp cannot forward hidden states', 'vllm_xargs');
@@ -116,22 +109,22 @@ export function buildGgufServer(opts: GgufServerOptions): GgufServer {
           ...base,
           onText: (text) => {
             firstToken();
-            if (text) sse(res, w.content(text));
+            if (text) writeSse(res, w.content(text));
           },
         });
         res.status(200).set({ 'content-type': 'text/event-stream', 'cache-control': 'no-cache', connection: 'keep-alive' });
-        sse(res, w.role());
+        writeSse(res, w.role());
         try {
           const r = await pending;
           metrics.generationTokens.inc(r.tokens.length);
-          sse(res, w.finish(r.finishReason));
-          if (body.stream_options?.include_usage) sse(res, w.usage(usage(r.promptTokens, r.tokens.length)));
+          writeSse(res, w.finish(r.finishReason));
+          if (body.stream_options?.include_usage) writeSse(res, w.usage(usage(r.promptTokens, r.tokens.length)));
         } catch (e) {
           if (cancel.signal.aborted) return;
           outcome = toOpenAIError(e).body.error.code;
-          sse(res, toOpenAIError(e).body);
+          writeSse(res, toOpenAIError(e).body);
         }
-        sse(res, '[DONE]');
+        writeSse(res, '[DONE]');
         res.end();
         return;
       }
@@ -156,12 +149,7 @@ export function buildGgufServer(opts: GgufServerOptions): GgufServer {
     }
   });
 
-  app.use(((err, _req, res, _next) => {
-    const { status, body } = toOpenAIError(err);
-    if (status >= 500) log.error({ err }, body.error.message);
-    if (res.headersSent) return void res.end();
-    res.status(status).json(body);
-  }) as express.ErrorRequestHandler);
+  app.use(openAIErrorHandler(log));
 
   return { app, engine, close: () => engine.close() };
 }
