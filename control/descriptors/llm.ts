@@ -16,6 +16,8 @@
  *    health and draining work as for any executor. Multimodal URLs are passed unchanged (the external engine
  *    encodes them itself); LLMEmbeddingTask is not supported. The URL comes from
  *    CORNSERVE_EXTERNAL_LLM_URLS (JSON `{modelId: url}`) or CORNSERVE_EXTERNAL_LLM_URL, read when launching.
+ *  - `llama-cpp`: a GGUF file on llama.cpp (executors/llm/gguf): the model id names a `.gguf` file or a folder
+ *    holding one. Text only (LLMTask); the binary follows the executor's devices (CUDA devices → the CUDA build).
  */
 import { CornserveError } from '../../functions/sdk/errors.js';
 import type { DataForward } from '../../functions/sdk/index.js';
@@ -198,4 +200,26 @@ export const externalLlmDescriptor: TaskDescriptor<LlmTask> = {
   response: async (_task, _output, res) => streamResult(res),
 };
 
-export const llmDescriptors = [llmDescriptor, externalLlmDescriptor];
+/** LLMTask → a GGUF file on llama.cpp (executors/llm/gguf/main.ts). */
+export const llamaCppDescriptor: TaskDescriptor<LlmTask> = {
+  name: 'llama-cpp',
+  taskClass: 'LLMBaseTask',
+  executorName: (task) => `llm-gguf-${modelBasename(task.config.modelId).replace(/-gguf$/, '')}`,
+  launch: (task): LaunchSpec => ({
+    kind: 'llm-gguf',
+    entry: 'executors/llm/gguf/main.ts',
+    image: 'cornserve/llm',
+    args: ['--model-id', task.config.modelId, ...(task.config.memoryMiB ? ['--memory-mb', String(task.config.memoryMiB)] : [])],
+    devicesPerExecutor: 1,
+  }),
+  request: (task, input) => {
+    if (!(task instanceof LLMTask)) throw invalid(`the llama-cpp descriptor serves LLMTask only (llama.cpp here cannot forward hidden states), not ${task.constructor.name}`);
+    if ((input as ChatRequest).cornserve_embeddings?.length) {
+      throw invalid('a GGUF model on llama.cpp takes text only: it cannot receive embeddings from encoders');
+    }
+    return { path: '/v1/chat/completions', body: { ...chatBody(task, input as ChatRequest), stream: true } };
+  },
+  response: async (_task, _output, res) => streamResult(res),
+};
+
+export const llmDescriptors = [llmDescriptor, externalLlmDescriptor, llamaCppDescriptor];

@@ -2,7 +2,9 @@
  * Errors of the LLM executor. Each has a stable code and an HTTP status; the server answers them in OpenAI's
  * error shape `{error: {message, type, param, code}}` (see `toOpenAIError`), which also carries our code.
  */
+import type { ErrorRequestHandler } from 'express';
 import { CornserveError, isCornserveError } from '../../functions/sdk/errors.js';
+import type { Logger } from '../../lib/log.js';
 import { DEADLINE_HEADER } from '../../functions/sdk/dispatch.js';
 import { producerFailureDetails } from '../common/errors.js';
 import { isModelError } from '../models/errors.js';
@@ -110,4 +112,14 @@ export function toOpenAIError(err: unknown): { status: number; body: OpenAIError
   }
   const message = e?.message ?? String(err);
   return { status, body: { error: { message, type: TYPE_BY_STATUS[status] ?? 'server_error', param, code, ...(details !== undefined ? { details } : {}) } } };
+}
+
+/** The LLM executors' last express handler: any error thrown outside a route's own catch, in OpenAI's shape. */
+export function openAIErrorHandler(log: Logger): ErrorRequestHandler {
+  return (err, _req, res, _next) => {
+    const { status, body } = toOpenAIError(err);
+    if (status >= 500) log.error({ err }, body.error.message);
+    if (res.headersSent) return void res.end();
+    res.status(status).json(body);
+  };
 }

@@ -4,6 +4,7 @@
  * them) and the response objects (chunks for SSE, one completion otherwise).
  */
 import { randomBytes } from 'node:crypto';
+import type { Response } from 'express';
 import { z } from 'zod';
 import { chatRequestSchema } from '../../functions/tasks/openai.js';
 import { llmErrors } from './errors.js';
@@ -22,6 +23,17 @@ export const executorRequestSchema = chatRequestSchema.extend({
   vllm_xargs: z.record(z.string(), z.unknown()).optional(),
 });
 export type ExecutorRequest = z.infer<typeof executorRequestSchema>;
+
+/** A request body as ExecutorRequest, or LLM_BAD_REQUEST naming every bad field (param = the first). */
+export function parseExecutorRequest(body: unknown): ExecutorRequest {
+  const r = executorRequestSchema.safeParse(body);
+  if (r.success) return r.data;
+  const param = r.error.issues[0]!.path.map(String).join('.') || null;
+  throw llmErrors.badRequest(r.error.issues.map((i) => `${i.path.map(String).join('.') || '(body)'}: ${i.message}`).join('; '), param);
+}
+
+/** One SSE event `data: …` (a string as is, anything else as JSON). */
+export const writeSse = (res: Response, data: unknown) => res.write(`data: ${typeof data === 'string' ? data : JSON.stringify(data)}\n\n`);
 
 /**
  * The hidden-state forward a request asks for, if any. Ranks may be a JSON string (the reference sends str(list)).

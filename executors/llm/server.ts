@@ -19,13 +19,13 @@ import { processExecution } from '../models/execution.js';
 import { describeExecution } from '../models/session-options.js';
 import { healthRoute } from '../common/health.js';
 import { Engine, type EngineOptions, type EngineRequest } from './engine.js';
-import { llmErrors, toOpenAIError } from './errors.js';
+import { llmErrors, openAIErrorHandler, toOpenAIError } from './errors.js';
 import { HiddenStateStream } from './hidden-stream.js';
 import { createLlmMetrics } from './metrics.js';
 import type { LlmModel } from './model.js';
 import type { InProcessEncoders } from './encoders.js';
 import { mediaRefs, resolveEmbeddings } from './multimodal.js';
-import { ChunkWriter, completion, completionId, executorRequestSchema, hiddenStatesForward, usage, type ExecutorRequest } from './openai.js';
+import { ChunkWriter, completion, completionId, hiddenStatesForward, parseExecutorRequest, usage, writeSse, type ExecutorRequest } from './openai.js';
 import { buildPrompt, renderChat, type MediaEmbedding, type Prompt } from './prompt.js';
 import { hopBodyLimitBytes } from '../../lib/body-limit.js';
 
@@ -50,13 +50,6 @@ export interface LlmServer {
   close(): Promise<void>;
 }
 
-function parseRequest(body: unknown): ExecutorRequest {
-  const r = executorRequestSchema.safeParse(body);
-  if (r.success) return r.data;
-  const issue = r.error.issues[0]!;
-  const param = issue.path.map(String).join('.') || null;
-  throw llmErrors.badRequest(r.error.issues.map((i) => `${i.path.map(String).join('.') || '(body)'}: ${i.message}`).join('; '), param);
-}
 
 
 /** Max completion tokens for a prompt; the prompt plus them must fit the model's context. */
@@ -71,7 +64,6 @@ function maxTokensFor(model: LlmModel, body: ExecutorRequest, prompt: Prompt): n
   return asked;
 }
 
-const sse = (res: Response, data: unknown) => res.write(`data: ${typeof data === 'string' ? data : JSON.stringify(data)}\n\n`);
 
 export function buildLlmServer(opts: LlmServerOptions): LlmServer {
   const { model, sidecar } = opts;
@@ -126,7 +118,7 @@ export function buildLlmServer(opts: LlmServerOptions): LlmServer {
       await states?.close();
     };
     try {
-      const body = parseRequest(req.body);
+      const body = parseExecutorRequest(req.body);
       if (!model.modelIds.includes(body.model)) throw llmErrors.modelNotFound(`model ${body.model} is not served here (serves: ${model.modelIds.join(', ')})`);
       if ((body.n ?? 1) !== 1) throw llmErrors.badRequest('only n = 1 is supported', 'n');
       const forward = hiddenStatesForward(body);
@@ -179,22 +171,22 @@ export function buildLlmServer(opts: LlmServerOptions): LlmServer {
             first = false;
             metrics.generationTokens.inc();
             if (hidden) states?.push(hidden);
-            if (text) sse(res, w.content(text));
+            if (text) writeSse(res, w.content(text));
           },
         });
         res.status(200).set({ 'content-type': 'text/event-stream', 'cache-control': 'no-cache', connection: 'keep-alive' });
-        sse(res, w.role()); // the headers leave with it, in one write (the first token comes after a decoder call)
+        writeSse(res, w.role()); // the headers leave with it, in one write (the first token comes after a decoder call)
         try {
           const r = await pending;
           await closeStates();
-          sse(res, w.finish(r.finishReason));
-          if (body.stream_options?.include_usage) sse(res, w.usage(usage(r.promptTokens, r.tokens.length)));
+          writeSse(res, w.finish(r.finishReason));
+          if (body.stream_options?.include_usage) writeSse(res, w.usage(usage(r.promptTokens, r.tokens.length)));
         } catch (e) {
           if (cancel.signal.aborted) return;
           outcome = toOpenAIError(e).body.error.code;
-          sse(res, toOpenAIError(e).body);
+          writeSse(res, toOpenAIError(e).body);
         }
-        sse(res, '[DONE]');
+        writeSse(res, '[DONE]');
         res.end();
         return;
       }
@@ -230,12 +222,7 @@ export function buildLlmServer(opts: LlmServerOptions): LlmServer {
     }
   });
 
-  app.use(((err, _req, res, _next) => {
-    const { status, body } = toOpenAIError(err);
-    if (status >= 500) log.error({ err }, body.error.message);
-    if (res.headersSent) return void res.end();
-    res.status(status).json(body);
-  }) as express.ErrorRequestHandler);
+  app.use(openAIErrorHandler(log));
 
   return { app, engine, close: () => engine.close() };
 }

@@ -1,5 +1,5 @@
 /**
- * `make models`: builds every project model into <out> (default $CORNSERVE_MODELS_DIR or <repo>/.models).
+ * `make models`: builds every project model (ONNX folders and one GGUF file) into <out> (default $CORNSERVE_MODELS_DIR or <repo>/.models).
  * A model folder is rebuilt only when the hash of the builder sources differs from its stamp (or --force).
  * Folders are written to a temp dir and renamed into place, so concurrent builds never see half a folder.
  *
@@ -22,6 +22,7 @@ import { TINY_QWEN2, buildHfDecoder } from './builders/hf-decoder.js';
 import { TINY_CLIP, TINY_SIGLIP, buildHfVision } from './builders/hf-vision.js';
 import { TINY_WHISPER, buildHfWhisper } from './builders/hf-whisper.js';
 import { buildHfVlm } from './builders/hf-vlm.js';
+import { buildGgufLlama } from './builders/gguf-llama.js';
 import { defaultModelsDir } from './catalog.js';
 
 const HERE = dirname(fileURLToPath(import.meta.url));
@@ -39,13 +40,14 @@ export const BUILDERS: Record<string, () => BuiltModel> = {
   'tiny-siglip': () => buildHfVision(TINY_SIGLIP),
   'tiny-whisper': () => buildHfWhisper(TINY_WHISPER),
   'tiny-qwen2-vl': buildHfVlm,
+  'tiny-llama-gguf': () => buildGgufLlama(),
 };
 
-/** sha256 over the builder sources (onnx/, builders/, manifest.ts, build.ts), in a fixed order. */
+/** sha256 over the builder sources (onnx/, gguf/, builders/, manifest.ts, build.ts), in a fixed order. */
 export async function sourceHash(): Promise<string> {
   const h = createHash('sha256');
   const files = [join(HERE, 'manifest.ts'), join(HERE, 'build.ts')];
-  for (const sub of ['onnx', 'builders']) {
+  for (const sub of ['onnx', 'gguf', 'builders']) {
     for (const f of (await readdir(join(HERE, sub))).filter((f) => f.endsWith('.ts')).sort()) files.push(join(HERE, sub, f));
   }
   for (const f of files) {

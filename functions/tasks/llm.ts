@@ -20,6 +20,11 @@ export const llmConfigSchema = z.object({
   tensorParallel: z.number().int().min(1).max(8).optional(),
   /** A Hugging Face folder's ONNX variant (`fp16` → onnx/model_fp16.onnx); the executor's `--dtype`. Absent = fp32. */
   dtype: z.enum(LLM_DTYPES).optional(),
+  /**
+   * Memory one executor may use, MiB (the `llama-cpp` descriptor: a GGUF model whose weights and context are
+   * estimated above it is refused at start with GGUF_TOO_LARGE). Absent = the node's free memory.
+   */
+  memoryMiB: z.number().int().positive().optional(),
 });
 
 /**

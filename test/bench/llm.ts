@@ -11,6 +11,7 @@
 import http from 'node:http';
 import { fileURLToPath } from 'node:url';
 import { llmDescriptor } from '../../control/descriptors/llm.js';
+import type { LaunchSpec } from '../../control/descriptors/types.js';
 import { generateBatch } from '../../executors/llm/direct.js';
 import { LlmModel } from '../../executors/llm/model.js';
 import { LLMTask } from '../../functions/tasks/llm.js';
@@ -20,13 +21,14 @@ import { processCpuMs } from '../../bench/client/proc.js';
 import { median, formatTable, ownCpuMs, type BenchResult } from './types.js';
 
 const MODEL_ID = 'cornserve/tiny-vlm-a';
-const TOKENS = 128;
+/** Completion tokens per request (greedy, EOS ignored). */
+export const TOKENS = 128;
 const REPS = 5;
 const LEVELS = [1, 8, 32];
 /** onnxruntime threads for both the executor and the direct loop (the other core serves HTTP and the client). */
 const THREADS = Number(process.env.BENCH_LLM_THREADS ?? 1);
 
-interface Run { tokensPerSec: number; ttftMs: number; cpuMsPerToken: number }
+export interface Run { tokensPerSec: number; ttftMs: number; cpuMsPerToken: number }
 
 const agent = new http.Agent({ keepAlive: true, maxSockets: 64 });
 
@@ -94,18 +96,35 @@ export interface LlmBenchCase {
 }
 
 export async function runLlmBench(c0: LlmBenchCase): Promise<BenchResult[]> {
-  const { modelId, label } = c0;
+  const { modelId } = c0;
   const dir = await llmDir(c0.folder);
   const model = await LlmModel.load(dir, { threads: THREADS, modelId });
   const task = new LLMTask({ modelId, receiveEmbeddings: false });
   const spec = llmDescriptor.launch(task);
-  // CORNSERVE_MODELS too: a Hugging Face folder's name resolves under the model directories.
-  const exec = await launchExecutor({ ...spec, args: [...spec.args, '--max-batch', '32', '--threads', String(THREADS)] }, { CORNSERVE_MODELS_DIR: await modelsDir(), CORNSERVE_MODELS: await modelsDir(), CORNSERVE_LOG_LEVEL: 'warn' });
+  try {
+    // CORNSERVE_MODELS too: a Hugging Face folder's name resolves under the model directories.
+    return await compareServedDirect({
+      ...c0, spec: { ...spec, args: [...spec.args, '--max-batch', '32', '--threads', String(THREADS)] },
+      direct: (prompts) => direct(model, prompts), engine: `${THREADS} onnxruntime thread(s) each`,
+    });
+  } finally {
+    await model.close();
+  }
+}
+
+/** Served (the executor `spec` launches, over HTTP) against `direct` on the same prompts, at each level. */
+export async function compareServedDirect(c0: {
+  modelId: string; label: string; levels: readonly number[]; spec: LaunchSpec; direct: (prompts: string[]) => Promise<Run>;
+  /** How both sides run, for the notes. */
+  engine: string;
+}): Promise<BenchResult[]> {
+  const { modelId, label } = c0;
+  const exec = await launchExecutor(c0.spec, { CORNSERVE_MODELS_DIR: await modelsDir(), CORNSERVE_MODELS: await modelsDir(), CORNSERVE_LOG_LEVEL: 'warn' });
   const results: BenchResult[] = [];
   try {
     const all = samplePrompts(32);
     await served(exec.url, modelId, exec.child.pid!, all.slice(0, 4)); // warm-up both paths
-    await direct(model, all.slice(0, 4));
+    await c0.direct(all.slice(0, 4));
     for (const c of c0.levels) {
       const prompts = all.slice(0, c);
       const s: Run[] = [];
@@ -114,9 +133,9 @@ export async function runLlmBench(c0: LlmBenchCase): Promise<BenchResult[]> {
       for (let r = 0; r < REPS; r++) {
         if (r % 2 === 0) {
           s.push(await served(exec.url, modelId, exec.child.pid!, prompts));
-          d.push(await direct(model, prompts));
+          d.push(await c0.direct(prompts));
         } else {
-          d.push(await direct(model, prompts));
+          d.push(await c0.direct(prompts));
           s.push(await served(exec.url, modelId, exec.child.pid!, prompts));
         }
       }
@@ -130,7 +149,7 @@ export async function runLlmBench(c0: LlmBenchCase): Promise<BenchResult[]> {
       results.push({
         name: `${label} decode, ${c} concurrent`, figure: st, unit: 'tok/s', baseline: dt, baselineName: `direct loop, static batch of ${c}`,
         ratio: tputRatio, ...(c === 8 ? { target: '>= 0.8 of direct' } : {}),
-        notes: `served (HTTP + SSE + continuous batching, executor process) / direct, median of ${REPS} per-pair ratios; ${TOKENS} tokens per request, greedy; ${THREADS} onnxruntime thread(s) each`,
+        notes: `served (HTTP + SSE + continuous batching, executor process) / direct, median of ${REPS} per-pair ratios; ${TOKENS} tokens per request, greedy; ${c0.engine}`,
       });
       results.push({
         name: `${label} time to first token, ${c} concurrent`, figure: sf, unit: 'ms', baseline: df, baselineName: `direct loop, static batch of ${c}`,
@@ -144,7 +163,6 @@ export async function runLlmBench(c0: LlmBenchCase): Promise<BenchResult[]> {
     }
   } finally {
     await exec.stop();
-    await model.close();
   }
   return results;
 }

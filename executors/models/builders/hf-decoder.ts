@@ -60,7 +60,7 @@ export function bytesToUnicode(): string[] {
 }
 
 /** Merges, in rank order (each pair must be tokens already in the vocabulary). */
-const MERGES: readonly [string, string][] = [
+export const MERGES: readonly [string, string][] = [
   ['Ġ', 't'], ['h', 'e'], ['i', 'n'], ['Ġ', 'a'], ['e', 'r'], ['o', 'n'], ['Ġt', 'he'], ['r', 'e'], ['Ġ', 's'], ['a', 't'],
   ['e', 'n'], ['o', 'r'], ['Ġ', 'w'], ['l', 'l'], ['Ġ', 'h'], ['e', 's'], ['Ġ', 'o'], ['i', 's'], ['Ġ', 'i'], ['Ġ', 'c'],
 ];

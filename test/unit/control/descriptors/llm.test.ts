@@ -3,7 +3,7 @@ import { DataForward } from '../../../../functions/sdk/index.js';
 import { LLMAnswerStatesTask, LLMEmbeddingTask, LLMTask, LLM_DTYPES } from '../../../../functions/tasks/llm.js';
 import { DTYPE_SUFFIX } from '../../../../executors/models/hf-folder.js';
 import { chatRequestSchema, type ChatRequest } from '../../../../functions/tasks/openai.js';
-import { externalLlmDescriptor, externalLlmUrl, llmDescriptor, sseData } from '../../../../control/descriptors/llm.js';
+import { externalLlmDescriptor, externalLlmUrl, llamaCppDescriptor, llmDescriptor, sseData } from '../../../../control/descriptors/llm.js';
 import { descriptorFor } from '../../../../control/descriptors/registry.js';
 import express from 'express';
 import { listen } from '../../../../lib/listen.js';
@@ -159,4 +159,22 @@ test('LLMTask dtype launches the executor with --dtype under its own name; the d
   t.false(llmDescriptor.launch(new LLMTask({ modelId: 'tiny-qwen2' })).args.includes('--dtype'));
   t.throws(() => new LLMTask({ modelId: 'tiny-qwen2', dtype: 'fp8' as never }));
   t.deepEqual([...LLM_DTYPES], Object.keys(DTYPE_SUFFIX));
+});
+
+test('descriptor "llama-cpp" launches the GGUF executor on the model id, with the task\'s memory as --memory-mb', (t) => {
+  const task = new LLMTask({ modelId: 'models/qwen.Q4_K_M.gguf', memoryMiB: 4096 }, { descriptor: 'llama-cpp' });
+  t.is(descriptorFor(task), llamaCppDescriptor);
+  const spec = llamaCppDescriptor.launch(task);
+  t.is(spec.entry, 'executors/llm/gguf/main.ts');
+  t.deepEqual(spec.args, ['--model-id', 'models/qwen.Q4_K_M.gguf', '--memory-mb', '4096']);
+  t.is(llamaCppDescriptor.executorName(task), 'llm-gguf-qwen-q4-k-m');
+});
+
+test('descriptor "llama-cpp" refuses embeddings from encoders and hidden-state tasks (llama.cpp here takes token ids only)', (t) => {
+  const { req } = request(1);
+  const err = t.throws(() => llamaCppDescriptor.request(new LLMTask({ modelId: 'a.gguf' }, { descriptor: 'llama-cpp' }), req, {}));
+  t.is((err as { code?: string }).code, 'LLM_DESCRIPTOR_INVALID_INPUT');
+  const plain = chatRequestSchema.parse({ model: 'a.gguf', messages: [{ role: 'user', content: 'hi' }] });
+  t.throws(() => llamaCppDescriptor.request(new LLMEmbeddingTask({ modelId: 'a.gguf' }, { descriptor: 'llama-cpp' }), plain, {}), { message: /serves LLMTask only/ });
+  t.deepEqual(llamaCppDescriptor.request(new LLMTask({ modelId: 'a.gguf' }, { descriptor: 'llama-cpp' }), plain, {}).body, { model: 'a.gguf', messages: [{ role: 'user', content: 'hi' }], stream: true });
 });
