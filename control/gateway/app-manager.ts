@@ -126,6 +126,13 @@ export class AppManager {
     return this.#unregistering.has(appId);
   }
 
+  /** Cuts the in-flight invocations of every app that uses one of `taskIds` (with `reason` as their reply); returns how many. */
+  cutUsing(taskIds: ReadonlySet<string>, reason: Error): number {
+    let n = 0;
+    for (const app of this.#apps.values()) if (app.taskIds.some((id) => taskIds.has(id))) n += this.#inFlight.cut(app.appId, reason);
+    return n;
+  }
+
   /** Invocations in flight (of one app, or all). */
   inFlight(appId?: string): number {
     return this.#inFlight.count(appId);

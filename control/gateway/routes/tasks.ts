@@ -75,6 +75,7 @@ export function taskJSON(t: TaskStatus) {
         }
       : null,
     last_decision: a?.lastDecision ?? null,
+    ...(t.sidecarDown ? { sidecar_down: t.sidecarDown } : {}),
   };
 }
 
