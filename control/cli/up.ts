@@ -43,6 +43,7 @@ import { MODELS_ENV, modelDirs } from '../../executors/models/model-dirs.js';
 import { DISPATCH_ENV, type DispatchMode } from '../../functions/runtime/dispatch-mode.js';
 import { FUNCTION_HOP_ENV, functionHopOf, type FunctionHop } from '../../lib/function-link.js';
 import { serveStoreLink } from '../store/link-server.js';
+import { checkPortFree } from '../../lib/net.js';
 
 /** The run's folder of unix sockets (gateway -> app function -> dispatcher); short: socket paths are limited to 107 bytes. */
 export const SOCKET_DIR_PREFIX = 'cs-up-';
@@ -142,6 +143,8 @@ export interface Cornserve {
 }
 
 export async function startCornserve(opts: CornserveOptions = {}): Promise<Cornserve> {
+  // A busy gateway port fails here, before any store, sidecar or executor is started (and then stopped again).
+  if ((opts.port ?? 8000) !== 0) await checkPortFree(opts.port ?? 8000, opts.host ?? '127.0.0.1');
   const adminToken = opts.adminToken || randomBytes(24).toString('base64url');
   const where = { ...(opts.redisUrl ? { redisUrl: opts.redisUrl } : {}), ...(opts.redisPrefix ? { redisPrefix: opts.redisPrefix } : {}) };
   const stale = await removeStaleTempDirs(RUN_DIR_PREFIXES);
