@@ -97,6 +97,9 @@ async function applyAppAutoscaling(resources: ResourceManagerApi, ids: string[],
   }
 }
 
+/** The in-flight key of POST /tasks/invoke (no app id looks like it: those are `app-<hex>`). */
+const TASK_GRAPH_KEY = 'POST /tasks/invoke';
+
 export class AppManager {
   readonly #apps = new Map<string, AppEntry>();
   readonly #names = new Map<string, string>();
@@ -119,6 +122,15 @@ export class AppManager {
     if (this.#stopping) throw new ShuttingDownError();
     if (this.#unregistering.has(entry.appId)) throw new AppUnregisteringError(entry.name);
     return this.#inFlight.begin(entry.appId);
+  }
+
+  /**
+   * Lets one direct task-graph invocation (POST /tasks/invoke) in, counted with the apps' requests: shutdown waits for
+   * it (bounded) and then cuts it like them. 503 SHUTTING_DOWN once the gateway stops.
+   */
+  admitTaskGraph(): Ticket {
+    if (this.#stopping) throw new ShuttingDownError();
+    return this.#inFlight.begin(TASK_GRAPH_KEY);
   }
 
   /** True while unregister() drains the app. */

@@ -82,7 +82,7 @@ export function buildGateway(deps: GatewayDeps): RequestListener {
     next();
   });
   app.use(appRoutes(appDeps));
-  app.use(taskRoutes({ resources: deps.resources, dispatcherUrl: deps.dispatcherUrl, metrics, agent, admin, json }));
+  app.use(taskRoutes({ resources: deps.resources, dispatcherUrl: deps.dispatcherUrl, metrics, agent, admin, json, admit: () => deps.apps.admitTaskGraph() }));
   app.use(planRoutes({ resources: deps.resources, apps: deps.apps, admin, json }));
   app.use(usageRoutes({ resources: deps.resources, json }));
   app.use(profileRoutes({ resources: deps.resources, admin, json }));
