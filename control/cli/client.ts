@@ -187,6 +187,8 @@ export interface TaskInfo {
   capacity?: { per_executor_rps: number; source: string } | null;
   autoscale?: { source: string; policy: { min: number; max: number; target?: number; slo_ms?: number } | null; cold_start_ms?: number; paused?: string } | null;
   last_decision?: { at: number; from: number; to: number; reason: string } | null;
+  /** Nodes whose sidecar is down, where the task's executors are not routed to meanwhile. */
+  sidecar_down?: string[];
 }
 
 /** `body` whose every read must deliver within `ms`, else it fails with `silent()` (and the connection is closed). */

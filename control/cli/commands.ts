@@ -75,6 +75,7 @@ export async function tasksCommand(client: GatewayClient, io: Io): Promise<void>
     if (d) io.out(`${t.task_id}: ${new Date(d.at).toISOString()} ${d.from} -> ${d.to}: ${d.reason}`);
     if (t.autoscale?.cold_start_ms !== undefined) io.out(`${t.task_id}: last cold start ${(t.autoscale.cold_start_ms / 1000).toFixed(1)} s`);
     if (t.autoscale?.paused) io.out(`${t.task_id}: decisions paused: ${t.autoscale.paused}`);
+    for (const node of t.sidecar_down ?? []) io.out(`${t.task_id}: not routed to on node ${node}: its sidecar is down (being restarted)`);
   }
 }
 

@@ -28,7 +28,7 @@ import type { ResourceManagerApi } from '../resources/types.js';
 import { createStore, type Store } from '../store/index.js';
 import { logger } from '../../lib/log.js';
 import { startTelemetry } from '../../lib/telemetry.js';
-import { startNodeSidecars } from './sidecars.js';
+import { startNodeSidecars, type NodeSidecars, type StartSidecarsOptions } from './sidecars.js';
 import { bodyLimitEnv } from '../../lib/body-limit.js';
 
 export type Closer = () => Promise<unknown>;
@@ -84,10 +84,12 @@ export interface LocalPartsOptions {
   env?: Record<string, string>;
   /** Start one sidecar per node. @default true */
   sidecars?: boolean;
+  /** Their supervision's probes and restart backoff (control/platform/supervised.ts). @default the supervisor's */
+  sidecarSupervision?: StartSidecarsOptions['supervision'];
 }
 
 /** The local platform and, unless `sidecars: false`, one sidecar per node (their URLs set on the platform). */
-export async function startLocalPlatform(closers: Closer[], o: LocalPartsOptions): Promise<{ platform: LocalPlatform; sidecarUrls: Record<string, string> }> {
+export async function startLocalPlatform(closers: Closer[], o: LocalPartsOptions): Promise<{ platform: LocalPlatform; sidecarUrls: Record<string, string>; sidecars?: NodeSidecars }> {
   const platform = new LocalPlatform({
     repoRoot: REPO_ROOT,
     devices: o.devices ?? 4,
@@ -102,10 +104,11 @@ export async function startLocalPlatform(closers: Closer[], o: LocalPartsOptions
   const sidecars = await startNodeSidecars({
     nodes: await platform.listNodes(), ...(o.logSink ? { sink: o.logSink } : {}), ...(o.env ? { env: o.env } : {}),
     ...(o.storeUrl ? { storeUrl: o.storeUrl, ...(o.storePrefix ? { storePrefix: o.storePrefix } : {}) } : {}),
+    ...(o.sidecarSupervision ? { supervision: o.sidecarSupervision } : {}),
   });
   closers.push(() => sidecars.stop());
   for (const [node, url] of Object.entries(sidecars.urls)) platform.setSidecarUrl(node, url);
-  return { platform, sidecarUrls: sidecars.urls };
+  return { platform, sidecarUrls: sidecars.urls, sidecars };
 }
 
 export interface GatewayPartsOptions {
@@ -119,6 +122,8 @@ export interface GatewayPartsOptions {
   registry: Registry;
   /** Further registries its GET /metrics shows (an in-process dispatcher's). */
   extraRegistries?: Registry[];
+  /** The node sidecars' states its GET /health reports. */
+  sidecars?: () => Record<string, 'up' | 'down'>;
   bodyLimitBytes?: number;
   /** Extra environment for every app function. */
   childEnv?: Record<string, string>;
@@ -168,6 +173,7 @@ export async function startGatewayParts(closers: Closer[], o: GatewayPartsOption
     adminToken: o.adminToken,
     metrics: new GatewayMetrics(o.registry, o.store),
     ...(o.extraRegistries ? { extraRegistries: o.extraRegistries } : {}),
+    ...(o.sidecars ? { sidecars: o.sidecars } : {}),
     ...(o.bodyLimitBytes ? { bodyLimitBytes: o.bodyLimitBytes } : {}),
     registry,
   });

@@ -36,13 +36,15 @@ import { logger } from '../../lib/log.js';
 import { makeOwnedTempDir, removeStaleTempDirs } from '../../lib/temp-dirs.js';
 import type { Io } from './commands.js';
 import { compose, startGatewayParts, startLocalPlatform } from './compose.js';
-import { SIDECARS_DIR_PREFIX } from './sidecars.js';
+import { SIDECARS_DIR_PREFIX, type NodeSidecars, type StartSidecarsOptions } from './sidecars.js';
+import { SidecarDownError } from '../gateway/errors.js';
 import { printAppUsage, printBanner } from './up-output.js';
 import { bodyLimitEnv, hopBodyLimitBytes } from '../../lib/body-limit.js';
 import { MODELS_ENV, modelDirs } from '../../executors/models/model-dirs.js';
 import { DISPATCH_ENV, type DispatchMode } from '../../functions/runtime/dispatch-mode.js';
 import { FUNCTION_HOP_ENV, functionHopOf, type FunctionHop } from '../../lib/function-link.js';
 import { serveStoreLink } from '../store/link-server.js';
+import { checkPortFree } from '../../lib/net.js';
 
 /** The run's folder of unix sockets (gateway -> app function -> dispatcher); short: socket paths are limited to 107 bytes. */
 export const SOCKET_DIR_PREFIX = 'cs-up-';
@@ -74,6 +76,8 @@ export interface CornserveOptions {
   childEnv?: Record<string, string>;
   /** Start one sidecar per node (needed by apps that forward tensors). @default true */
   sidecars?: boolean;
+  /** The sidecars' health probes and restart backoff (control/platform/supervised.ts). @default the supervisor's */
+  sidecarSupervision?: StartSidecarsOptions['supervision'];
   /** Told about every registration event of the --apps registrations. */
   onRegistration?: (file: string, e: RegistrationEvent) => void;
   /** How long unregister and Ctrl-C let in-flight requests finish before cutting them. @default 30 s */
@@ -131,6 +135,8 @@ export interface Cornserve {
   apps: AppManager;
   functions: AppFunctions;
   metrics: Registry;
+  /** The node sidecars (absent with sidecars: false). */
+  sidecars?: NodeSidecars;
   /** The --apps registrations: file -> the final or error event. */
   registrations: Array<{ file: string; result: RegistrationEvent }>;
   /** Stops everything (idempotent). With Redis the state stays for the next `up`. */
@@ -138,6 +144,8 @@ export interface Cornserve {
 }
 
 export async function startCornserve(opts: CornserveOptions = {}): Promise<Cornserve> {
+  // A busy gateway port fails here, before any store, sidecar or executor is started (and then stopped again).
+  if ((opts.port ?? 8000) !== 0) await checkPortFree(opts.port ?? 8000, opts.host ?? '127.0.0.1');
   const adminToken = opts.adminToken || randomBytes(24).toString('base64url');
   const where = { ...(opts.redisUrl ? { redisUrl: opts.redisUrl } : {}), ...(opts.redisPrefix ? { redisPrefix: opts.redisPrefix } : {}) };
   const stale = await removeStaleTempDirs(RUN_DIR_PREFIXES);
@@ -158,7 +166,7 @@ export async function startCornserve(opts: CornserveOptions = {}): Promise<Corns
       closers.push(() => link.close());
       functionEnv[DISPATCH_ENV.storeSocket] = link.socketPath;
     }
-    const { platform, sidecarUrls } = await startLocalPlatform(closers, {
+    const { platform, sidecarUrls, sidecars } = await startLocalPlatform(closers, {
       socketDir,
       ...(opts.devices !== undefined ? { devices: opts.devices } : {}),
       ...(opts.deviceKind ? { deviceKind: opts.deviceKind } : {}),
@@ -166,6 +174,7 @@ export async function startCornserve(opts: CornserveOptions = {}): Promise<Corns
       ...(opts.logSink ? { logSink: opts.logSink } : {}),
       env: { ...opts.childEnv, ...bodyLimitEnv(opts.bodyLimitBytes) }, // executors take what the gateway takes (lib/body-limit.ts)
       ...(opts.sidecars !== undefined ? { sidecars: opts.sidecars } : {}),
+      ...(opts.sidecarSupervision ? { sidecarSupervision: opts.sidecarSupervision } : {}),
     });
     const autoscaleRegistry = new Registry();
     const autoscale = opts.autoscale ?? {};
@@ -191,6 +200,7 @@ export async function startCornserve(opts: CornserveOptions = {}): Promise<Corns
       adminToken,
       registry: gatewayRegistry,
       extraRegistries: [dispatcherRegistry, autoscaleRegistry],
+      ...(sidecars ? { sidecars: sidecars.states } : {}),
       ...(opts.bodyLimitBytes ? { bodyLimitBytes: opts.bodyLimitBytes } : {}),
       childEnv: functionEnv,
       recover: Boolean(opts.redisUrl),
@@ -201,6 +211,7 @@ export async function startCornserve(opts: CornserveOptions = {}): Promise<Corns
       ...(opts.host ? { host: opts.host } : {}),
       functionHop,
     });
+    if (sidecars) closers.push(followSidecars(sidecars, resources, apps));
     const registrations = opts.appsDir ? await registerAppsDir(apps, opts.appsDir, opts.onRegistration) : [];
     return {
       gatewayUrl: server.url,
@@ -215,10 +226,27 @@ export async function startCornserve(opts: CornserveOptions = {}): Promise<Corns
       apps,
       functions,
       metrics: Registry.merge([gatewayRegistry, dispatcherRegistry]),
+      ...(sidecars ? { sidecars } : {}),
       registrations,
     };
   });
   return { ...composed.value, stop: composed.stop };
+}
+
+/**
+ * While a node's sidecar is down (its supervisor restarts it): the executors there that move tensors leave the routes,
+ * and the requests in flight through them are answered at once (503 SIDECAR_DOWN) rather than at their deadline: the
+ * tensors they were moving died with it. Returns the closer that stops following.
+ */
+function followSidecars(sidecars: NodeSidecars, resources: ResourceManager, apps: AppManager): () => Promise<void> {
+  const log = logger('up');
+  const off = sidecars.onChange((node, state, reason) => {
+    resources.setSidecarState(node, state);
+    if (state === 'up') return log.info({ node }, `the sidecar of node ${node} is back: its executors are routed to again`);
+    const cut = apps.cutUsing(resources.tasksMovingTensorsOn(node), new SidecarDownError(node, reason));
+    log.error({ node, reason, cut }, `the sidecar of node ${node} is down (${reason}): restarting it; ${cut} request(s) in flight answered 503 SIDECAR_DOWN`);
+  });
+  return async () => off();
 }
 
 async function appFiles(dir: string): Promise<string[]> {

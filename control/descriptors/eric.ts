@@ -26,6 +26,7 @@ export const ericDescriptor: TaskDescriptor<EncoderTask> = {
     const tp = tensorParallelLaunch(task.config.tensorParallel);
     return {
       kind: 'eric',
+      movesTensors: true,
       entry: 'executors/eric/main.ts',
       image: 'cornserve/eric',
       args: [

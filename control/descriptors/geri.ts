@@ -86,6 +86,7 @@ const modalityOf = (task: GeneratorTask) => (task instanceof AudioGeneratorTask 
 function launch(task: GeneratorTask): LaunchSpec {
   return {
     kind: 'geri',
+    movesTensors: true,
     entry: 'executors/geri/main.ts',
     image: 'cornserve/geri',
     args: ['--model-id', task.config.modelId, '--modality', modalityOf(task), '--max-batch-size', String(task.config.maxBatchSize)],

@@ -109,6 +109,7 @@ export const llmDescriptor: TaskDescriptor<LlmTask> = {
     const tp = tensorParallelLaunch(task.config.tensorParallel);
     return {
       kind: 'llm',
+      movesTensors: true,
       entry: 'executors/llm/main.ts',
       image: 'cornserve/llm',
       args: [

@@ -22,6 +22,8 @@ export interface LaunchSpec {
   devicesPerExecutor: number;
   /** Health endpoint polled until 200 (default /health). */
   healthPath?: string;
+  /** Its executors move tensors through their node's sidecar: they are not routed to while that sidecar is down. */
+  movesTensors?: boolean;
 }
 
 /**

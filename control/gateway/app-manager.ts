@@ -99,6 +99,9 @@ async function applyAppAutoscaling(resources: ResourceManagerApi, ids: string[],
   }
 }
 
+/** The in-flight key of POST /tasks/invoke (no app id looks like it: those are `app-<hex>`). */
+const TASK_GRAPH_KEY = 'POST /tasks/invoke';
+
 export class AppManager {
   readonly #apps = new Map<string, AppEntry>();
   readonly #names = new Map<string, string>();
@@ -123,9 +126,25 @@ export class AppManager {
     return this.#inFlight.begin(entry.appId);
   }
 
+  /**
+   * Lets one direct task-graph invocation (POST /tasks/invoke) in, counted with the apps' requests: shutdown waits for
+   * it (bounded) and then cuts it like them. 503 SHUTTING_DOWN once the gateway stops.
+   */
+  admitTaskGraph(): Ticket {
+    if (this.#stopping) throw new ShuttingDownError();
+    return this.#inFlight.begin(TASK_GRAPH_KEY);
+  }
+
   /** True while unregister() drains the app. */
   unregistering(appId: string): boolean {
     return this.#unregistering.has(appId);
+  }
+
+  /** Cuts the in-flight invocations of every app that uses one of `taskIds` (with `reason` as their reply); returns how many. */
+  cutUsing(taskIds: ReadonlySet<string>, reason: Error): number {
+    let n = 0;
+    for (const app of this.#apps.values()) if (app.taskIds.some((id) => taskIds.has(id))) n += this.#inFlight.cut(app.appId, reason);
+    return n;
   }
 
   /** Invocations in flight (of one app, or all). */

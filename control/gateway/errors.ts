@@ -83,6 +83,16 @@ export class ShuttingDownError extends CornserveError {
   }
 }
 
+/**
+ * A node's sidecar died while this request was in flight: the tensors it was moving there are lost, so it is answered
+ * at once instead of at its deadline. 503 (retry once the supervisor has restarted the sidecar: GET /health).
+ */
+export class SidecarDownError extends CornserveError {
+  constructor(node: string, reason: string) {
+    super('SIDECAR_DOWN', `the sidecar of node ${node} went down while this request was in flight (${reason}); it is being restarted: retry shortly`, 503, { node });
+  }
+}
+
 /** The gateway gave up waiting for an answer past the request deadline. 504. */
 export class GatewayDeadlineError extends CornserveError {
   constructor(what: string) {

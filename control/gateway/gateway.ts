@@ -38,6 +38,8 @@ export interface GatewayDeps {
   metrics: GatewayMetrics;
   /** Further registries GET /metrics shows (e.g. an in-process dispatcher's). */
   extraRegistries?: Registry[];
+  /** The node sidecars' states GET /health reports (`up`); absent when the gateway runs none. */
+  sidecars?: () => Record<string, 'up' | 'down'>;
   /** Largest accepted JSON body: the platform's limit (lib/body-limit.ts). @default $CORNSERVE_BODY_LIMIT_BYTES, else 32 MiB */
   bodyLimitBytes?: number;
   /** How long an invocation waits for a restarting app function. @default 30 s */
@@ -80,12 +82,12 @@ export function buildGateway(deps: GatewayDeps): RequestListener {
     next();
   });
   app.use(appRoutes(appDeps));
-  app.use(taskRoutes({ resources: deps.resources, dispatcherUrl: deps.dispatcherUrl, metrics, agent, admin, json }));
+  app.use(taskRoutes({ resources: deps.resources, dispatcherUrl: deps.dispatcherUrl, metrics, agent, admin, json, admit: () => deps.apps.admitTaskGraph() }));
   app.use(planRoutes({ resources: deps.resources, apps: deps.apps, admin, json }));
   app.use(usageRoutes({ resources: deps.resources, json }));
   app.use(profileRoutes({ resources: deps.resources, admin, json }));
   if (deps.registry) app.use(registryRoutes({ registry: deps.registry, admin, json }));
-  app.use(healthRoutes(metrics, deps.extraRegistries));
+  app.use(healthRoutes(metrics, deps.extraRegistries, deps.sidecars));
   app.use(openaiRoutes({ apps: deps.apps, functions: deps.functions, metrics, agent, ...links, json, log, ...(deps.restartWaitMs ? { restartWaitMs: deps.restartWaitMs } : {}) }));
   app.use((req, _res, next) => next(notFound(`route ${req.method} ${req.path}`)));
   // Every error reply, from the express routes and from the hot route: counted by code, then answered (lib/http.ts).

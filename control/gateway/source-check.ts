@@ -2,6 +2,8 @@
  * Validates an app source without running user code in the gateway: the source is written to a temp
  * file and checked by a throwaway app-function process (`functions/runtime/main.ts --check FILE`),
  * bounded in time and output. The result names every problem, or lists the app's unit tasks.
+ * The process gets a minimal environment (checkEnv: no secrets, no settings of the control plane), a bounded V8 heap
+ * and, through util-linux `prlimit`, a bound on its CPU time: a module that allocates or spins forever is refused.
  */
 import { spawn } from 'node:child_process';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
@@ -9,10 +11,15 @@ import { tmpdir } from 'node:os';
 import { basename, join } from 'node:path';
 import { parseCheckOutput, type CheckResult, type TaskCheckResult } from '../../functions/runtime/check.js';
 import { REPO_ROOT, RUNTIME_ENTRY } from './paths.js';
+import { REGISTRY_DIR_ENV } from '../../functions/runtime/load.js';
 
 export interface SourceCheckOptions {
   /** @default 30 s */
   timeoutMs?: number;
+  /** The check process's V8 heap bound. @default 512 MiB */
+  heapMiB?: number;
+  /** Its CPU-time bound (seconds; SIGXCPU, then SIGKILL past it). @default 20 */
+  cpuSeconds?: number;
 }
 
 const MAX_OUTPUT = 1 << 20;
@@ -20,10 +27,13 @@ const MAX_OUTPUT = 1 << 20;
 /** Secrets of the control plane that user code (app sources, app functions) must not see. */
 export const HIDDEN_FROM_APPS = ['CORNSERVE_ADMIN_TOKEN'];
 
-/** This process's environment without the control plane's secrets. */
-export function userCodeEnv(): NodeJS.ProcessEnv {
-  const env = { ...process.env };
-  for (const k of HIDDEN_FROM_APPS) delete env[k];
+/** The only variables the check process inherits (what node and tsx need to run), plus the registry folder. */
+const CHECK_ENV_KEEP = ['PATH', 'HOME', 'TMPDIR', 'LANG', REGISTRY_DIR_ENV];
+
+/** The check process's environment: the few variables it needs, never the control plane's secrets or settings. */
+export function checkEnv(): NodeJS.ProcessEnv {
+  const env: NodeJS.ProcessEnv = { CORNSERVE_LOG_LEVEL: 'error' };
+  for (const k of CHECK_ENV_KEEP) if (process.env[k] !== undefined && !HIDDEN_FROM_APPS.includes(k)) env[k] = process.env[k];
   return env;
 }
 
@@ -48,19 +58,20 @@ async function checkSource<R extends { ok: boolean }>(source: string, flag: stri
   const file = join(dir, plainTsName(fileName) ?? (what === 'app' ? 'app.ts' : 'task.ts'));
   try {
     await writeFile(file, source);
-    return (await runCheck<R>(file, flag, what, options.timeoutMs ?? 30_000)) as R;
+    return (await runCheck<R>(file, flag, what, { timeoutMs: options.timeoutMs ?? 30_000, heapMiB: options.heapMiB ?? 512, cpuSeconds: options.cpuSeconds ?? 20 })) as R;
   } finally {
     await rm(dir, { recursive: true, force: true });
   }
 }
 
-function runCheck<R>(file: string, flag: string, what: string, timeoutMs: number): Promise<R | { ok: false; problems: string[] }> {
+interface CheckBounds { timeoutMs: number; heapMiB: number; cpuSeconds: number }
+
+function runCheck<R>(file: string, flag: string, what: string, { timeoutMs, heapMiB, cpuSeconds }: CheckBounds): Promise<R | { ok: false; problems: string[] }> {
   return new Promise((resolve) => {
-    const child = spawn(process.execPath, ['--import', 'tsx', RUNTIME_ENTRY, flag, file], {
-      cwd: REPO_ROOT,
-      env: { ...userCodeEnv(), CORNSERVE_LOG_LEVEL: 'error' },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
+    const node = [process.execPath, `--max-old-space-size=${heapMiB}`, '--import', 'tsx', RUNTIME_ENTRY, flag, file];
+    // prlimit sets RLIMIT_CPU (soft: SIGXCPU, hard a second later: SIGKILL) and then runs node in its place.
+    const child = spawn('prlimit', [`--cpu=${cpuSeconds}:${cpuSeconds + 1}`, '--', ...node], { cwd: REPO_ROOT, env: checkEnv(), stdio: ['ignore', 'pipe', 'pipe'] });
+    child.on('error', (err) => resolve({ ok: false, problems: [`the ${what} could not be checked: ${err.message} (the check runs under util-linux prlimit)`] }));
     let stdout = '';
     let stderr = '';
     child.stdout.on('data', (d: Buffer) => { if (stdout.length < MAX_OUTPUT) stdout += d.toString(); });
@@ -76,6 +87,8 @@ function runCheck<R>(file: string, flag: string, what: string, timeoutMs: number
       const result = parseCheckOutput<R>(stdout);
       if (result) return resolve(result);
       const tail = stderr.trim().split('\n').slice(-5).join(' | ');
+      if (signal === 'SIGXCPU' || signal === 'SIGKILL') return resolve({ ok: false, problems: [`loading the ${what} used more than ${cpuSeconds} s of CPU time (does the module loop at top level?)`] });
+      if (/heap out of memory/.test(stderr)) return resolve({ ok: false, problems: [`loading the ${what} used more than ${heapMiB} MiB of memory (does the module allocate at top level?)`] });
       resolve({ ok: false, problems: [`the ${what} could not be loaded (check process exited with ${signal ?? code}): ${tail}`] });
     });
   });

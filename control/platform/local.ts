@@ -10,12 +10,11 @@
  * URL is `http+unix://...` (lib/unix-url.ts): the gateway -> function hop skips the TCP stack.
  */
 import { existsSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { EXECUTOR_ENV, type LaunchSpec } from '../descriptors/types.js';
 import type { Unsubscribe } from '../store/types.js';
-import { freePort } from '../../lib/net.js';
+import { canListen, freePort } from '../../lib/net.js';
 import { unixUrl } from '../../lib/unix-url.js';
 import { logger } from '../../lib/log.js';
 import { ManagedChild, stderrSink, type ExitInfo, type LogSink } from './child.js';
@@ -235,13 +234,5 @@ export class LocalPlatform implements Platform {
 }
 
 const exitFields = (exit: ExitInfo) => ({ code: exit.code, signal: exit.signal, expected: exit.expected, logTail: exit.logTail });
-
-function canListen(host: string, port: number): Promise<boolean> {
-  return new Promise((resolve) => {
-    const srv = createServer();
-    srv.once('error', () => resolve(false));
-    srv.listen(port, host, () => srv.close(() => resolve(true)));
-  });
-}
 
 const urlHost = (host: string) => (host.includes(':') ? `[${host}]` : host);

@@ -114,6 +114,8 @@ const log = logger('resources');
 
 export class ResourceManager implements ResourceManagerApi {
   private readonly managed = new Map<string, Managed>();
+  /** Nodes whose sidecar is down (setSidecarState). */
+  private readonly sidecarsDown = new Set<string>();
   private readonly taskLocks = new KeyedMutex();
   private readonly inventoryLock = new Mutex();
   /** One plan applied at a time. */
@@ -391,20 +393,41 @@ export class ResourceManager implements ResourceManagerApi {
     return this.opts.deviceKind ?? (this.opts.platform.kind === 'local' ? 'cpu' : 'gpu');
   }
 
+  /**
+   * A node's sidecar is down (died; its supervisor restarts it) or up again: executors on that node of tasks that move
+   * tensors leave the routes meanwhile (TaskManager.setSidecarDown), and listTasks says so.
+   */
+  setSidecarState(node: string, state: 'up' | 'down'): void {
+    if (state === 'down') this.sidecarsDown.add(node);
+    else this.sidecarsDown.delete(node);
+    for (const m of this.managed.values()) m.tm.setSidecarDown(node, state === 'down');
+  }
+
+  /** The tasks whose executors move tensors through `node`'s sidecar. */
+  tasksMovingTensorsOn(node: string): Set<string> {
+    return new Set([...this.managed].filter(([, m]) => m.launch.movesTensors && m.tm.devices().some((d) => d.node === node)).map(([taskId]) => taskId));
+  }
+
+  /** Nodes where `taskId`'s executors are held out of the routes because the sidecar is down. */
+  private sidecarDownOf(taskId: string): { sidecarDown?: string[] } {
+    const nodes = this.managed.get(taskId)?.tm.sidecarDownNodes() ?? [];
+    return nodes.length ? { sidecarDown: nodes } : {};
+  }
+
   async listTasks(): Promise<TaskStatus[]> {
     const [records, routes, autoscale] = await Promise.all([
       this.opts.store.listTasks(),
       this.opts.store.listExecutors(),
       this.autoscaling ? this.opts.store.listAutoscale() : Promise.resolve([]),
     ]);
-    return records.map((r) => this.withAutoscale({ ...r, name: this.nameOf(r), executors: routes.filter((x) => x.taskId === r.taskId) }, autoscale.find((a) => a.taskId === r.taskId)));
+    return records.map((r) => this.withAutoscale({ ...r, name: this.nameOf(r), executors: routes.filter((x) => x.taskId === r.taskId), ...this.sidecarDownOf(r.taskId) }, autoscale.find((a) => a.taskId === r.taskId)));
   }
 
   async status(taskId: string): Promise<TaskStatus | undefined> {
     const record = await this.opts.store.getTask(taskId);
     if (!record) return undefined;
     const autoscale = this.autoscaling ? await this.opts.store.getAutoscale(taskId) : undefined;
-    return this.withAutoscale({ ...record, name: this.nameOf(record), executors: await this.opts.store.listExecutors(taskId) }, autoscale);
+    return this.withAutoscale({ ...record, name: this.nameOf(record), executors: await this.opts.store.listExecutors(taskId), ...this.sidecarDownOf(taskId) }, autoscale);
   }
 
   private withAutoscale(status: TaskStatus, record: AutoscaleRecord | undefined): TaskStatus {
@@ -621,7 +644,7 @@ export class ResourceManager implements ResourceManagerApi {
   }
 
   private newTaskManager(taskId: string, task: UnitTask, descriptor: TaskDescriptor, launch: LaunchSpec): TaskManager {
-    return new TaskManager({
+    const tm = new TaskManager({
       ...this.opts.taskManager,
       taskId,
       executorName: descriptor.executorName(task),
@@ -632,6 +655,8 @@ export class ResourceManager implements ResourceManagerApi {
       ...(this.opts.healthTimeoutMs !== undefined ? { healthTimeoutMs: this.opts.healthTimeoutMs } : {}),
       ...(this.opts.drainGraceMs !== undefined ? { drainGraceMs: this.opts.drainGraceMs } : {}),
     });
+    for (const node of this.sidecarsDown) tm.setSidecarDown(node, true);
+    return tm;
   }
 
   /** State 'tearing down', drain and stop its executors (or stale routes), free its devices, delete it. */

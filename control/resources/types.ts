@@ -39,6 +39,8 @@ export interface TaskStatus extends UnitTaskRecord {
   name: string;
   executors: ExecutorRoute[];
   autoscale?: AutoscaleStatus;
+  /** Nodes whose sidecar is down, where this task's executors (which move tensors) are not routed to meanwhile. */
+  sidecarDown?: string[];
 }
 
 /** One task's share of a deployment plan (plan/apply.ts maps a plan file's labels to these). */

@@ -105,6 +105,8 @@ export class TaskManager {
   private readonly log: Logger;
   private readonly off: () => void;
   private closed = false;
+  /** Nodes whose sidecar is down (setSidecarDown): this task's executors there are out of the routes. */
+  private readonly sidecarDown = new Set<string>();
 
   constructor(private readonly opts: TaskManagerOptions) {
     this.taskId = opts.taskId;
@@ -122,6 +124,27 @@ export class TaskManager {
       startedAt: s.startedAt,
       restarts: s.totalRestarts,
     }));
+  }
+
+  /**
+   * A node's sidecar went down (or is back): when this task's executors move tensors, the ones on that node leave
+   * the routes (route `failed`, the process kept) until it is back, then are routed to again.
+   */
+  setSidecarDown(node: string, down: boolean): void {
+    if (!this.opts.launch.movesTensors || down === this.sidecarDown.has(node)) return;
+    if (down) this.sidecarDown.add(node);
+    else this.sidecarDown.delete(node);
+    this.log.warn({ node }, down ? 'the node\'s sidecar is down: its executors of this task leave the routes' : 'the node\'s sidecar is back: its executors of this task are routed to again');
+    for (const s of this.slots.values()) if (s.phase === 'running' && s.devices[0]!.node === node) this.setState(s, this.servingState(s));
+  }
+
+  /** Nodes where this task's executors are held out of the routes because the sidecar is down. */
+  sidecarDownNodes(): string[] {
+    return [...this.sidecarDown].filter((node) => this.ordered().some((s) => s.devices[0]!.node === node));
+  }
+
+  private servingState(slot: Slot): ExecutorState {
+    return this.sidecarDown.has(slot.devices[0]!.node) ? 'failed' : 'ready';
   }
 
   /** Devices of every executor not yet stopped. */
@@ -254,7 +277,7 @@ export class TaskManager {
   private async serve(slot: Slot): Promise<void> {
     slot.phase = 'running';
     slot.health.ready();
-    await this.opts.store.setExecutorState(slot.executorId, 'ready');
+    await this.opts.store.setExecutorState(slot.executorId, this.servingState(slot));
     this.watch(slot);
   }
 

@@ -57,13 +57,31 @@ export function openSegment(path: string, size: number): { buffer: ArrayBuffer; 
   return { buffer, bytes: new Uint8Array(buffer) };
 }
 
+/** The pid in a segment's name (`cornserve-sc-<node>-<pid>-<instance>`). */
+function ownerOf(name: string): number | undefined {
+  const m = /-(\d+)-[0-9a-f]{8}$/.exec(name);
+  return m ? Number(m[1]) : undefined;
+}
+
 /** Unlinks segments whose owning process is dead (left by a crashed sidecar). Returns their names. */
 export function removeStaleSegments(dir = SHM_DIR): string[] {
+  return removeSegmentsWhere((owner) => !pidAlive(owner), dir);
+}
+
+/**
+ * Unlinks the segments sidecar process `pid` created, dead or not (its supervisor cleaning up after it: a SIGKILLed
+ * sidecar unlinks nothing). Returns their names.
+ */
+export function removeSegmentsOf(pid: number, dir = SHM_DIR): string[] {
+  return removeSegmentsWhere((owner) => owner === pid, dir);
+}
+
+function removeSegmentsWhere(remove: (owner: number) => boolean, dir: string): string[] {
   const removed: string[] = [];
   for (const f of readdirSync(dir)) {
     if (!f.startsWith(SEGMENT_PREFIX)) continue;
-    const m = /-(\d+)-[0-9a-f]{8}$/.exec(f);
-    if (!m || pidAlive(Number(m[1]))) continue;
+    const owner = ownerOf(f);
+    if (owner === undefined || !remove(owner)) continue;
     try { unlinkSync(join(dir, f)); removed.push(f); } catch { /* raced with another cleaner */ }
   }
   return removed;

@@ -12,6 +12,7 @@ import { readExecution } from '../executor-execution.js';
 import { DEFAULT_TARGET_IN_FLIGHT } from '../../autoscaler/autoscaler.js';
 import { BadRequestError, DispatcherUnavailableError } from '../errors.js';
 import type { GatewayMetrics } from '../metrics.js';
+import type { Ticket } from '../in-flight.js';
 import { forward } from '../proxy.js';
 import { profilesByKey } from './profiles.js';
 import { taskClassNameOf } from '../../resources/task-records.js';
@@ -23,6 +24,8 @@ export interface TaskRoutesDeps {
   agent: Agent;
   admin: RequestHandler;
   json: RequestHandler;
+  /** Counts a POST /tasks/invoke in the gateway's drain (AppManager.admitTaskGraph). */
+  admit: () => Ticket;
 }
 
 const scaleBody = z
@@ -78,6 +81,7 @@ export function taskJSON(t: TaskStatus) {
         }
       : null,
     last_decision: a?.lastDecision ?? null,
+    ...(t.sidecarDown ? { sidecar_down: t.sidecarDown } : {}),
   };
 }
 
@@ -107,7 +111,10 @@ export function taskRoutes(deps: TaskRoutesDeps): Router {
 
   r.post('/tasks/invoke', deps.json, async (req, res) => {
     const deadline = requestDeadline(req);
+    const ticket = deps.admit(); // 503 once the gateway stops; its drain waits for this request
+    res.on('close', ticket.end);
     await forward(res, {
+      signal: ticket.signal,
       url: new URL('/graph', deps.dispatcherUrl).href,
       body: JSON.stringify(req.body),
       deadline,
