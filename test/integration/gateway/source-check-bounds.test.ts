@@ -8,14 +8,14 @@ import { echoAppSource } from '../../helpers/platform.js';
 
 test('a module that allocates forever is refused naming the memory bound', async (t) => {
   const source = `const held = []; for (;;) held.push(new Array(100_000).fill(1));\n${echoAppSource('hog')}`;
-  const result = await checkAppSource(source, { heapMiB: 64, timeoutMs: 600_000 });
+  const result = await checkAppSource(source, undefined, { heapMiB: 64, timeoutMs: 600_000 });
   t.false(result.ok);
   t.regex(result.ok ? '' : result.problems.join('\n'), /more than 64 MiB of memory/);
 });
 
 test('a module that spins forever is refused naming the CPU-time bound', async (t) => {
   const source = `for (;;) {}\n${echoAppSource('spin')}`;
-  const result = await checkAppSource(source, { cpuSeconds: 3, timeoutMs: 600_000 });
+  const result = await checkAppSource(source, undefined, { cpuSeconds: 3, timeoutMs: 600_000 });
   t.false(result.ok);
   t.regex(result.ok ? '' : result.problems.join('\n'), /more than 3 s of CPU time/);
 });
