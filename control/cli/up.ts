@@ -42,6 +42,7 @@ import { MODELS_ENV, modelDirs } from '../../executors/models/model-dirs.js';
 import { DISPATCH_ENV, type DispatchMode } from '../../functions/runtime/dispatch-mode.js';
 import { FUNCTION_HOP_ENV, functionHopOf, type FunctionHop } from '../../lib/function-link.js';
 import { serveStoreLink } from '../store/link-server.js';
+import { StoreWatch } from '../store/watch.js';
 
 /** The run's folder of unix sockets (gateway -> app function -> dispatcher); short: socket paths are limited to 107 bytes. */
 export const SOCKET_DIR_PREFIX = 'cs-up-';
@@ -171,6 +172,18 @@ export async function startCornserve(opts: CornserveOptions = {}): Promise<Corns
     const resources = new ResourceManager({ store, platform, sidecarUrls, ...(autoscale ? { autoscale: { registry: autoscaleRegistry, ...autoscale } } : {}) });
     closers.push(() => resources.close());
     if (opts.redisUrl) await resources.recover();
+    // The store's state for /health, and what happens when Redis comes back empty (docs/reliability.md, "The store"):
+    // the apps and tasks it no longer records are stopped, so nothing runs orphaned and each can be registered again.
+    let gatewayApps: AppManager | undefined;
+    const storeWatch = new StoreWatch(store, {
+      backend: opts.redisUrl ? 'redis' : 'memory',
+      onLost: async () => {
+        await gatewayApps?.reconcile();
+        await resources.reconcile();
+      },
+    });
+    await storeWatch.start();
+    closers.push(async () => storeWatch.stop());
 
     const dispatcherRegistry = new Registry();
     const dispatcher: RunningDispatcher = await startDispatcher({
@@ -199,7 +212,9 @@ export async function startCornserve(opts: CornserveOptions = {}): Promise<Corns
       port: opts.port ?? 8000,
       ...(opts.host ? { host: opts.host } : {}),
       functionHop,
+      storeHealth: () => storeWatch.health(),
     });
+    gatewayApps = apps;
     const registrations = opts.appsDir ? await registerAppsDir(apps, opts.appsDir, opts.onRegistration) : [];
     return {
       gatewayUrl: server.url,
