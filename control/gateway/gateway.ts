@@ -88,7 +88,7 @@ export function buildGateway(deps: GatewayDeps): RequestListener {
   app.use(usageRoutes({ resources: deps.resources, json }));
   app.use(profileRoutes({ resources: deps.resources, admin, json }));
   if (deps.registry) app.use(registryRoutes({ registry: deps.registry, admin, json }));
-  app.use(healthRoutes(metrics, deps.extraRegistries, deps.storeHealth));
+  app.use(healthRoutes(metrics, deps.extraRegistries, deps.storeHealth, () => deps.functions.readyUrls()));
   app.use(openaiRoutes({ apps: deps.apps, functions: deps.functions, metrics, agent, ...links, json, log, ...(deps.restartWaitMs ? { restartWaitMs: deps.restartWaitMs } : {}) }));
   app.use((req, _res, next) => next(notFound(`route ${req.method} ${req.path}`)));
   // Every error reply, from the express routes and from the hot route: counted by code, then answered (lib/http.ts).
