@@ -9,6 +9,9 @@
 import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
 import type { DispatchObserver } from './dispatch.js';
 
+/** Seconds: from a millisecond executor call to a five-minute deadline. */
+const LATENCY_BUCKETS_S = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300];
+
 type Child<T extends { labels: (...a: never[]) => unknown }> = ReturnType<T['labels']>;
 
 interface AppChildren {
@@ -41,7 +44,7 @@ export class DispatcherMetrics implements DispatchObserver {
       name: 'cornserve_dispatcher_request_duration_seconds',
       help: 'Task graph latency, from receipt to the end of the reply (streams included)',
       labelNames: ['app', 'outcome'],
-      buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300],
+      buckets: LATENCY_BUCKETS_S,
       registers,
     });
     this.inFlight = new Gauge({ name: 'cornserve_dispatcher_in_flight_requests', help: 'Task graphs being dispatched', labelNames: ['app'], registers });
@@ -52,7 +55,7 @@ export class DispatcherMetrics implements DispatchObserver {
       name: 'cornserve_dispatcher_invocation_duration_seconds',
       help: 'Executor call latency, from the call to the end of its reply (streams included), by outcome',
       labelNames: ['task', 'outcome'],
-      buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300],
+      buckets: LATENCY_BUCKETS_S,
       registers,
     });
   }
