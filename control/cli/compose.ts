@@ -12,7 +12,7 @@
 import type { Registry } from 'prom-client';
 import { AppFunctions, type AppFunctionsOptions } from '../gateway/app-functions.js';
 import { AppManager } from '../gateway/app-manager.js';
-import { buildGateway } from '../gateway/gateway.js';
+import { buildGateway, type GatewayDeps } from '../gateway/gateway.js';
 import { FunctionLinks } from '../gateway/function-link.js';
 import type { FunctionHop } from '../../lib/function-link.js';
 import { GatewayMetrics } from '../gateway/metrics.js';
@@ -139,6 +139,8 @@ export interface GatewayPartsOptions {
   host?: string;
   /** How the gateway calls app functions: over framed links (`up`) or HTTP. @default 'http' (a Knative Service, the gateway role) */
   functionHop?: FunctionHop;
+  /** The store's state for GET /health (a StoreWatch's). */
+  storeHealth?: GatewayDeps['storeHealth'];
 }
 
 /** App functions, the app manager and the gateway, listening on `port` (after recover(), when asked). */
@@ -176,6 +178,7 @@ export async function startGatewayParts(closers: Closer[], o: GatewayPartsOption
     ...(o.sidecars ? { sidecars: o.sidecars } : {}),
     ...(o.bodyLimitBytes ? { bodyLimitBytes: o.bodyLimitBytes } : {}),
     registry,
+    ...(o.storeHealth ? { storeHealth: o.storeHealth } : {}),
   });
   if (o.recover) await apps.recover();
   const server = await listen(gateway, o.port, o.host ?? '127.0.0.1');

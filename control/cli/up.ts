@@ -45,6 +45,7 @@ import { DISPATCH_ENV, type DispatchMode } from '../../functions/runtime/dispatc
 import { FUNCTION_HOP_ENV, functionHopOf, type FunctionHop } from '../../lib/function-link.js';
 import { serveStoreLink } from '../store/link-server.js';
 import { checkPortFree } from '../../lib/net.js';
+import { StoreWatch } from '../store/watch.js';
 
 /** The run's folder of unix sockets (gateway -> app function -> dispatcher); short: socket paths are limited to 107 bytes. */
 export const SOCKET_DIR_PREFIX = 'cs-up-';
@@ -181,6 +182,18 @@ export async function startCornserve(opts: CornserveOptions = {}): Promise<Corns
     const resources = new ResourceManager({ store, platform, sidecarUrls, ...(autoscale ? { autoscale: { registry: autoscaleRegistry, ...autoscale } } : {}) });
     closers.push(() => resources.close());
     if (opts.redisUrl) await resources.recover();
+    // The store's state for /health, and what happens when Redis comes back empty (docs/reliability.md, "The store"):
+    // the apps and tasks it no longer records are stopped, so nothing runs orphaned and each can be registered again.
+    let gatewayApps: AppManager | undefined;
+    const storeWatch = new StoreWatch(store, {
+      backend: opts.redisUrl ? 'redis' : 'memory',
+      onLost: async () => {
+        await gatewayApps?.reconcile();
+        await resources.reconcile();
+      },
+    });
+    await storeWatch.start();
+    closers.push(async () => storeWatch.stop());
 
     const dispatcherRegistry = new Registry();
     const dispatcher: RunningDispatcher = await startDispatcher({
@@ -210,8 +223,10 @@ export async function startCornserve(opts: CornserveOptions = {}): Promise<Corns
       port: opts.port ?? 8000,
       ...(opts.host ? { host: opts.host } : {}),
       functionHop,
+      storeHealth: () => storeWatch.health(),
     });
     if (sidecars) closers.push(followSidecars(sidecars, resources, apps));
+    gatewayApps = apps;
     const registrations = opts.appsDir ? await registerAppsDir(apps, opts.appsDir, opts.onRegistration) : [];
     return {
       gatewayUrl: server.url,

@@ -42,9 +42,9 @@ export interface DispatchGraphOptions {
   appId?: string;
 }
 
-/** Told when an executor call starts; the returned function is called once when it ends (metrics). */
+/** Told when an executor call starts; the returned function is called once when it ends, with its error if it failed (metrics). */
 export interface DispatchObserver {
-  invocationStarted(taskId: string): () => void;
+  invocationStarted(taskId: string): (error?: unknown) => void;
 }
 
 export interface DispatchDeps {
@@ -277,12 +277,12 @@ class GraphRun {
   }
 
   /** endCall, once per invocation: later calls get the first one's promise. */
-  private endOnce(i: number, span: Span, lease: Lease, ended: (() => void) | undefined, error?: unknown): Promise<void> {
+  private endOnce(i: number, span: Span, lease: Lease, ended: ((error?: unknown) => void) | undefined, error?: unknown): Promise<void> {
     return (this.ends[i] ??= this.endCall(i, span, lease, ended, error));
   }
 
   /** Ends one executor call: its span, its observer entry, its lease. */
-  private endCall(i: number, span: Span, lease: Lease, ended: (() => void) | undefined, error?: unknown): Promise<void> {
+  private endCall(i: number, span: Span, lease: Lease, ended: ((error?: unknown) => void) | undefined, error?: unknown): Promise<void> {
     this.pending.delete(i);
     if (error) {
       span.recordException(error as Error);
@@ -290,7 +290,7 @@ class GraphRun {
       span.setStatus({ code: SpanStatusCode.ERROR, message: (error as Error).message });
     }
     span.end();
-    ended?.();
+    ended?.(error);
     return lease.release(); // not an async function: one promise fewer per call
   }
 

@@ -13,11 +13,12 @@
  *                          error reply keeps ITS code and, for input errors and 503/504, its status (TaskFailedError)
  *  DEADLINE_EXCEEDED  504  the graph's deadline passed before it finished
  *  HOLD_QUEUE_FULL    503  a task starting from zero already holds its cap of waiting invocations (Retry-After)
- *  STORE_UNAVAILABLE  503  the Store could not be read (Redis down); retry later
+ *  STORE_UNAVAILABLE  503  the Store could not be read (Redis down); retry later (Retry-After: STORE_RETRY_AFTER_S)
  *  DISPATCH_CANCELLED 499  the caller went away (nobody reads this one; it is for logs and metrics)
  */
 import { CornserveError } from '../../functions/sdk/errors.js';
 import { redactInternal, redactJson } from '../../lib/redact.js';
+import { STORE_RETRY_AFTER_S, StoreError } from '../store/errors.js';
 
 export type DispatcherErrorCode =
   | 'GRAPH_INVALID'
@@ -184,8 +185,10 @@ export class DispatchCancelledError extends DispatcherError {
   }
 }
 
+/** The store error's own message (the platform's words) when it is one; another failure's text is for logs only. */
 export class StoreUnavailableError extends DispatcherError {
   constructor(what: string, cause: unknown) {
-    super('STORE_UNAVAILABLE', `cannot ${what}: ${(cause as Error)?.message ?? String(cause)}`, 503);
+    super('STORE_UNAVAILABLE', `cannot ${what}: ${cause instanceof StoreError ? cause.message : 'the store cannot be reached'}`, 503, { retryAfterS: STORE_RETRY_AFTER_S });
+    this.cause = cause;
   }
 }

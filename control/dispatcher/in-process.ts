@@ -24,6 +24,7 @@ import { dispatchGraph, type DispatchDeps } from './dispatch.js';
 import { Router, taskIdOfCached, type RouterOptions } from './routing.js';
 import { LoadRecorder } from '../autoscaler/signals.js';
 import { LiveServiceRecorder } from './live-service.js';
+import type { DispatcherMetrics } from './metrics.js';
 import { sleep } from '../../lib/wait.js';
 
 /** How long close() lets the graphs in flight finish before cutting them. */
@@ -39,13 +40,15 @@ function asDispatchError(e: unknown, status?: number): DispatchError {
 }
 
 /** The stream's lines, its failure rethrown as the NDJSON error line would be read (readDispatchResponse). */
-async function* translated(stream: AsyncIterable<string>, ended: () => void): AsyncGenerator<string> {
+async function* translated(stream: AsyncIterable<string>, ended: (error?: DispatchError) => void): AsyncGenerator<string> {
+  let error: DispatchError | undefined;
   try {
     yield* stream;
   } catch (e) {
-    throw asDispatchError(e, 502);
+    error = asDispatchError(e, 502);
+    throw error;
   } finally {
-    ended();
+    ended(error);
   }
 }
 
@@ -63,11 +66,17 @@ export class InProcessDispatcher implements GraphDispatcher {
 
   constructor(
     store: DispatchStore,
-    private readonly options: { appId?: string; descriptors?: DispatchDeps['descriptors']; router?: RouterOptions } = {},
+    private readonly options: { appId?: string; descriptors?: DispatchDeps['descriptors']; router?: RouterOptions; metrics?: DispatcherMetrics } = {},
   ) {
     this.#load = new LoadRecorder(store);
     this.#liveService = new LiveServiceRecorder(store);
-    this.#deps = { store, router: new Router(store, options.router), liveService: this.#liveService, ...(options.descriptors ? { descriptors: options.descriptors } : {}) };
+    this.#deps = {
+      store,
+      router: new Router(store, options.router),
+      liveService: this.#liveService,
+      ...(options.descriptors ? { descriptors: options.descriptors } : {}),
+      ...(options.metrics ? { observer: options.metrics } : {}),
+    };
   }
 
   /** A graph as JSON: validated and given its own objects (wiring mutates them) by fromJSON, as the service does. */
@@ -84,6 +93,8 @@ export class InProcessDispatcher implements GraphDispatcher {
     if (this.#closing) throw new DispatchError('the dispatcher is closing: no new task graphs', 503, undefined, 'SHUTTING_DOWN');
     const appId = options.appId ?? this.options.appId ?? 'unknown';
     this.#inFlight++;
+    // Counted as the dispatcher service counts a graph (route `in-process`), ended once with its error code.
+    const counted = this.options.metrics?.requestStarted(appId, 'in-process');
     try {
       const parsed = prepare();
       // dispatcher.invoke is the child of the span active here (the function's), as it is of function.dispatch on the CloudEvent path.
@@ -95,13 +106,22 @@ export class InProcessDispatcher implements GraphDispatcher {
         this.#deps,
       );
       if (!result.stream) {
+        counted?.();
         this.#finished();
         return result;
       }
-      return { outputs: result.outputs, stream: translated(result.stream, () => this.#finished()) };
+      return {
+        outputs: result.outputs,
+        stream: translated(result.stream, (error) => {
+          counted?.(error?.code);
+          this.#finished();
+        }),
+      };
     } catch (e) {
+      const error = asDispatchError(e);
+      counted?.(error.code);
       this.#finished();
-      throw asDispatchError(e);
+      throw error;
     }
   }
 

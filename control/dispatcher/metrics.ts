@@ -2,9 +2,15 @@
  * Prometheus metrics of one dispatcher, in a Registry passed in (never the global default, so tests can
  * build several dispatchers in one process). Labels: `app` = the CloudEvent source's app id (or the
  * x-cornserve-app header / "direct" on POST /graph), `task` = the unit task id, `code` = error code.
+ *
+ * The same names serve wherever dispatch runs: the dispatcher service, and each app function that dispatches in
+ * process (`cornserve up`), whose registry the gateway sums into its own GET /metrics (control/gateway/function-metrics.ts).
  */
 import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
 import type { DispatchObserver } from './dispatch.js';
+
+/** Seconds: from a millisecond executor call to a five-minute deadline. */
+const LATENCY_BUCKETS_S = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300];
 
 type Child<T extends { labels: (...a: never[]) => unknown }> = ReturnType<T['labels']>;
 
@@ -18,6 +24,8 @@ interface AppChildren {
 interface TaskChildren {
   calls: Child<Counter<'task'>>;
   inFlight: Child<Gauge<'task'>>;
+  ok: Child<Histogram<'task' | 'outcome'>>;
+  error: Child<Histogram<'task' | 'outcome'>>;
 }
 
 export class DispatcherMetrics implements DispatchObserver {
@@ -27,6 +35,7 @@ export class DispatcherMetrics implements DispatchObserver {
   private readonly errors: Counter<'app' | 'code'>;
   private readonly invocations: Counter<'task'>;
   private readonly invocationsInFlight: Gauge<'task'>;
+  private readonly invocationDuration: Histogram<'task' | 'outcome'>;
 
   constructor(readonly registry: Registry) {
     const registers = [registry];
@@ -35,13 +44,20 @@ export class DispatcherMetrics implements DispatchObserver {
       name: 'cornserve_dispatcher_request_duration_seconds',
       help: 'Task graph latency, from receipt to the end of the reply (streams included)',
       labelNames: ['app', 'outcome'],
-      buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300],
+      buckets: LATENCY_BUCKETS_S,
       registers,
     });
     this.inFlight = new Gauge({ name: 'cornserve_dispatcher_in_flight_requests', help: 'Task graphs being dispatched', labelNames: ['app'], registers });
     this.errors = new Counter({ name: 'cornserve_dispatcher_errors_total', help: 'Task graphs that failed, by error code', labelNames: ['app', 'code'], registers });
     this.invocations = new Counter({ name: 'cornserve_dispatcher_invocations_total', help: 'Executor calls made', labelNames: ['task'], registers });
     this.invocationsInFlight = new Gauge({ name: 'cornserve_dispatcher_in_flight_invocations', help: 'Executor calls in flight (streams included)', labelNames: ['task'], registers });
+    this.invocationDuration = new Histogram({
+      name: 'cornserve_dispatcher_invocation_duration_seconds',
+      help: 'Executor call latency, from the call to the end of its reply (streams included), by outcome',
+      labelNames: ['task', 'outcome'],
+      buckets: LATENCY_BUCKETS_S,
+      registers,
+    });
   }
 
   /** Label children per app / task, looked up once (prom-client hashes the labels on every labelled call). */
@@ -59,7 +75,10 @@ export class DispatcherMetrics implements DispatchObserver {
 
   private forTask(task: string): TaskChildren {
     let c = this.taskChildren.get(task);
-    if (!c) this.taskChildren.set(task, (c = { calls: this.invocations.labels({ task }), inFlight: this.invocationsInFlight.labels({ task }) }));
+    if (!c) {
+      c = { calls: this.invocations.labels({ task }), inFlight: this.invocationsInFlight.labels({ task }), ok: this.invocationDuration.labels({ task, outcome: 'ok' }), error: this.invocationDuration.labels({ task, outcome: 'error' }) };
+      this.taskChildren.set(task, c);
+    }
     return c;
   }
 
@@ -81,15 +100,17 @@ export class DispatcherMetrics implements DispatchObserver {
     };
   }
 
-  invocationStarted(taskId: string): () => void {
+  invocationStarted(taskId: string): (error?: unknown) => void {
     const c = this.forTask(taskId);
     c.calls.inc();
     c.inFlight.inc();
+    const t0 = performance.now();
     let ended = false;
-    return () => {
+    return (error) => {
       if (ended) return;
       ended = true;
       c.inFlight.dec();
+      (error ? c.error : c.ok).observe((performance.now() - t0) / 1000);
     };
   }
 }

@@ -117,6 +117,11 @@ export class AppFunctions {
     }
   }
 
+  /** Where the ready functions listen (GET /metrics sums their dispatch metrics). */
+  readyUrls(): string[] {
+    return [...this.#entries.values()].flatMap((e) => (e.state === 'ready' && e.target ? [e.target.url] : []));
+  }
+
   state(appId: string): FunctionState | undefined {
     return this.#entries.get(appId)?.state;
   }

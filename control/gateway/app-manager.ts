@@ -365,6 +365,23 @@ export class AppManager {
     }));
   }
 
+  /**
+   * After the store lost its data (control/store/watch.ts): every app served here whose record is gone is forgotten
+   * and its function stopped, so nothing keeps serving an app the store no longer knows and it can be registered
+   * again. Its unit tasks are the resource manager's to reconcile. Idempotent; returns the names of the apps stopped.
+   */
+  async reconcile(): Promise<string[]> {
+    const stopped: string[] = [];
+    for (const entry of this.entries()) {
+      if (this.#unregistering.has(entry.appId) || (await this.opts.store.getApp(entry.appId))) continue;
+      this.#forget(entry.appId);
+      await this.opts.functions.stop(entry.appId);
+      this.opts.log.warn({ appId: entry.appId, app: entry.name }, `app ${entry.name} is no longer in the store: its function was stopped (register it again to serve it)`);
+      stopped.push(entry.name);
+    }
+    return stopped;
+  }
+
   #setRequestInfo(appId: string, check: Extract<CheckResult, { ok: true }>): void {
     Object.assign(this.#apps.get(appId)!, { requestExample: check.request_example, requestExampleFull: check.request_example_full, requestFields: check.request_fields });
   }

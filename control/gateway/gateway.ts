@@ -26,6 +26,7 @@ import { usageRoutes } from './routes/usage.js';
 import { profileRoutes } from './routes/profiles.js';
 import { registryRoutes } from './routes/registry.js';
 import type { TaskRegistry } from '../registry/task-registry.js';
+import type { StoreHealth } from '../store/watch.js';
 import { bodyLimitBytes } from '../../lib/body-limit.js';
 
 export interface GatewayDeps {
@@ -50,6 +51,8 @@ export interface GatewayDeps {
   log?: Logger;
   /** User-defined unit tasks (POST /tasks/register); without it those routes are absent. */
   registry?: TaskRegistry;
+  /** The store's state for GET /health (control/store/watch.ts); without it /health does not report the store. */
+  storeHealth?: () => StoreHealth;
 }
 
 /** The gateway's request listener: the hot invoke route (routes/apps.ts hotInvoke), else the express app. */
@@ -87,7 +90,7 @@ export function buildGateway(deps: GatewayDeps): RequestListener {
   app.use(usageRoutes({ resources: deps.resources, json }));
   app.use(profileRoutes({ resources: deps.resources, admin, json }));
   if (deps.registry) app.use(registryRoutes({ registry: deps.registry, admin, json }));
-  app.use(healthRoutes(metrics, deps.extraRegistries, deps.sidecars));
+  app.use(healthRoutes(metrics, deps.extraRegistries, { ...(deps.sidecars ? { sidecars: deps.sidecars } : {}), ...(deps.storeHealth ? { storeHealth: deps.storeHealth } : {}), functionUrls: () => deps.functions.readyUrls() }));
   app.use(openaiRoutes({ apps: deps.apps, functions: deps.functions, metrics, agent, ...links, json, log, ...(deps.restartWaitMs ? { restartWaitMs: deps.restartWaitMs } : {}) }));
   app.use((req, _res, next) => next(notFound(`route ${req.method} ${req.path}`)));
   // Every error reply, from the express routes and from the hot route: counted by code, then answered (lib/http.ts).

@@ -475,6 +475,30 @@ export class ResourceManager implements ResourceManagerApi {
   }
 
   /**
+   * After the store lost its data (control/store/watch.ts): every task run here whose record is gone is stopped
+   * (its executors with no drain: nothing routes to them any more) and its devices freed; the inventory is written
+   * back. Tasks the store still records are left alone. Idempotent; returns the task ids stopped.
+   */
+  async reconcile(): Promise<string[]> {
+    this.assertOpen();
+    await this.init();
+    const stopped: string[] = [];
+    for (const taskId of [...this.managed.keys()]) {
+      await this.taskLocks.run(taskId, async () => {
+        const m = this.managed.get(taskId);
+        if (!m || (await this.opts.store.getTask(taskId))) return;
+        this.managed.delete(taskId);
+        await m.tm.stop({ drain: false });
+        this.autoscaling?.autoscaler.forget(taskId);
+        stopped.push(taskId);
+        log.warn({ task: taskId, name: m.name }, `task ${m.name} is no longer in the store: its executors were stopped`);
+      });
+    }
+    await this.changeInventory((inv) => stopped.reduce((acc, taskId) => freeOwner(acc, taskId).inventory, inv));
+    return stopped;
+  }
+
+  /**
    * Takes over the tasks in the Store whose executors are still running (a restarted resource manager on
    * Kubernetes, after reconcile), without restarting them. For each task: its TaskManager is rebuilt from the
    * Store's routes and the inventory; each executor is health-checked (bounded by adoptHealthTimeoutMs); the

@@ -52,6 +52,8 @@ export interface StoreKeys {
   counter(name: string): string;
   /** Hash: task id -> AutoscaleRecord JSON. */
   readonly autoscale: string;
+  /** String: the store's generation (claimEpoch); absent after the data was lost. */
+  readonly epoch: string;
   /** Pub/sub channel carrying StoreChange JSON. */
   readonly changes: string;
   /** SCAN MATCH pattern for every key under the prefix. */
@@ -85,6 +87,7 @@ export function storeKeys(prefix = 'cornserve:'): StoreKeys {
     sidecarLeases: `${p}sidecar-leases`,
     counter: (name) => `${p}counter:${name}`,
     autoscale: `${p}autoscale`,
+    epoch: `${p}epoch`,
     changes: `${p}changes`,
     allKeysPattern: `${p.replace(/[*?[\]\\]/g, '\\$&')}*`,
   };

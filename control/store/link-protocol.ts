@@ -58,7 +58,7 @@ export function errorBody(e: unknown): LinkErrorBody {
 /** The Store error an error body stands for: StoreNotFoundError as with a local store, anything else unavailable. */
 export function errorFromBody(b: LinkErrorBody, method: string): Error {
   if (b.code === 'STORE_NOT_FOUND' && b.id !== undefined) return new StoreNotFoundError(b.kind as StoreNotFoundError['kind'], b.id);
-  return new StoreUnavailableError(`${method} over the store link: ${b.message}`);
+  return new StoreUnavailableError(`${method} over the store link`, { cause: new Error(b.message) });
 }
 
 /** Splits a stream of utf8 text into lines, calling `onLine` for each complete one. */

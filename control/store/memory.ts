@@ -53,6 +53,7 @@ export class MemoryStore implements Store {
   private readonly autoscale = new Map<string, AutoscaleRecord>();
   private readonly listeners = new Set<Listener>();
   private closed = false;
+  private epoch: string | undefined;
 
   async ready(): Promise<void> {
     this.assertOpen();
@@ -428,6 +429,12 @@ export class MemoryStore implements Store {
   async wakeTask(taskId: string): Promise<void> {
     this.assertOpen();
     this.emit({ kind: 'wake', id: taskId, op: 'put' });
+  }
+
+  async claimEpoch(candidate: string): Promise<string> {
+    this.assertOpen();
+    this.epoch ??= candidate;
+    return this.epoch;
   }
 
   // ---------- change notifications ----------

@@ -575,6 +575,13 @@ export class RedisStore implements Store {
     await this.call('wakeTask', () => this.redis.publish(this.keys.changes, JSON.stringify(change)));
   }
 
+  // ---------- generation ----------
+
+  async claimEpoch(candidate: string): Promise<string> {
+    const [, inForce] = (await this.call('claimEpoch', () => this.redis.multi().setnx(this.keys.epoch, candidate).get(this.keys.epoch).exec().then(execResults))) as [number, string];
+    return inForce;
+  }
+
   // ---------- plumbing ----------
 
   /** ARGV tail shared by the scripts: the channel and the change to publish on it. */
@@ -617,7 +624,7 @@ function unavailable(what: string, err: unknown): StoreUnavailableError | undefi
     err.name === 'MaxRetriesPerRequestError' ||
     (err.name === 'ReplyError' ? TRANSIENT_REPLY.test(err.message) : CONNECTION_LOST.test(err.message)) ||
     (typeof code === 'string' && NETWORK_CODES.has(code));
-  return transient ? new StoreUnavailableError(`${what}: ${err.message}`, { cause: err }) : undefined;
+  return transient ? new StoreUnavailableError(what, { cause: err }) : undefined;
 }
 
 /** MULTI / pipeline results: throws the first command error, returns the replies. */

@@ -282,6 +282,14 @@ export interface Store {
   /** Publishes {kind: 'wake', id: taskId}: a dispatcher holds invocations of a task that has no executor. */
   wakeTask(taskId: string): Promise<void>;
 
+  // generation
+  /**
+   * Atomically sets the store's generation to `candidate` unless one is set, and returns the generation in force.
+   * A store that lost its data (Redis restarted empty) has none: the first caller after the loss sets its candidate,
+   * so a process that remembers another generation knows the store it wrote to is gone.
+   */
+  claimEpoch(candidate: string): Promise<string>;
+
   /** Change notifications (in-process for memory; pub/sub for Redis, so other processes see them). */
   subscribe(listener: (change: StoreChange) => void): Unsubscribe;
   /**

@@ -9,6 +9,7 @@
  * and least-outstanding routing across app functions would be wrong.
  * The dispatcher's modules are imported only for `in-process`, so the CloudEvent path starts as before.
  */
+import type { Registry } from 'prom-client';
 import { z } from 'zod';
 import type { GraphDispatcher } from '../sdk/index.js';
 import { CloudEventDispatcher } from './cloudevent-dispatcher.js';
@@ -27,6 +28,8 @@ const dispatchEnv = z.object({
 export interface OpenedDispatcher {
   dispatcher: GraphDispatcher;
   mode: DispatchMode;
+  /** In-process dispatch: the dispatcher's metrics (control/dispatcher/metrics.ts), served on GET /metrics for the gateway to sum. */
+  metrics?: Registry;
   close(): Promise<void>;
 }
 
@@ -46,20 +49,23 @@ export async function openDispatcher(env: NodeJS.ProcessEnv, o: { appId: string;
       `${DISPATCH_ENV.mode}=in-process needs the shared store: the Redis store in ${DISPATCH_ENV.storeUrl} or the up process's store link in ${DISPATCH_ENV.storeSocket} (executor leases must be counted where every app function sees them)`,
     );
   const { InProcessDispatcher } = await import('../../control/dispatcher/in-process.js');
+  const { DispatcherMetrics } = await import('../../control/dispatcher/metrics.js');
+  const { Registry: MetricsRegistry } = await import('prom-client');
+  const metrics = new DispatcherMetrics(new MetricsRegistry());
   if (!storeUrl) {
     const { StoreLink } = await import('../../control/store/link-client.js');
     const link = new StoreLink(storeSocket!);
     await link.ready();
     // Route changes reach the link's subscribers, so a task with one ready executor need not be read per graph, and
     // its leases (every release too) are reported to the `up` process without the request waiting for the reply.
-    const dispatcher = new InProcessDispatcher(link, { appId: o.appId, router: { cacheRoutes: 'one-ready', leases: 'reported' } });
-    return { dispatcher, mode, close: () => dispatcher.close().finally(() => link.close()) };
+    const dispatcher = new InProcessDispatcher(link, { appId: o.appId, metrics, router: { cacheRoutes: 'one-ready', leases: 'reported' } });
+    return { dispatcher, mode, metrics: metrics.registry, close: () => dispatcher.close().finally(() => link.close()) };
   }
   const { RedisStore } = await import('../../control/store/redis.js');
   const prefix = parsed.data[DISPATCH_ENV.storePrefix];
   const store = new RedisStore({ url: storeUrl, ...(prefix ? { prefix } : {}) });
   await store.ready();
-  const dispatcher = new InProcessDispatcher(store, { appId: o.appId });
+  const dispatcher = new InProcessDispatcher(store, { appId: o.appId, metrics });
   // Drain the graphs in flight and write the pending load signals before the Store goes.
-  return { dispatcher, mode, close: () => dispatcher.close().finally(() => store.close()) };
+  return { dispatcher, mode, metrics: metrics.registry, close: () => dispatcher.close().finally(() => store.close()) };
 }

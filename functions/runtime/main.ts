@@ -58,7 +58,7 @@ async function serve(): Promise<void> {
   // Spans only when something collects them (lib/telemetry); without, the caller's traceparent is passed on unchanged.
   await startTelemetry(`app-function-${appId}`);
   const app = await loadAppSource(await readFile(sourcePath, 'utf8'), sourcePath);
-  const { dispatcher, mode, close: closeDispatcher } = await openDispatcher(env, { appId, dispatcherUrl });
+  const { dispatcher, mode, metrics, close: closeDispatcher } = await openDispatcher(env, { appId, dispatcherUrl });
   log.info({ mode }, mode === 'in-process' ? 'task graphs run in this process over the shared store' : 'task graphs go to the dispatcher as CloudEvents');
   setDefaultDispatcher(dispatcher);
   const server = buildFunctionServer({
@@ -67,6 +67,7 @@ async function serve(): Promise<void> {
     dispatcher,
     log,
     bodyLimitBytes: bodyLimitBytes(env),
+    ...(metrics ? { metrics } : {}),
   });
   const socketPath = env[RUNTIME_ENV.socketPath];
   if (socketPath) {
@@ -87,7 +88,7 @@ async function serve(): Promise<void> {
 }
 
 const program = new Command('cornserve-function')
-  .description('Cornserve app-function runtime: serves one app (POST /invoke, GET /health), or checks an app source')
+  .description('Cornserve app-function runtime: serves one app (POST /invoke, GET /health, GET /metrics when it dispatches in process), or checks an app source')
   .option('--check <file>', 'load the app source, print what it declares (or its problems) and exit')
   .option('--check-task <file>', 'load a registry file (defineUnitTask), print its unit task definition (or its problems) and exit')
   .parse();

@@ -17,6 +17,7 @@
  * node:http response and a link request both implement.
  */
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { Registry } from 'prom-client';
 import {
   DEADLINE_HEADER,
   ValidationError,
@@ -45,6 +46,8 @@ export interface FunctionServerOptions {
   log: Logger;
   /** Largest accepted invoke body. @default 32 MiB */
   bodyLimitBytes?: number;
+  /** In-process dispatch's metrics: GET /metrics (Prometheus text; `?format=json`: prom-client's JSON, which the gateway sums). */
+  metrics?: Registry;
 }
 
 type Reply =
@@ -270,6 +273,7 @@ export function buildFunctionServer(options: FunctionServerOptions): FunctionSer
       res.writeHead(200, { 'content-type': 'application/json' });
       return void res.end(JSON.stringify({ status: 'ok', app: app.name, app_id: appId }));
     }
+    if (req.method === 'GET' && path === '/metrics' && options.metrics) return void serveMetrics(options.metrics, req, res);
     if (req.method !== 'POST' || path !== '/invoke') {
       return sendHttpError(res, new BadInvokeBodyError(`no route ${req.method} ${path}`, 404, 'NOT_FOUND'));
     }
@@ -280,4 +284,12 @@ export function buildFunctionServer(options: FunctionServerOptions): FunctionSer
   server.keepAliveTimeout = 65_000;
   const links = acceptLinks(server, serveInvoke, log);
   return Object.assign(server, { drainLinks: () => links.drain() });
+}
+
+/** The registry as Prometheus text, or as prom-client's JSON (`?format=json`: what AggregatorRegistry.aggregate takes). */
+async function serveMetrics(registry: Registry, req: IncomingMessage, res: ServerResponse): Promise<void> {
+  const json = new URL(req.url ?? '/', 'http://function').searchParams.get('format') === 'json';
+  const body = json ? JSON.stringify(await registry.getMetricsAsJSON()) : await registry.metrics();
+  res.writeHead(200, { 'content-type': json ? 'application/json' : registry.contentType });
+  res.end(body);
 }

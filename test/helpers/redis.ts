@@ -3,7 +3,11 @@
  * `make test` installs Debian's redis-server when it is missing; tests never skip the Redis path.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
+import { rmSync } from 'node:fs';
+import { mkdtemp } from 'node:fs/promises';
 import { createConnection } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { freePort } from '../../lib/net.js';
 import { waitUntil } from '../../lib/wait.js';
 
@@ -12,7 +16,7 @@ export interface RedisServer {
   readonly url: string;
   /** Stops the server (SIGTERM, nothing saved) and waits for it to exit. */
   stop(): Promise<void>;
-  /** Stops and starts it again on the same port (all data is lost: no persistence). */
+  /** Stops and starts it again on the same port (all data is lost, unless it was started persistent). */
   restart(): Promise<void>;
 }
 
@@ -24,11 +28,14 @@ function ping(port: number): Promise<boolean> {
   });
 }
 
-export async function startRedis(): Promise<RedisServer> {
+/** `persistent`: an append-only file in a scratch folder (removed at exit), so restart() brings the data back. */
+export async function startRedis(o: { persistent?: boolean } = {}): Promise<RedisServer> {
   const port = await freePort();
   let child: ChildProcess | undefined;
+  const dir = o.persistent ? await mkdtemp(join(tmpdir(), 'cs-redis-')) : undefined;
+  const persistence = dir ? ['--dir', dir, '--appendonly', 'yes', '--appendfsync', 'always'] : ['--appendonly', 'no'];
   const launch = async () => {
-    child = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'], {
+    child = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', ...persistence], {
       stdio: 'ignore',
     });
     child.unref();
@@ -43,6 +50,9 @@ export async function startRedis(): Promise<RedisServer> {
     await exited;
   };
   await launch();
-  process.once('exit', () => child?.kill('SIGKILL'));
+  process.once('exit', () => {
+    child?.kill('SIGKILL');
+    if (dir) rmSync(dir, { recursive: true, force: true });
+  });
   return { port, url: `redis://127.0.0.1:${port}`, stop, restart: async () => { await stop(); await launch(); } };
 }

@@ -734,6 +734,14 @@ export function storeConformance(name: string, makeStore: () => Promise<StoreFix
     t.deepEqual(seen, [{ kind: 'wake', id: 'task-z', op: 'put' }]);
   });
 
+  // ---------- generation ----------
+
+  it('claimEpoch sets the generation once: later candidates get the first one back', async (t, { store, peer }) => {
+    t.is(await store.claimEpoch('gen-a'), 'gen-a');
+    t.is(await peer.claimEpoch('gen-b'), 'gen-a');
+    t.is(await store.claimEpoch('gen-c'), 'gen-a');
+  });
+
   // ---------- lifecycle ----------
 
   it('close is idempotent and later calls reject with STORE_CLOSED', async (t, { store }) => {

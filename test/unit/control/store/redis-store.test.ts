@@ -1,6 +1,7 @@
 import test, { type ExecutionContext } from 'ava';
 import { Redis } from 'ioredis';
-import { StoreUnavailableError } from '../../../../control/store/errors.js';
+import { STORE_RETRY_AFTER_S, StoreUnavailableError } from '../../../../control/store/errors.js';
+import { errorHeaders, toErrorBody } from '../../../../lib/http.js';
 import { storeKeys } from '../../../../control/store/keys.js';
 import { RedisStore } from '../../../../control/store/redis.js';
 import type { StoreChange } from '../../../../control/store/types.js';
@@ -58,6 +59,20 @@ test.serial('a call during a Redis outage rejects with StoreUnavailableError', a
   const err = await withDeadline('getApp during the outage', outcome(store.getApp(sampleApp(1).appId)), Date.now() + 20_000);
   t.true(err instanceof StoreUnavailableError);
   t.is((err as StoreUnavailableError).code, 'STORE_UNAVAILABLE');
+});
+
+test.serial('an outage error is a 503 in the platform\'s words, with Retry-After (the client library\'s text stays in its cause)', async (t) => {
+  const store = openStore(t);
+  await store.putApp(sampleApp(1));
+  await server!.stop();
+  t.teardown(() => server!.restart());
+  const err = await withDeadline('listApps during the outage', outcome(store.listApps()), Date.now() + 20_000);
+  const { status, body } = toErrorBody(err);
+  t.is(status, 503);
+  t.is(body.error.code, 'STORE_UNAVAILABLE');
+  t.regex(body.error.message, /^the store cannot be reached \(listApps\); retry in \d+ s$/);
+  t.deepEqual(errorHeaders(err), { 'retry-after': String(STORE_RETRY_AFTER_S) });
+  t.truthy((err as Error).cause);
 });
 
 test.serial('the same instance works again once Redis is back (scripts reloaded on the empty server)', async (t) => {
