@@ -35,7 +35,9 @@ export async function prefill(model: LlmModel, cache: KvCache | undefined, items
   const { hidden, heads, headDim, layers, vocab, padMultiple } = model.config;
   const batch = items.length;
   const seq = prefillLength(model, items);
-  const past = padMultiple; // an all-masked past: same shape for every prefill
+  // Optimum's graphs concatenate past and new: their prompt runs over an empty past (the merged decoder's
+  // no-cache branch, the pair's decoder_model). Built-in graphs take an all-masked past: one shape for every prefill.
+  const past = model.presentFull ? 0 : padMultiple;
   const embeds = new Float32Array(model.takesIds ? 0 : batch * seq * hidden);
   const ids = model.takesIds ? new BigInt64Array(batch * seq) : undefined;
   const positions = new BigInt64Array(batch * seq);

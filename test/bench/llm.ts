@@ -9,6 +9,7 @@
  *   node --import tsx test/bench/llm.ts
  */
 import http from 'node:http';
+import { dirname } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { llmDescriptor } from '../../control/descriptors/llm.js';
 import { generateBatch } from '../../executors/llm/direct.js';
@@ -34,9 +35,9 @@ const agent = new http.Agent({ keepAlive: true, maxSockets: 64 });
  * One streaming request over node:http (lighter per chunk than fetch: the client shares the machine with the
  * server). Resolves with the time of the first content chunk and the completion tokens from the usage chunk.
  */
-function streamOne(url: URL, modelId: string, content: string, t0: number): Promise<{ firstMs: number; tokens: number }> {
+function streamOne(url: URL, modelId: string, content: string, t0: number, tokens: number): Promise<{ firstMs: number; tokens: number }> {
   const body = JSON.stringify({
-    model: modelId, messages: [{ role: 'user', content }], max_tokens: TOKENS, temperature: 0, ignore_eos: true,
+    model: modelId, messages: [{ role: 'user', content }], max_tokens: tokens, temperature: 0, ignore_eos: true,
     stream: true, stream_options: { include_usage: true },
   });
   return new Promise((resolve, reject) => {
@@ -60,22 +61,22 @@ function streamOne(url: URL, modelId: string, content: string, t0: number): Prom
   });
 }
 
-async function served(url: string, modelId: string, pid: number, prompts: string[]): Promise<Run> {
+async function served(url: string, modelId: string, pid: number, prompts: string[], want = TOKENS): Promise<Run> {
   const cpu0 = processCpuMs(pid) + ownCpuMs();
   const t0 = performance.now();
-  const rs = await Promise.all(prompts.map((p) => streamOne(new URL(url), modelId, p, t0)));
+  const rs = await Promise.all(prompts.map((p) => streamOne(new URL(url), modelId, p, t0, want)));
   const wall = performance.now() - t0;
   const tokens = rs.reduce((a, r) => a + r.tokens, 0);
-  if (tokens !== prompts.length * TOKENS) throw new Error(`served ${tokens} tokens, expected ${prompts.length * TOKENS}`);
+  if (tokens !== prompts.length * want) throw new Error(`served ${tokens} tokens, expected ${prompts.length * want}`);
   const cpu = processCpuMs(pid) + ownCpuMs() - cpu0;
   return { tokensPerSec: tokens / (wall / 1000), ttftMs: median(rs.map((r) => r.firstMs)), cpuMsPerToken: cpu / tokens };
 }
 
-async function direct(model: LlmModel, prompts: string[]): Promise<Run> {
+async function direct(model: LlmModel, prompts: string[], want = TOKENS): Promise<Run> {
   const first: number[] = [];
   const cpu0 = ownCpuMs();
   const t0 = performance.now();
-  const gens = await generateBatch(model, prompts.map((p) => userPrompt(model, p)), { maxTokens: TOKENS, temperature: 0, ignoreEos: true }, (i, _tok, text) => {
+  const gens = await generateBatch(model, prompts.map((p) => userPrompt(model, p)), { maxTokens: want, temperature: 0, ignoreEos: true }, (i, _tok, text) => {
     if (first[i] === undefined && text) first[i] = performance.now() - t0;
   });
   const wall = performance.now() - t0;
@@ -91,33 +92,43 @@ export interface LlmBenchCase {
   levels: readonly number[];
   /** Row name prefix, e.g. `llm` or `qwen2 (HF)`. */
   label: string;
+  /** A folder outside the built models (its parent is the executor's model directory): a benchmark's own configuration. */
+  dir?: string;
+  /** Prompts (the first `level` are sent); default: short varied ones. */
+  prompts?: string[];
+  /** Tokens per request. @default 128 */
+  tokens?: number;
+  /** Pairs per level. @default 5 */
+  reps?: number;
 }
 
 export async function runLlmBench(c0: LlmBenchCase): Promise<BenchResult[]> {
   const { modelId, label } = c0;
-  const dir = await llmDir(c0.folder);
+  const dir = c0.dir ?? await llmDir(c0.folder);
+  const tokens = c0.tokens ?? TOKENS;
+  const reps = c0.reps ?? REPS;
   const model = await LlmModel.load(dir, { threads: THREADS, modelId });
   const task = new LLMTask({ modelId, receiveEmbeddings: false });
   const spec = llmDescriptor.launch(task);
   // CORNSERVE_MODELS too: a Hugging Face folder's name resolves under the model directories.
-  const exec = await launchExecutor({ ...spec, args: [...spec.args, '--max-batch', '32', '--threads', String(THREADS)] }, { CORNSERVE_MODELS_DIR: await modelsDir(), CORNSERVE_MODELS: await modelsDir(), CORNSERVE_LOG_LEVEL: 'warn' });
+  const exec = await launchExecutor({ ...spec, args: [...spec.args, '--max-batch', '32', '--threads', String(THREADS)] }, { CORNSERVE_MODELS_DIR: await modelsDir(), CORNSERVE_MODELS: c0.dir ? dirname(c0.dir) : await modelsDir(), CORNSERVE_LOG_LEVEL: 'warn' });
   const results: BenchResult[] = [];
   try {
-    const all = samplePrompts(32);
-    await served(exec.url, modelId, exec.child.pid!, all.slice(0, 4)); // warm-up both paths
-    await direct(model, all.slice(0, 4));
+    const all = c0.prompts ?? samplePrompts(32);
+    await served(exec.url, modelId, exec.child.pid!, all.slice(0, 1), tokens); // warm-up both paths
+    await direct(model, all.slice(0, 1), tokens);
     for (const c of c0.levels) {
       const prompts = all.slice(0, c);
       const s: Run[] = [];
       const d: Run[] = [];
       // Pairs in alternating order; each pair's ratio cancels the machine's slow load swings.
-      for (let r = 0; r < REPS; r++) {
+      for (let r = 0; r < reps; r++) {
         if (r % 2 === 0) {
-          s.push(await served(exec.url, modelId, exec.child.pid!, prompts));
-          d.push(await direct(model, prompts));
+          s.push(await served(exec.url, modelId, exec.child.pid!, prompts, tokens));
+          d.push(await direct(model, prompts, tokens));
         } else {
-          d.push(await direct(model, prompts));
-          s.push(await served(exec.url, modelId, exec.child.pid!, prompts));
+          d.push(await direct(model, prompts, tokens));
+          s.push(await served(exec.url, modelId, exec.child.pid!, prompts, tokens));
         }
       }
       const st = median(s.map((x) => x.tokensPerSec));
@@ -130,7 +141,7 @@ export async function runLlmBench(c0: LlmBenchCase): Promise<BenchResult[]> {
       results.push({
         name: `${label} decode, ${c} concurrent`, figure: st, unit: 'tok/s', baseline: dt, baselineName: `direct loop, static batch of ${c}`,
         ratio: tputRatio, ...(c === 8 ? { target: '>= 0.8 of direct' } : {}),
-        notes: `served (HTTP + SSE + continuous batching, executor process) / direct, median of ${REPS} per-pair ratios; ${TOKENS} tokens per request, greedy; ${THREADS} onnxruntime thread(s) each`,
+        notes: `served (HTTP + SSE + continuous batching, executor process) / direct, median of ${reps} per-pair ratios; ${tokens} tokens per request, greedy; ${THREADS} onnxruntime thread(s) each`,
       });
       results.push({
         name: `${label} time to first token, ${c} concurrent`, figure: sf, unit: 'ms', baseline: df, baselineName: `direct loop, static batch of ${c}`,
