@@ -65,6 +65,11 @@ export interface StepInput {
   pastValues: Float32Array[];
   /** Fetch `hidden_states` too (LLMEmbeddingTask). */
   wantHidden?: boolean;
+  /**
+   * Pre-allocated `present` tensors onnxruntime writes into (per layer, [batch, heads, past + seq, headDim]:
+   * decoders whose present is past ++ new). The step's keys / values are then these views.
+   */
+  into?: { keys: Float32Array[]; values: Float32Array[] };
 }
 
 export interface StepOutput {
@@ -328,14 +333,26 @@ export class LlmModel {
       }
     }
     if (this.parts.layout === 'merged') feeds.use_cache_branch = new ort.Tensor('bool', Uint8Array.of(past > 0 ? 1 : 0), [1]);
+    const names = input.wantHidden ? this.fetchNamesHidden : this.fetchNames;
+    const into = input.into;
+    const fetches = into
+      ? Object.fromEntries(names.map((n) => {
+        const m = /^present\.(\d+)\.(key|value)$/.exec(n);
+        if (!m) return [n, null];
+        const data = (m[2] === 'key' ? into.keys : into.values)[Number(m[1])]!;
+        return [n, new ort.Tensor('float32', data, [batch, heads, past + seq, headDim])];
+      }))
+      : names;
     let out: ort.InferenceSession.ReturnType;
     try {
-      out = await session.run(feeds, input.wantHidden ? this.fetchNamesHidden : this.fetchNames);
+      out = await session.run(feeds, fetches as never);
     } catch (e) {
       throw llmErrors.runFailed(`decoder step (batch ${batch}, seq ${seq}, past ${past}): ${(e as Error).message}`);
     }
-    for (const name of Object.keys(out)) copyMeter.bytes += (out[name]!.data as Float32Array).byteLength;
+    // Outputs onnxruntime-node copied into fresh JS memory (a pre-allocated one is written in place).
+    for (const name of Object.keys(out)) if (!(into && name.startsWith('present.'))) copyMeter.bytes += (out[name]!.data as Float32Array).byteLength;
     const f = (name: string) => out[name]!.data as Float32Array;
+    if (into) return { logits: f('logits'), ...(input.wantHidden ? { hidden: f('hidden_states') } : {}), keys: into.keys, values: into.values };
     const kv = (name: string) => (this.parts.presentFull ? newPositions(f(name), batch * heads, past, seq, headDim) : f(name));
     return {
       logits: f('logits'),
