@@ -2,7 +2,8 @@
  * An LLM model folder opened for serving. Two kinds share the engine (continuous batching, KV cache, steps):
  *  - `builtin`: the project's manifest folders (family `llm`): `embed` + `decoder` graphs taking inputs_embeds,
  *    `present` = the new positions only, the byte-level tokenizer;
- *  - `hf-decoder`: a Hugging Face / Optimum export (config.json, onnx/model.onnx or decoder_model_merged.onnx):
+ *  - `hf-decoder`: a Hugging Face / Optimum export (config.json, onnx/model.onnx, Optimum's decoder_model_merged.onnx
+ *    fed `use_cache_branch`, or Optimum's decoder_model.onnx + decoder_with_past_model.onnx pair):
  *    input_ids (or inputs_embeds with embed_tokens.onnx, the VLM split), grouped-query KV heads from
  *    config.json, `present` = past and new positions concatenated (the new ones are sliced out here), the
  *    folder's tokenizer.json + chat_template.
