@@ -1,12 +1,13 @@
 /**
  * `cornserve models [DIR...]`: the model folders found (manifest folders and Hugging Face exports) with family,
  * parts, dtypes and size. `cornserve models check FOLDER|NAME`: opens a Hugging Face folder's parts and reports every
- * problem (missing part, unexpected input names, shapes that disagree with config.json); exit code 1 on any.
+ * problem (missing part, unexpected input names, shapes that disagree with config.json) and a decoder's layout
+ * (one graph, Optimum's merged decoder, or Optimum's pair); exit code 1 on any problem.
  * Runs locally (no gateway): it reads the folders the executors would read.
  */
 import { stat } from 'node:fs/promises';
 import { defaultModelsDir, describeFolder, modelDirs, scanModelFolders, type ModelFolderInfo } from '../../executors/models/catalog.js';
-import { checkHfFolder, isHfFolder } from '../../executors/models/hf-folder.js';
+import { DECODER_LAYOUT_TEXT, checkHfFolder, isHfFolder } from '../../executors/models/hf-folder.js';
 import { loadModel } from '../../executors/models/loader.js';
 import { isModelError } from '../../executors/models/errors.js';
 import type { Io } from './commands.js';
@@ -52,6 +53,7 @@ export async function modelsCheckCommand(arg: string, io: Io): Promise<void> {
     }
     const f = report.folder;
     io.out(`${f.dir}: ${f.kind} (${f.modelType}), ${mb(f.bytes)}`);
+    if (report.layout) io.out(`  layout: ${report.layout}: ${DECODER_LAYOUT_TEXT[report.layout]}`);
     for (const line of report.checked) io.out(`  checked ${line}`);
     if (report.problems.length) throw new CliError(`${folder}: ${report.problems.length} problem(s):\n${report.problems.map((p) => `  - ${p}`).join('\n')}`);
     io.out('ok');

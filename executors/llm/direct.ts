@@ -7,11 +7,12 @@
  *   const prompt = buildPrompt(model, renderChat(model.tokenizer, [{ role: 'user', content: 'hi' }]));
  *   const g = await generate(model, prompt, { maxTokens: 16, temperature: 0 });
  */
-import { KvCache } from './kv-cache.js';
 import type { LlmModel } from './model.js';
 import type { Prompt } from './prompt.js';
 import { Sequence, type FinishReason, type GenerateOptions } from './sequence.js';
-import { compact, decode, prefill } from './steps.js';
+import { compact, decode, newCache, prefill } from './steps.js';
+
+export { newCache };
 
 export interface Generation {
   tokens: number[];
@@ -29,10 +30,6 @@ export async function generate(model: LlmModel, prompt: Prompt, opts: GenerateOp
 /** Called with each new token of batch item `index`, in order. */
 export type TokenCallback = (index: number, token: number, text: string) => void;
 
-export function newCache(model: LlmModel): KvCache {
-  const c = model.config;
-  return new KvCache({ layers: c.layers, heads: c.heads, headDim: c.headDim, maxPositions: c.maxPositions });
-}
 
 export async function generateBatch(
   model: LlmModel, prompts: readonly Prompt[], opts: GenerateOptions | readonly GenerateOptions[], onToken?: TokenCallback,

@@ -14,14 +14,13 @@
  */
 import { setImmediate as yieldToIo } from 'node:timers/promises';
 import type { Logger } from '../../lib/log.js';
-import { newCache } from './direct.js';
 import { llmErrors } from './errors.js';
-import type { KvCache } from './kv-cache.js';
+
 import type { LlmModel } from './model.js';
 import type { Prompt } from './prompt.js';
 import { Sequence, type FinishReason, type GenerateOptions } from './sequence.js';
 import { admitCount } from './admission.js';
-import { compact, decode, prefill } from './steps.js';
+import { type StepCache, compact, decode, newCache, prefill } from './steps.js';
 
 export interface EngineOptions {
   /** Sequences decoded together at most (= KV cache slots). @default 32 */
@@ -84,7 +83,7 @@ export class Engine {
   private readonly waiting: Job[] = [];
   /** running[i] occupies cache slot i. */
   private readonly running: Job[] = [];
-  private readonly cache: KvCache;
+  private readonly cache: StepCache;
   private readonly maxBatch: number;
   private readonly maxWaiting: number;
   private readonly maxPrefillTokens: number;

@@ -18,6 +18,13 @@ export interface CacheGeometry {
 
 export interface LiveSlot { slot: number; len: number }
 
+/**
+ * Bytes of KV and logits data copied by the executor's decode path in this process: decoder outputs that
+ * onnxruntime-node copies into fresh JS buffers (every output not written into a pre-allocated tensor; inputs
+ * are read in place), slices of them, and cache writes, moves and relayouts. The benchmark reads it per token.
+ */
+export const copyMeter = { bytes: 0 };
+
 /** x rounded up to a multiple of m (capacities and padded lengths). */
 export const roundUp = (x: number, m: number) => Math.ceil(x / m) * m;
 
@@ -76,6 +83,7 @@ export class KvCache {
           const to = ((slot * heads + h) * cap) * headDim;
           fresh.set(old.subarray(from, from + Math.min(len, cap) * headDim), to);
         }
+        copyMeter.bytes += heads * Math.min(len, cap) * headDim * 4;
       }
       return fresh;
     };
@@ -109,6 +117,7 @@ export class KvCache {
         this.values[l]!.set(v.subarray(src, src + n), dst);
       }
     }
+    copyMeter.bytes += 2 * layers * heads * n * 4;
   }
 
   /** Copies the first `len` positions of slot `from` into slot `to` (compaction after a sequence leaves). */
@@ -123,6 +132,7 @@ export class KvCache {
         }
       }
     }
+    copyMeter.bytes += 2 * layers * heads * len * headDim * 4;
   }
 
   /** The first `n` slots as past_key_values inputs (views, no copy). */

@@ -2,7 +2,8 @@
  * An LLM model folder opened for serving. Two kinds share the engine (continuous batching, KV cache, steps):
  *  - `builtin`: the project's manifest folders (family `llm`): `embed` + `decoder` graphs taking inputs_embeds,
  *    `present` = the new positions only, the byte-level tokenizer;
- *  - `hf-decoder`: a Hugging Face / Optimum export (config.json, onnx/model.onnx or decoder_model_merged.onnx):
+ *  - `hf-decoder`: a Hugging Face / Optimum export (config.json, onnx/model.onnx, Optimum's decoder_model_merged.onnx
+ *    fed `use_cache_branch`, or Optimum's decoder_model.onnx + decoder_with_past_model.onnx pair):
  *    input_ids (or inputs_embeds with embed_tokens.onnx, the VLM split), grouped-query KV heads from
  *    config.json, `present` = past and new positions concatenated (the new ones are sliced out here), the
  *    folder's tokenizer.json + chat_template.
@@ -16,8 +17,9 @@ import { z } from 'zod';
 import { createSession, loadModel, type LoadedModel } from '../models/loader.js';
 import { isModelError } from '../models/errors.js';
 import { MANIFEST_FILE } from '../models/manifest.js';
-import { type HfDtype, decoderGeometry, inspectHfFolder, partFile } from '../models/hf-folder.js';
+import { type DecoderLayout, type HfDtype, decoderGeometry, decoderLayout, inspectHfFolder, partFile } from '../models/hf-folder.js';
 import { llmErrors } from './errors.js';
+import { copyMeter } from './kv-cache.js';
 import { HfTokenizer } from './hf-tokenizer.js';
 import { Tokenizer, type TextTokenizer } from './tokenizer.js';
 import { TensorParallelDecoder } from './tp-model.js';
@@ -64,6 +66,11 @@ export interface StepInput {
   pastValues: Float32Array[];
   /** Fetch `hidden_states` too (LLMEmbeddingTask). */
   wantHidden?: boolean;
+  /**
+   * Pre-allocated `present` tensors onnxruntime writes into (per layer, [batch, heads, past + seq, headDim]:
+   * decoders whose present is past ++ new). The step's keys / values are then these views.
+   */
+  into?: { keys: Float32Array[]; values: Float32Array[] };
 }
 
 export interface StepOutput {
@@ -108,6 +115,10 @@ interface ModelParts {
   takesIds: boolean;
   /** `present` holds past + new positions (Optimum), else the new ones only. */
   presentFull: boolean;
+  /** How a Hugging Face decoder is laid out (merged: feed use_cache_branch; pair: `noPast` runs the prompt). */
+  layout?: DecoderLayout;
+  /** Optimum's pair: the decoder without past inputs, for steps over an empty past. */
+  noPast?: ort.InferenceSession;
   /** Tensor-parallel steps, replacing the decoder's (built-in folders, tensorParallel > 1). */
   tp?: TensorParallelDecoder;
   close: () => Promise<void>;
@@ -180,7 +191,14 @@ export class LlmModel {
     const close = async () => void (await Promise.all(opened.map((s) => s.release())));
     try {
       const dtype = opts.dtype ?? 'fp32';
-      const decoder = await open(partFile(folder, 'decoder', dtype));
+      const decoderPath = partFile(folder, 'decoder', dtype);
+      const decoder = await open(decoderPath);
+      const layout = decoderLayout(decoderPath, decoder.inputNames);
+      if (layout === 'merged') {
+        const flag = (decoder.inputMetadata as readonly { name: string; type?: string }[]).find((m) => m.name === 'use_cache_branch');
+        if (flag?.type && flag.type !== 'bool') throw llmErrors.modelInvalid(`${dir}: the merged decoder's use_cache_branch is ${flag.type}; Optimum's is bool [1]`);
+      }
+      const noPast = layout === 'pair' ? await open(partFile(folder, 'decoder_no_past', dtype)) : undefined;
       const takesIds = decoder.inputNames.includes('input_ids');
       const needed = [takesIds ? 'input_ids' : 'inputs_embeds', 'attention_mask', 'position_ids',
         ...Array.from({ length: geo.layers }, (_, l) => [`past_key_values.${l}.key`, `past_key_values.${l}.value`]).flat()];
@@ -200,7 +218,7 @@ export class LlmModel {
         kind: 'hf-decoder', name: basename(dir), modelIds: [opts.modelId ?? basename(dir)],
         // A split VLM takes image embeddings (its vision_encoder runs in Eric) at its image placeholder.
         modalities: folder.kind === 'vlm' && tokenizer.placeholders.image ? ['image'] : [],
-        decoder, takesIds, presentFull: true, close,
+        decoder, takesIds, presentFull: true, layout, ...(noPast ? { noPast } : {}), close,
       };
       return new LlmModel(dir, parts, config, tokenizer, table);
     } catch (e) {
@@ -260,6 +278,19 @@ export class LlmModel {
     return this.parts.name;
   }
 
+  /** A Hugging Face decoder's layout (single graph, Optimum merged, Optimum pair); undefined for built-in folders. */
+  get layout(): DecoderLayout | undefined {
+    return this.parts.layout;
+  }
+
+  /**
+   * `present` is past ++ new (Optimum's graphs): the prompt runs over an empty past, and a step's present is
+   * the next step's past as it stands. Else `present` holds the new positions only.
+   */
+  get presentFull(): boolean {
+    return this.parts.presentFull;
+  }
+
   /** The decoder takes token ids (prompts carry no embeddings). */
   get takesIds(): boolean {
     return this.parts.takesIds;
@@ -294,17 +325,35 @@ export class LlmModel {
     };
     if (this.takesIds) feeds.input_ids = new ort.Tensor('int64', input.ids!, [batch, seq]);
     else feeds.inputs_embeds = new ort.Tensor('float32', input.embeds, [batch, seq, hidden]);
-    for (let l = 0; l < layers; l++) {
-      feeds[`past_key_values.${l}.key`] = new ort.Tensor('float32', input.pastKeys[l]!, [batch, heads, past, headDim]);
-      feeds[`past_key_values.${l}.value`] = new ort.Tensor('float32', input.pastValues[l]!, [batch, heads, past, headDim]);
+    // Optimum's pair runs an empty past on its no-past decoder; its merged decoder takes the branch as an input.
+    const session = past === 0 && this.parts.noPast ? this.parts.noPast : this.decoder;
+    if (session !== this.parts.noPast) {
+      for (let l = 0; l < layers; l++) {
+        feeds[`past_key_values.${l}.key`] = new ort.Tensor('float32', input.pastKeys[l]!, [batch, heads, past, headDim]);
+        feeds[`past_key_values.${l}.value`] = new ort.Tensor('float32', input.pastValues[l]!, [batch, heads, past, headDim]);
+      }
     }
+    if (this.parts.layout === 'merged') feeds.use_cache_branch = new ort.Tensor('bool', Uint8Array.of(past > 0 ? 1 : 0), [1]);
+    const names = input.wantHidden ? this.fetchNamesHidden : this.fetchNames;
+    const into = input.into;
+    const fetches = into
+      ? Object.fromEntries(names.map((n) => {
+        const m = /^present\.(\d+)\.(key|value)$/.exec(n);
+        if (!m) return [n, null];
+        const data = (m[2] === 'key' ? into.keys : into.values)[Number(m[1])]!;
+        return [n, new ort.Tensor('float32', data, [batch, heads, past + seq, headDim])];
+      }))
+      : names;
     let out: ort.InferenceSession.ReturnType;
     try {
-      out = await this.decoder.run(feeds, input.wantHidden ? this.fetchNamesHidden : this.fetchNames);
+      out = await session.run(feeds, fetches as never);
     } catch (e) {
       throw llmErrors.runFailed(`decoder step (batch ${batch}, seq ${seq}, past ${past}): ${(e as Error).message}`);
     }
+    // Outputs onnxruntime-node copied into fresh JS memory (a pre-allocated one is written in place).
+    for (const name of Object.keys(out)) if (!(into && name.startsWith('present.'))) copyMeter.bytes += (out[name]!.data as Float32Array).byteLength;
     const f = (name: string) => out[name]!.data as Float32Array;
+    if (into) return { logits: f('logits'), ...(input.wantHidden ? { hidden: f('hidden_states') } : {}), keys: into.keys, values: into.values };
     const kv = (name: string) => (this.parts.presentFull ? newPositions(f(name), batch * heads, past, seq, headDim) : f(name));
     return {
       logits: f('logits'),
@@ -322,6 +371,7 @@ export class LlmModel {
 /** The last `seq` of `past + seq` positions of each of `rows` (batch × heads) rows: [rows, seq, headDim]. */
 function newPositions(full: Float32Array, rows: number, past: number, seq: number, headDim: number): Float32Array {
   const out = new Float32Array(rows * seq * headDim);
+  copyMeter.bytes += out.byteLength;
   for (let r = 0; r < rows; r++) out.set(full.subarray((r * (past + seq) + past) * headDim, (r * (past + seq) + past + seq) * headDim), r * seq * headDim);
   return out;
 }

@@ -6,8 +6,18 @@
  * A sequence's numbers do not depend on the batch: pad lengths are multiples of the pad multiple, padding is
  * masked at the end, and every row is computed independently (tested in test/unit/executors/llm/).
  */
-import { type KvCache, roundUp } from './kv-cache.js';
+import { KvCache, roundUp } from './kv-cache.js';
 import type { LlmModel } from './model.js';
+import { PresentCache } from './present-cache.js';
+
+/** The cache a model's steps use: slots at a fixed capacity (present = new positions), or the decoder's own present. */
+export type StepCache = KvCache | PresentCache;
+
+export function newCache(model: LlmModel): StepCache {
+  const c = model.config;
+  const geo = { layers: c.layers, heads: c.heads, headDim: c.headDim, maxPositions: c.maxPositions };
+  return model.presentFull ? new PresentCache(geo) : new KvCache(geo);
+}
 
 export interface PrefillItem {
   /** Prompt input embeddings [n, hidden] (token embeddings with multimodal rows at placeholders). */
@@ -31,11 +41,13 @@ export function prefillLength(model: LlmModel, items: readonly { n: number }[]):
   return roundUp(Math.max(...items.map((i) => i.n)), model.config.padMultiple);
 }
 
-export async function prefill(model: LlmModel, cache: KvCache | undefined, items: readonly PrefillItem[], wantHidden = false): Promise<PrefillResult> {
+export async function prefill(model: LlmModel, cache: StepCache | undefined, items: readonly PrefillItem[], wantHidden = false): Promise<PrefillResult> {
   const { hidden, heads, headDim, layers, vocab, padMultiple } = model.config;
   const batch = items.length;
   const seq = prefillLength(model, items);
-  const past = padMultiple; // an all-masked past: same shape for every prefill
+  // Optimum's graphs concatenate past and new: their prompt runs over an empty past (the merged decoder's
+  // no-cache branch, the pair's decoder_model). Built-in graphs take an all-masked past: one shape for every prefill.
+  const past = model.presentFull ? 0 : padMultiple;
   const embeds = new Float32Array(model.takesIds ? 0 : batch * seq * hidden);
   const ids = model.takesIds ? new BigInt64Array(batch * seq) : undefined;
   const positions = new BigInt64Array(batch * seq);
@@ -75,7 +87,8 @@ export interface DecodeResult {
  * One decode step for slots 0..n-1: `tokens[i]` is fed at position `lens[i]` of slot i; its K/V are written
  * there. Returns each slot's logits [vocab] (and hidden state). The cache must hold `max(lens) + 1` positions.
  */
-export async function decode(model: LlmModel, cache: KvCache, tokens: readonly number[], lens: readonly number[], wantHidden = false): Promise<DecodeResult> {
+export async function decode(model: LlmModel, cache: StepCache, tokens: readonly number[], lens: readonly number[], wantHidden = false): Promise<DecodeResult> {
+  if (cache instanceof PresentCache) return decodeInPlace(model, cache, tokens, lens, wantHidden);
   const { hidden, vocab } = model.config;
   const batch = tokens.length;
   const past = cache.capacity;
@@ -100,11 +113,31 @@ export async function decode(model: LlmModel, cache: KvCache, tokens: readonly n
   };
 }
 
+/** A decode step whose present is written where the next step reads its past (PresentCache): no cache copy. */
+async function decodeInPlace(model: LlmModel, cache: PresentCache, tokens: readonly number[], lens: readonly number[], wantHidden: boolean): Promise<DecodeResult> {
+  const { hidden, vocab } = model.config;
+  const batch = tokens.length;
+  const embeds = new Float32Array(model.takesIds ? 0 : batch * hidden);
+  const ids = model.takesIds ? BigInt64Array.from(tokens, (t) => BigInt(t)) : undefined;
+  if (!ids) tokens.forEach((t, b) => model.embedToken(t, embeds, b * hidden));
+  const positions = BigInt64Array.from(lens, (l) => BigInt(l));
+  const s = cache.step(batch);
+  const out = await model.run({
+    batch, seq: 1, past: s.width, embeds, positions, mask: s.mask, pastKeys: s.pastKeys, pastValues: s.pastValues, wantHidden,
+    into: { keys: s.presentKeys, values: s.presentValues }, ...(ids ? { ids } : {}),
+  });
+  cache.advance(batch);
+  return {
+    logits: Array.from({ length: batch }, (_, b) => out.logits.subarray(b * vocab, (b + 1) * vocab)),
+    ...(wantHidden ? { hidden: Array.from({ length: batch }, (_, b) => out.hidden!.subarray(b * hidden, (b + 1) * hidden)) } : {}),
+  };
+}
+
 /**
  * Removes the slots for which `drop` is true, keeping live slots at 0..n-1: the last live slot moves into each
  * hole (its cache positions are copied). `live[i]` is the occupant of slot i.
  */
-export function compact<T extends { seq: { len: number } }>(cache: KvCache, live: T[], drop: (item: T, slot: number) => boolean): T[] {
+export function compact<T extends { seq: { len: number } }>(cache: StepCache, live: T[], drop: (item: T, slot: number) => boolean): T[] {
   const dropped: T[] = [];
   for (let slot = live.length - 1; slot >= 0; slot--) {
     if (!drop(live[slot]!, slot)) continue;

@@ -18,7 +18,7 @@ import { buildAudio } from './builders/audio.js';
 import { buildImageGen } from './builders/image-gen.js';
 import { buildAudioGen } from './builders/audio-gen.js';
 import { LLM_SPECS, buildLlm } from './builders/llm.js';
-import { TINY_QWEN2, buildHfDecoder } from './builders/hf-decoder.js';
+import { TINY_QWEN2, TINY_QWEN2_MERGED, TINY_QWEN2_PAIR, buildHfDecoder } from './builders/hf-decoder.js';
 import { TINY_CLIP, TINY_SIGLIP, buildHfVision } from './builders/hf-vision.js';
 import { TINY_WHISPER, buildHfWhisper } from './builders/hf-whisper.js';
 import { buildHfVlm } from './builders/hf-vlm.js';
@@ -36,6 +36,8 @@ export const BUILDERS: Record<string, () => BuiltModel> = {
   'tiny-lm-a': () => buildLlm(LLM_SPECS['tiny-lm-a']!),
   'tiny-lm-b': () => buildLlm(LLM_SPECS['tiny-lm-b']!),
   'tiny-qwen2': () => buildHfDecoder(TINY_QWEN2),
+  'tiny-qwen2-merged': () => buildHfDecoder(TINY_QWEN2_MERGED),
+  'tiny-qwen2-pair': () => buildHfDecoder(TINY_QWEN2_PAIR),
   'tiny-clip': () => buildHfVision(TINY_CLIP),
   'tiny-siglip': () => buildHfVision(TINY_SIGLIP),
   'tiny-whisper': () => buildHfWhisper(TINY_WHISPER),
@@ -66,6 +68,13 @@ async function stampOf(dir: string): Promise<string | undefined> {
 }
 
 export interface BuildResult { name: string; dir: string; built: boolean; bytes: number; ms: number }
+
+/** Writes a built model as `<out>/<model.folder>` (a benchmark's own configuration, outside BUILDERS). */
+export async function writeBuiltModel(out: string, model: BuiltModel): Promise<string> {
+  await mkdir(out, { recursive: true });
+  await writeModel(out, model, await sourceHash());
+  return join(out, model.folder);
+}
 
 async function writeModel(out: string, model: BuiltModel, hash: string): Promise<number> {
   const manifest = model.manifest && Manifest.parse({ ...model.manifest, build: { seed: model.seed, source_hash: hash } });

@@ -24,6 +24,8 @@ export type HfDtype = keyof typeof DTYPE_SUFFIX;
 /** Part roles and the base file names that fill them, in preference order. */
 const PART_NAMES = {
   decoder: ['model', 'decoder_model_merged', 'decoder_with_past_model'],
+  /** Optimum's no-past decoder: the prompt's half of the older `decoder_model` + `decoder_with_past_model` pair. */
+  decoder_no_past: ['decoder_model'],
   embed_tokens: ['embed_tokens'],
   vision: ['vision_encoder', 'vision_model'],
   audio_encoder: ['encoder_model', 'audio_encoder'],
@@ -126,6 +128,9 @@ export async function inspectHfFolder(dir: string): Promise<HfFolder> {
   // A vision-language config (qwen2_vl, llava, ...) must have all three parts; say which is missing.
   if (/(^|_)vl$|llava/.test(modelType) || (parts.vision && parts.embed_tokens && parts.decoder)) kind = 'vlm';
   else if (parts.decoder && !parts.audio_encoder) kind = 'decoder';
+  else if (parts.decoder_no_past) {
+    throw modelErrors.manifestMismatch(`${dir}: decoder_model.onnx alone has no past_key_values (export with --task text-generation-with-past)`, { dir });
+  }
   else if (parts.vision) kind = 'vision-tower';
   else if (parts.audio_encoder) kind = 'audio-encoder';
   else {
@@ -133,6 +138,9 @@ export async function inspectHfFolder(dir: string): Promise<HfFolder> {
       `${dir}: no recognised ONNX part (found ${files.join(', ')}; expected one of ${Object.values(PART_NAMES).flat().map((n) => `${n}.onnx`).join(', ')})`,
       { dir, files },
     );
+  }
+  if (kind === 'decoder' && parseFileName(parts.decoder![0]!.file).base === 'decoder_with_past_model' && !parts.decoder_no_past) {
+    throw modelErrors.manifestMismatch(`${dir}: decoder_with_past_model.onnx needs decoder_model.onnx beside it (Optimum's pair: the prompt runs without a past)`, { dir });
   }
   const need: Record<HfKind, PartRole[]> = { decoder: ['decoder'], vlm: ['vision', 'embed_tokens', 'decoder'], 'vision-tower': ['vision'], 'audio-encoder': ['audio_encoder'] };
   for (const role of need[kind]) if (!parts[role]) throw modelErrors.manifestMismatch(`${dir}: ${kind} is missing its ${role} part`, { dir, role });
@@ -148,6 +156,26 @@ export function partFile(folder: HfFolder, role: PartRole, dtype: HfDtype = 'fp3
     throw modelErrors.unsupported(`${folder.dir}: no ${dtype} ${role} part (has ${list.map((p) => `${p.file} (${p.dtype})`).join(', ')})`);
   }
   return join(folder.dir, hit.file);
+}
+
+/**
+ * How a decoder-only export lays out its decoder: `single` = one graph with past inputs (`model.onnx`,
+ * transformers.js); `merged` = Optimum's `decoder_model_merged.onnx`, a bool `use_cache_branch` [1] choosing
+ * between its with-past and no-past branches (false on the prompt, true once a past exists); `pair` = Optimum's
+ * older `decoder_model.onnx` (prompt, no past) + `decoder_with_past_model.onnx` (every later step).
+ */
+export type DecoderLayout = 'single' | 'merged' | 'pair';
+
+export const DECODER_LAYOUT_TEXT: Record<DecoderLayout, string> = {
+  single: 'one decoder with past inputs',
+  merged: "Optimum merged decoder (use_cache_branch: false on the prompt, true after)",
+  pair: "Optimum pair (decoder_model for the prompt, decoder_with_past_model after)",
+};
+
+/** The layout of the decoder file chosen for `dtype` (the merged one is recognised by its input, whatever its name). */
+export function decoderLayout(decoderFile: string, inputNames: readonly string[]): DecoderLayout {
+  if (inputNames.includes('use_cache_branch')) return 'merged';
+  return parseFileName(decoderFile).base === 'decoder_with_past_model' ? 'pair' : 'single';
 }
 
 /** A decoder's geometry from config.json (text_config for VLMs); errors name the field. */
@@ -200,8 +228,8 @@ export function eosIds(config: Record<string, unknown>, generation?: Record<stri
 interface IoSpec { name: string; type: string; shape: readonly (number | string)[] }
 
 /** The names and shapes a part must have, given the kind and config. */
-function expectedIo(role: PartRole, kind: HfKind, g: DecoderGeometry | undefined): { inputs: IoSpec[]; outputs: IoSpec[]; anyOutputs?: string[] } {
-  if (role === 'decoder') {
+function expectedIo(role: PartRole, kind: HfKind, g: DecoderGeometry | undefined, layout: DecoderLayout): { inputs: IoSpec[]; outputs: IoSpec[]; anyOutputs?: string[] } {
+  if (role === 'decoder' || role === 'decoder_no_past') {
     const kv = (prefix: string, len: string) => Array.from({ length: g!.layers }, (_, l) => ['key', 'value'].map((w) => ({
       name: `${prefix}.${l}.${w}`, type: 'float32', shape: ['batch', g!.kvHeads, len, g!.headDim],
     }))).flat();
@@ -210,7 +238,8 @@ function expectedIo(role: PartRole, kind: HfKind, g: DecoderGeometry | undefined
         kind === 'vlm' ? { name: 'inputs_embeds', type: 'float32', shape: ['batch', 'seq', g!.hidden] } : { name: 'input_ids', type: 'int64', shape: ['batch', 'seq'] },
         { name: 'attention_mask', type: 'int64', shape: ['batch', 'total'] },
         { name: 'position_ids', type: 'int64', shape: ['batch', 'seq'] },
-        ...kv('past_key_values', 'past'),
+        ...(role === 'decoder' ? kv('past_key_values', 'past') : []),
+        ...(layout === 'merged' ? [{ name: 'use_cache_branch', type: 'bool', shape: [1] }] : []),
       ],
       outputs: [{ name: 'logits', type: 'float32', shape: ['batch', 'seq', g!.vocab] }, ...kv('present', 'total')],
     };
@@ -226,6 +255,8 @@ function expectedIo(role: PartRole, kind: HfKind, g: DecoderGeometry | undefined
 
 export interface CheckReport {
   folder: HfFolder;
+  /** A decoder's layout (decoder and vlm folders whose decoder opened). */
+  layout?: DecoderLayout;
   /** One line per problem; empty when the folder is usable. */
   problems: string[];
   /** One line per part checked. */
@@ -240,18 +271,19 @@ export async function checkHfFolder(dir: string): Promise<CheckReport> {
   const folder = await inspectHfFolder(dir);
   const problems: string[] = [];
   const checked: string[] = [];
+  const report: CheckReport = { folder, problems, checked };
   let geometry: DecoderGeometry | undefined;
   if (folder.kind === 'decoder' || folder.kind === 'vlm') {
     try {
       geometry = decoderGeometry(folder);
     } catch (e) {
       problems.push((e as Error).message);
-      return { folder, problems, checked };
+      return report;
     }
   }
   for (const [role, list] of Object.entries(folder.parts) as [PartRole, HfPart[]][]) {
     if (role === 'embed_tokens' && folder.kind !== 'vlm') continue;
-    if (role === 'decoder' && folder.kind !== 'decoder' && folder.kind !== 'vlm') continue;
+    if ((role === 'decoder' || role === 'decoder_no_past') && folder.kind !== 'decoder' && folder.kind !== 'vlm') continue;
     const part = list[0]!;
     let session;
     try {
@@ -261,7 +293,9 @@ export async function checkHfFolder(dir: string): Promise<CheckReport> {
       continue;
     }
     try {
-      const want = expectedIo(role, folder.kind, geometry);
+      let layout: DecoderLayout = 'single';
+      if (role === 'decoder') layout = report.layout = decoderLayout(part.file, session.inputNames);
+      const want = expectedIo(role, folder.kind, geometry, layout);
       const has = (list: readonly { name: string }[], name: string) => list.find((m) => m.name === name);
       const meta = (m: unknown) => m as { name: string; type?: string; shape?: readonly (number | string)[] };
       const ins = session.inputMetadata.map(meta);
@@ -292,5 +326,5 @@ export async function checkHfFolder(dir: string): Promise<CheckReport> {
       await session.release();
     }
   }
-  return { folder, problems, checked };
+  return report;
 }

@@ -9,6 +9,7 @@
  *   node --import tsx test/bench/llm.ts
  */
 import http from 'node:http';
+import { dirname } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { llmDescriptor } from '../../control/descriptors/llm.js';
 import type { LaunchSpec } from '../../control/descriptors/types.js';
@@ -36,9 +37,9 @@ const agent = new http.Agent({ keepAlive: true, maxSockets: 64 });
  * One streaming request over node:http (lighter per chunk than fetch: the client shares the machine with the
  * server). Resolves with the time of the first content chunk and the completion tokens from the usage chunk.
  */
-function streamOne(url: URL, modelId: string, content: string, t0: number): Promise<{ firstMs: number; tokens: number }> {
+function streamOne(url: URL, modelId: string, content: string, t0: number, tokens: number): Promise<{ firstMs: number; tokens: number }> {
   const body = JSON.stringify({
-    model: modelId, messages: [{ role: 'user', content }], max_tokens: TOKENS, temperature: 0, ignore_eos: true,
+    model: modelId, messages: [{ role: 'user', content }], max_tokens: tokens, temperature: 0, ignore_eos: true,
     stream: true, stream_options: { include_usage: true },
   });
   return new Promise((resolve, reject) => {
@@ -62,22 +63,22 @@ function streamOne(url: URL, modelId: string, content: string, t0: number): Prom
   });
 }
 
-async function served(url: string, modelId: string, pid: number, prompts: string[]): Promise<Run> {
+async function served(url: string, modelId: string, pid: number, prompts: string[], want = TOKENS): Promise<Run> {
   const cpu0 = processCpuMs(pid) + ownCpuMs();
   const t0 = performance.now();
-  const rs = await Promise.all(prompts.map((p) => streamOne(new URL(url), modelId, p, t0)));
+  const rs = await Promise.all(prompts.map((p) => streamOne(new URL(url), modelId, p, t0, want)));
   const wall = performance.now() - t0;
   const tokens = rs.reduce((a, r) => a + r.tokens, 0);
-  if (tokens !== prompts.length * TOKENS) throw new Error(`served ${tokens} tokens, expected ${prompts.length * TOKENS}`);
+  if (tokens !== prompts.length * want) throw new Error(`served ${tokens} tokens, expected ${prompts.length * want}`);
   const cpu = processCpuMs(pid) + ownCpuMs() - cpu0;
   return { tokensPerSec: tokens / (wall / 1000), ttftMs: median(rs.map((r) => r.firstMs)), cpuMsPerToken: cpu / tokens };
 }
 
-async function direct(model: LlmModel, prompts: string[]): Promise<Run> {
+async function direct(model: LlmModel, prompts: string[], want = TOKENS): Promise<Run> {
   const first: number[] = [];
   const cpu0 = ownCpuMs();
   const t0 = performance.now();
-  const gens = await generateBatch(model, prompts.map((p) => userPrompt(model, p)), { maxTokens: TOKENS, temperature: 0, ignoreEos: true }, (i, _tok, text) => {
+  const gens = await generateBatch(model, prompts.map((p) => userPrompt(model, p)), { maxTokens: want, temperature: 0, ignoreEos: true }, (i, _tok, text) => {
     if (first[i] === undefined && text) first[i] = performance.now() - t0;
   });
   const wall = performance.now() - t0;
@@ -93,19 +94,28 @@ export interface LlmBenchCase {
   levels: readonly number[];
   /** Row name prefix, e.g. `llm` or `qwen2 (HF)`. */
   label: string;
+  /** A folder outside the built models (its parent is the executor's model directory): a benchmark's own configuration. */
+  dir?: string;
+  /** Prompts (the first `level` are sent); default: short varied ones. */
+  prompts?: string[];
+  /** Tokens per request. @default 128 */
+  tokens?: number;
+  /** Pairs per level. @default 5 */
+  reps?: number;
 }
 
 export async function runLlmBench(c0: LlmBenchCase): Promise<BenchResult[]> {
   const { modelId } = c0;
-  const dir = await llmDir(c0.folder);
+  const dir = c0.dir ?? await llmDir(c0.folder);
+  const tokens = c0.tokens ?? TOKENS;
   const model = await LlmModel.load(dir, { threads: THREADS, modelId });
   const task = new LLMTask({ modelId, receiveEmbeddings: false });
   const spec = llmDescriptor.launch(task);
   try {
-    // CORNSERVE_MODELS too: a Hugging Face folder's name resolves under the model directories.
     return await compareServedDirect({
-      ...c0, spec: { ...spec, args: [...spec.args, '--max-batch', '32', '--threads', String(THREADS)] },
-      direct: (prompts) => direct(model, prompts), engine: `${THREADS} onnxruntime thread(s) each`,
+      ...c0, tokens, spec: { ...spec, args: [...spec.args, '--max-batch', '32', '--threads', String(THREADS)] },
+      ...(c0.dir ? { modelsDir: dirname(c0.dir) } : {}),
+      direct: (prompts) => direct(model, prompts, tokens), engine: `${THREADS} onnxruntime thread(s) each`,
     });
   } finally {
     await model.close();
@@ -117,26 +127,36 @@ export async function compareServedDirect(c0: {
   modelId: string; label: string; levels: readonly number[]; spec: LaunchSpec; direct: (prompts: string[]) => Promise<Run>;
   /** How both sides run, for the notes. */
   engine: string;
+  /** The executor's model directory (CORNSERVE_MODELS); default: the built models. */
+  modelsDir?: string;
+  prompts?: string[];
+  /** Tokens per request. @default 128 */
+  tokens?: number;
+  /** Pairs per level. @default 5 */
+  reps?: number;
 }): Promise<BenchResult[]> {
   const { modelId, label } = c0;
-  const exec = await launchExecutor(c0.spec, { CORNSERVE_MODELS_DIR: await modelsDir(), CORNSERVE_MODELS: await modelsDir(), CORNSERVE_LOG_LEVEL: 'warn' });
+  const tokens = c0.tokens ?? TOKENS;
+  const reps = c0.reps ?? REPS;
+  // CORNSERVE_MODELS too: a Hugging Face folder's name resolves under the model directories.
+  const exec = await launchExecutor(c0.spec, { CORNSERVE_MODELS_DIR: await modelsDir(), CORNSERVE_MODELS: c0.modelsDir ?? await modelsDir(), CORNSERVE_LOG_LEVEL: 'warn' });
   const results: BenchResult[] = [];
   try {
-    const all = samplePrompts(32);
-    await served(exec.url, modelId, exec.child.pid!, all.slice(0, 4)); // warm-up both paths
-    await c0.direct(all.slice(0, 4));
+    const all = c0.prompts ?? samplePrompts(32);
+    await served(exec.url, modelId, exec.child.pid!, all.slice(0, 1), tokens); // warm-up both paths
+    await c0.direct(all.slice(0, 1));
     for (const c of c0.levels) {
       const prompts = all.slice(0, c);
       const s: Run[] = [];
       const d: Run[] = [];
       // Pairs in alternating order; each pair's ratio cancels the machine's slow load swings.
-      for (let r = 0; r < REPS; r++) {
+      for (let r = 0; r < reps; r++) {
         if (r % 2 === 0) {
-          s.push(await served(exec.url, modelId, exec.child.pid!, prompts));
+          s.push(await served(exec.url, modelId, exec.child.pid!, prompts, tokens));
           d.push(await c0.direct(prompts));
         } else {
           d.push(await c0.direct(prompts));
-          s.push(await served(exec.url, modelId, exec.child.pid!, prompts));
+          s.push(await served(exec.url, modelId, exec.child.pid!, prompts, tokens));
         }
       }
       const st = median(s.map((x) => x.tokensPerSec));
@@ -149,7 +169,7 @@ export async function compareServedDirect(c0: {
       results.push({
         name: `${label} decode, ${c} concurrent`, figure: st, unit: 'tok/s', baseline: dt, baselineName: `direct loop, static batch of ${c}`,
         ratio: tputRatio, ...(c === 8 ? { target: '>= 0.8 of direct' } : {}),
-        notes: `served (HTTP + SSE + continuous batching, executor process) / direct, median of ${REPS} per-pair ratios; ${TOKENS} tokens per request, greedy; ${c0.engine}`,
+        notes: `served (HTTP + SSE + continuous batching, executor process) / direct, median of ${reps} per-pair ratios; ${tokens} tokens per request, greedy; ${c0.engine}`,
       });
       results.push({
         name: `${label} time to first token, ${c} concurrent`, figure: sf, unit: 'ms', baseline: df, baselineName: `direct loop, static batch of ${c}`,

@@ -14,8 +14,8 @@ import { buildLlmServer, type LlmServer, type LlmServerOptions } from '../../exe
 import { modelsDir } from './models.js';
 import { startServerProcess } from './server-process.js';
 
-/** The built-in tiny LLMs, the Hugging Face-layout Qwen2-style decoder and split VLM (builders/hf-decoder.ts, hf-vlm.ts). */
-export type LlmName = 'tiny-lm-a' | 'tiny-lm-b' | 'tiny-qwen2' | 'tiny-qwen2-vl';
+/** The built-in tiny LLMs, the Hugging Face-layout Qwen2-style decoder (also in Optimum's merged and pair layouts) and split VLM (builders/hf-decoder.ts, hf-vlm.ts). */
+export type LlmName = 'tiny-lm-a' | 'tiny-lm-b' | 'tiny-qwen2' | 'tiny-qwen2-vl' | 'tiny-qwen2-merged' | 'tiny-qwen2-pair';
 
 export async function llmDir(name: LlmName): Promise<string> {
   return join(await modelsDir(), name);

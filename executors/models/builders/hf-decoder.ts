@@ -18,7 +18,7 @@
  * The tokenizer is a byte-level BPE (GPT-2 byte alphabet, a few merges, ChatML special tokens) with the
  * Qwen2-Instruct ChatML chat template.
  */
-import { GraphBuilder } from '../onnx/graph-builder.js';
+import { GraphBuilder, attr } from '../onnx/graph-builder.js';
 import { float16Bytes } from '../onnx/float16.js';
 import { ParamStore, linear } from '../onnx/layers.js';
 import type { BuiltModel } from './common.js';
@@ -39,9 +39,21 @@ export interface HfDecoderSpec {
   fp16?: boolean;
   /** tokenizer_config.json's chat_template (default: the Qwen2-Instruct ChatML template). */
   chatTemplate?: string;
+  /**
+   * The decoder files of a decoder-only export: `single` = `onnx/model.onnx` (transformers.js's layout);
+   * `merged` = `onnx/decoder_model_merged.onnx` (Optimum's default: one If over `use_cache_branch`);
+   * `pair` = `onnx/decoder_model.onnx` + `onnx/decoder_with_past_model.onnx` (older Optimum, `--no-post-process`).
+   * @default single
+   */
+  layout?: 'single' | 'merged' | 'pair';
 }
 
 export const TINY_QWEN2: HfDecoderSpec = { folder: 'tiny-qwen2', seed: 5101, hidden: 64, heads: 4, kvHeads: 2, layers: 2, intermediate: 128, fp16: true };
+/** A benchmark configuration where the KV cache dominates a decode step (not built by `make models`). */
+export const BENCH_QWEN2_LARGE: HfDecoderSpec = { folder: 'bench-qwen2-large', seed: 5102, hidden: 512, heads: 8, kvHeads: 8, layers: 8, intermediate: 512, layout: 'merged' };
+/** tiny-qwen2's weights in Optimum's two other layouts (same seed: the same greedy tokens). */
+export const TINY_QWEN2_MERGED: HfDecoderSpec = { ...TINY_QWEN2, folder: 'tiny-qwen2-merged', fp16: false, layout: 'merged' };
+export const TINY_QWEN2_PAIR: HfDecoderSpec = { ...TINY_QWEN2, folder: 'tiny-qwen2-pair', fp16: false, layout: 'pair' };
 
 const ROPE_THETA = 1_000_000;
 const MAX_POSITIONS = 2048;
@@ -165,55 +177,80 @@ function lmHeadPrior(v: HfVocab): Float32Array {
   return b;
 }
 
-function buildDecoder(p: ParamStore, s: HfDecoderSpec, v: HfVocab): GraphBuilder {
-  const g = new GraphBuilder(`${s.folder}-decoder`);
+/** The values a decoder body reads: graph inputs, or an If branch's outer-scope names. */
+interface DecoderInputs {
+  /** input_ids, or inputs_embeds when the spec takes embeddings. */
+  first: string;
+  mask: string;
+  pos: string;
+  /** Per layer past keys / values; none for a decoder without past (Optimum's `decoder_model.onnx`). */
+  pastK?: string[];
+  pastV?: string[];
+}
+
+interface DecoderOutputs { logits: string; presentK: string[]; presentV: string[] }
+
+/** Arrays shared by the bodies of one file (the same array is the same initializer in both If branches). */
+interface DecoderTables { cos: Float32Array; sin: Float32Array; prior: Float32Array }
+
+function decoderTables(s: HfDecoderSpec, v: HfVocab): DecoderTables {
+  return { ...ropeTables(s.hidden / s.heads), prior: lmHeadPrior(v) };
+}
+
+/**
+ * One decoder computation. With a past: keys are past ++ new, and query i may attend key j when
+ * attention_mask[j] = 1 and j ≤ past + i. Without one (Optimum's no-past decoder and the merged graph's
+ * no-cache branch): keys are the new positions only and the mask's last `seq` entries apply, so the past is
+ * ignored — a no-cache branch taken with a past attends to the new tokens alone (wrong tokens, not an error).
+ */
+function decoderBody(g: GraphBuilder, p: ParamStore, s: HfDecoderSpec, v: HfVocab, t: DecoderTables, io: DecoderInputs): DecoderOutputs {
   const hd = s.hidden / s.heads;
   const groups = s.heads / s.kvHeads;
-  const table = () => g.initializer('model.embed_tokens.weight', p.get('model.embed_tokens.weight', [v.size, s.hidden], 'matrix', 4), [v.size, s.hidden]);
-  let x = s.inputsEmbeds ? g.input('inputs_embeds', 'FLOAT', ['batch_size', 'sequence_length', s.hidden]) : '';
-  const ids = s.inputsEmbeds ? '' : g.input('input_ids', 'INT64', ['batch_size', 'sequence_length']);
-  const mask = g.input('attention_mask', 'INT64', ['batch_size', 'total_sequence_length']);
-  const pos = g.input('position_ids', 'INT64', ['batch_size', 'sequence_length']);
-  const pastK: string[] = [];
-  const pastV: string[] = [];
-  for (let l = 0; l < s.layers; l++) {
-    pastK.push(g.input(`past_key_values.${l}.key`, 'FLOAT', ['batch_size', s.kvHeads, 'past_sequence_length', hd]));
-    pastV.push(g.input(`past_key_values.${l}.value`, 'FLOAT', ['batch_size', s.kvHeads, 'past_sequence_length', hd]));
-  }
-  if (!s.inputsEmbeds) x = g.gather(table(), ids);
-
-  // Allowed (query i, key j): attention_mask[j] = 1 and j ≤ past + i. Shape [batch, 1, 1, seq, total].
+  const withPast = !!io.pastK;
+  const x0 = s.inputsEmbeds
+    ? io.first
+    : g.gather(g.initializer('model.embed_tokens.weight', p.get('model.embed_tokens.weight', [v.size, s.hidden], 'matrix', 4), [v.size, s.hidden]), io.first);
+  let x = x0;
+  const { pos } = io;
   const seq = g.shape(pos, 1, 2);
-  const past = g.shape(pastK[0]!, 2, 3);
-  const total = g.shape(mask, 1, 2);
   const range = (n: string) => g.op('Range', [g.constI64([0], []), g.squeeze(n, [0]), g.constI64([1], [])]);
-  const qAbs = g.add(range(seq), g.squeeze(past, [0]));
-  const causal = g.op('LessOrEqual', [g.unsqueeze(range(total), [0]), g.unsqueeze(qAbs, [1])]); // [seq, total]
-  const allowed = g.op('And', [g.unsqueeze(g.cast(mask, 'BOOL'), [1, 2, 3]), causal]);
+  let allowed: string;
+  if (withPast) {
+    const past = g.shape(io.pastK![0]!, 2, 3);
+    const total = g.shape(io.mask, 1, 2);
+    const qAbs = g.add(range(seq), g.squeeze(past, [0]));
+    const causal = g.op('LessOrEqual', [g.unsqueeze(range(total), [0]), g.unsqueeze(qAbs, [1])]); // [seq, total]
+    allowed = g.op('And', [g.unsqueeze(g.cast(io.mask, 'BOOL'), [1, 2, 3]), causal]); // [batch, 1, 1, seq, total]
+  } else {
+    const own = g.sliceDynamic(io.mask, g.op('Neg', [seq]), g.constI64([2 ** 62]), g.constI64([1])); // the last seq entries
+    const causal = g.op('LessOrEqual', [g.unsqueeze(range(seq), [0]), g.unsqueeze(range(seq), [1])]);
+    allowed = g.op('And', [g.unsqueeze(g.cast(own, 'BOOL'), [1, 2, 3]), causal]);
+  }
   const negative = g.constF([-1e9], []);
 
-  const { cos, sin } = ropeTables(hd);
   const gatherTable = (name: string, data: Float32Array) =>
     g.unsqueeze(g.gather(g.initializer(name, data, [MAX_POSITIONS, hd]), pos), [1]); // [batch, 1, seq, hd]
-  const cosT = gatherTable('rope.cos', cos);
-  const sinT = gatherTable('rope.sin', sin);
-  const rope = (t: string) => {
-    const a = g.slice(t, [0], [hd / 2], [3]);
-    const b = g.slice(t, [hd / 2], [hd], [3]);
-    return g.add(g.mul(t, cosT), g.mul(g.concat([g.op('Neg', [b]), a], 3), sinT));
+  const cosT = gatherTable('rope.cos', t.cos);
+  const sinT = gatherTable('rope.sin', t.sin);
+  const rope = (q: string) => {
+    const a = g.slice(q, [0], [hd / 2], [3]);
+    const b = g.slice(q, [hd / 2], [hd], [3]);
+    return g.add(g.mul(q, cosT), g.mul(g.concat([g.op('Neg', [b]), a], 3), sinT));
   };
-  const heads = (t: string, n: number) => g.transpose(g.reshape(t, [0, 0, n, hd]), [0, 2, 1, 3]); // [b, n, seq, hd]
+  const heads = (q: string, n: number) => g.transpose(g.reshape(q, [0, 0, n, hd]), [0, 2, 1, 3]); // [b, n, seq, hd]
 
+  const presentK: string[] = [];
+  const presentV: string[] = [];
   for (let l = 0; l < s.layers; l++) {
     const name = `model.layers.${l}`;
     const h = rmsNorm(g, p, x, `${name}.input_layernorm`, s.hidden);
     const q = rope(heads(linear(g, p, h, `${name}.self_attn.q_proj`, s.hidden, s.hidden), s.heads));
     const k = rope(heads(linear(g, p, h, `${name}.self_attn.k_proj`, s.hidden, s.kvHeads * hd), s.kvHeads));
     const vv = heads(linear(g, p, h, `${name}.self_attn.v_proj`, s.hidden, s.kvHeads * hd), s.kvHeads);
-    const keys = g.concat([pastK[l]!, k], 2);
-    const values = g.concat([pastV[l]!, vv], 2);
-    g.output(keys, `present.${l}.key`, 'FLOAT', ['batch_size', s.kvHeads, 'total_sequence_length', hd]);
-    g.output(values, `present.${l}.value`, 'FLOAT', ['batch_size', s.kvHeads, 'total_sequence_length', hd]);
+    const keys = withPast ? g.concat([io.pastK![l]!, k], 2) : g.identity(k);
+    const values = withPast ? g.concat([io.pastV![l]!, vv], 2) : g.identity(vv);
+    presentK.push(keys);
+    presentV.push(values);
     // GQA: query head kv·groups + j uses kv head kv. q [b, kv, groups, seq, hd] against k [b, kv, 1, total, hd].
     const q5 = g.reshape(q, [0, s.kvHeads, groups, -1, hd]);
     const k5 = g.unsqueeze(keys, [2]);
@@ -231,7 +268,65 @@ function buildDecoder(p: ParamStore, s: HfDecoderSpec, v: HfVocab): GraphBuilder
   }
   const out = rmsNorm(g, p, x, 'model.norm', s.hidden);
   const w = g.initializer('lm_head.weight', p.get('lm_head.weight', [s.hidden, v.size], 'matrix', 3), [s.hidden, v.size]);
-  g.output(g.add(g.matmul(out, w), g.initializer('lm_head.prior', lmHeadPrior(v), [v.size])), 'logits', 'FLOAT', ['batch_size', 'sequence_length', v.size]);
+  return { logits: g.add(g.matmul(out, w), g.initializer('lm_head.prior', t.prior, [v.size])), presentK, presentV };
+}
+
+/** Declares the decoder inputs (with or without past) on a top-level graph. */
+function decoderInputs(g: GraphBuilder, s: HfDecoderSpec, withPast: boolean): DecoderInputs {
+  const hd = s.hidden / s.heads;
+  const first = s.inputsEmbeds
+    ? g.input('inputs_embeds', 'FLOAT', ['batch_size', 'sequence_length', s.hidden])
+    : g.input('input_ids', 'INT64', ['batch_size', 'sequence_length']);
+  const mask = g.input('attention_mask', 'INT64', ['batch_size', 'total_sequence_length']);
+  const pos = g.input('position_ids', 'INT64', ['batch_size', 'sequence_length']);
+  if (!withPast) return { first, mask, pos };
+  const pastK: string[] = [];
+  const pastV: string[] = [];
+  for (let l = 0; l < s.layers; l++) {
+    pastK.push(g.input(`past_key_values.${l}.key`, 'FLOAT', ['batch_size', s.kvHeads, 'past_sequence_length', hd]));
+    pastV.push(g.input(`past_key_values.${l}.value`, 'FLOAT', ['batch_size', s.kvHeads, 'past_sequence_length', hd]));
+  }
+  return { first, mask, pos, pastK, pastV };
+}
+
+/** Declares logits and present.* as outputs named `${prefix}logits`, `${prefix}present.{l}.key|value`. */
+function decoderOutputs(g: GraphBuilder, s: HfDecoderSpec, v: HfVocab, o: DecoderOutputs, prefix = ''): void {
+  const hd = s.hidden / s.heads;
+  g.output(o.logits, `${prefix}logits`, 'FLOAT', ['batch_size', 'sequence_length', v.size]);
+  for (let l = 0; l < s.layers; l++) {
+    g.output(o.presentK[l]!, `${prefix}present.${l}.key`, 'FLOAT', ['batch_size', s.kvHeads, 'total_sequence_length', hd]);
+    g.output(o.presentV[l]!, `${prefix}present.${l}.value`, 'FLOAT', ['batch_size', s.kvHeads, 'total_sequence_length', hd]);
+  }
+}
+
+/** A single decoder file: with past (`model.onnx`, `decoder_with_past_model.onnx`) or without (`decoder_model.onnx`). */
+function buildDecoder(p: ParamStore, s: HfDecoderSpec, v: HfVocab, withPast = true): GraphBuilder {
+  const g = new GraphBuilder(`${s.folder}-decoder${withPast ? '' : '-no-past'}`);
+  decoderOutputs(g, s, v, decoderBody(g, p, s, v, decoderTables(s, v), decoderInputs(g, s, withPast)));
+  return g;
+}
+
+/** The element type of the merged decoder's `use_cache_branch` (BOOL as Optimum writes it; others only to test the check). */
+export type UseCacheBranchType = 'BOOL' | 'INT64';
+
+/**
+ * Optimum's merged decoder (`decoder_model_merged.onnx`): the inputs of the with-past decoder plus
+ * `use_cache_branch` [1], and one `If` over it whose then-branch is the with-past decoder and whose else-branch
+ * is the no-past decoder (it ignores past_key_values). Weights are initializers of the outer graph, read by both.
+ */
+export function buildMergedDecoder(p: ParamStore, s: HfDecoderSpec, v: HfVocab, useCacheBranchType: UseCacheBranchType = 'BOOL'): GraphBuilder {
+  const g = new GraphBuilder(`${s.folder}-decoder-merged`);
+  const io = decoderInputs(g, s, true);
+  const flag = g.input('use_cache_branch', useCacheBranchType, [1]);
+  const cond = g.squeeze(useCacheBranchType === 'BOOL' ? flag : g.cast(flag, 'BOOL'), [0]);
+  const t = decoderTables(s, v);
+  const withPast = g.subgraph('decoder_with_past');
+  decoderOutputs(withPast, s, v, decoderBody(withPast, p, s, v, t, io), 'with_past.');
+  const noPast = g.subgraph('decoder_no_past');
+  decoderOutputs(noPast, s, v, decoderBody(noPast, p, s, v, t, { first: io.first, mask: io.mask, pos: io.pos }), 'no_past.');
+  const names = ['logits', ...Array.from({ length: s.layers }, (_, l) => [`present.${l}.key`, `present.${l}.value`]).flat()];
+  g.node('If', [cond], { then_branch: attr.graph(withPast), else_branch: attr.graph(noPast) }, names);
+  decoderOutputs(g, s, v, { logits: 'logits', presentK: names.filter((n) => n.endsWith('.key')), presentV: names.filter((n) => n.endsWith('.value')) });
   return g;
 }
 
@@ -270,6 +365,11 @@ export function addHfDecoderFiles(files: Map<string, Uint8Array>, s: HfDecoderSp
   if (s.inputsEmbeds) {
     files.set('onnx/embed_tokens.onnx', buildEmbedTokens(p, s, v).toBytes());
     files.set('onnx/decoder_model_merged.onnx', buildDecoder(p, s, v).toBytes());
+  } else if (s.layout === 'merged') {
+    files.set('onnx/decoder_model_merged.onnx', buildMergedDecoder(p, s, v).toBytes());
+  } else if (s.layout === 'pair') {
+    files.set('onnx/decoder_model.onnx', buildDecoder(p, s, v, false).toBytes());
+    files.set('onnx/decoder_with_past_model.onnx', buildDecoder(p, s, v).toBytes());
   } else {
     const decoder = buildDecoder(p, s, v);
     files.set('onnx/model.onnx', decoder.toBytes());

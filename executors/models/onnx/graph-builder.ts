@@ -13,7 +13,8 @@ export type Attr =
   | { i: number }
   | { s: string }
   | { ints: readonly number[] }
-  | { floats: readonly number[] };
+  | { floats: readonly number[] }
+  | { graph: GraphBuilder };
 
 export const attr = {
   f: (f: number): Attr => ({ f }),
@@ -21,6 +22,7 @@ export const attr = {
   s: (s: string): Attr => ({ s }),
   ints: (ints: readonly number[]): Attr => ({ ints }),
   floats: (floats: readonly number[]): Attr => ({ floats }),
+  graph: (graph: GraphBuilder): Attr => ({ graph }),
 };
 
 type TensorData = Float32Array | BigInt64Array | Int32Array | Uint8Array;
@@ -32,6 +34,7 @@ function encodeAttr(name: string, a: Attr): Record<string, unknown> {
   if ('i' in a) return { name, type: AttributeType.INT, i: a.i };
   if ('s' in a) return { name, type: AttributeType.STRING, s: Buffer.from(a.s, 'utf8') };
   if ('ints' in a) return { name, type: AttributeType.INTS, ints: [...a.ints] };
+  if ('graph' in a) return { name, type: AttributeType.GRAPH, g: a.graph.toGraph() };
   return { name, type: AttributeType.FLOATS, floats: [...a.floats] };
 }
 
@@ -59,16 +62,26 @@ export class GraphBuilder {
   private readonly initializers: Record<string, unknown>[] = [];
   private readonly inputs: ValueInfo[] = [];
   private readonly outputs: ValueInfo[] = [];
-  private readonly used = new Set<string>();
-  private counter = 0;
+  private readonly used: Set<string>;
+  private readonly names: { counter: number };
   private paramBytes = 0;
+  /** Initializer name → its data: a second call with the same array (a weight both If branches use) is one initializer. */
+  private readonly initData = new Map<string, TensorData>();
 
-  constructor(readonly name: string) {}
+  /**
+   * `parent`: this graph is a subgraph (an If branch) of it. Value names are unique across the whole model,
+   * and initializers live in the outermost graph, where every branch reads them (one copy of shared weights,
+   * as Optimum's merged decoders keep them).
+   */
+  constructor(readonly name: string, private readonly parent?: GraphBuilder) {
+    this.used = parent ? parent.used : new Set<string>();
+    this.names = parent ? parent.names : { counter: 0 };
+  }
 
   /** An unused value name with a readable prefix (claimed when a node or initializer takes it). */
   fresh(prefix: string): string {
     let n: string;
-    do n = `${prefix}_${this.counter++}`; while (this.used.has(n));
+    do n = `${prefix}_${this.names.counter++}`; while (this.used.has(n));
     return n;
   }
 
@@ -76,6 +89,16 @@ export class GraphBuilder {
     if (this.used.has(name)) throw new Error(`graph ${this.name}: value name '${name}' used twice`);
     this.used.add(name);
     return name;
+  }
+
+  /** The outermost graph (where initializers are stored). */
+  private get root(): GraphBuilder {
+    return this.parent ? this.parent.root : this;
+  }
+
+  /** A subgraph whose nodes may read this graph's values (an If or Loop body). */
+  subgraph(name: string): GraphBuilder {
+    return new GraphBuilder(name, this);
   }
 
   input(name: string, dtype: DataTypeName, shape: readonly Dim[]): string {
@@ -90,10 +113,13 @@ export class GraphBuilder {
   }
 
   initializer(name: string, data: TensorData, dims: readonly number[]): string {
+    if (this.parent) return this.root.initializer(name, data, dims);
+    if (this.initData.get(name) === data) return name;
     const count = dims.reduce((a, b) => a * b, 1);
     if (count !== data.length) throw new Error(`initializer ${name}: ${data.length} values for dims [${dims}]`);
     const raw = new Uint8Array(data.buffer, data.byteOffset, data.byteLength);
     this.initializers.push({ name: this.claim(name), dims: [...dims], data_type: DataType[dtypeOf(data)], raw_data: raw.slice() });
+    this.initData.set(name, data);
     this.paramBytes += data.byteLength;
     return name;
   }
@@ -187,6 +213,17 @@ export class GraphBuilder {
 
   get parameterBytes(): number { return this.paramBytes; }
 
+  /** The GraphProto object (a subgraph has no inputs of its own: it reads its parent's values). */
+  toGraph(): Record<string, unknown> {
+    return {
+      name: this.name,
+      node: this.nodes,
+      initializer: this.initializers,
+      input: this.inputs.map(valueInfo),
+      output: this.outputs.map(valueInfo),
+    };
+  }
+
   toModel(docString = ''): Record<string, unknown> {
     return {
       ir_version: IR_VERSION,
@@ -194,13 +231,7 @@ export class GraphBuilder {
       producer_version: '1',
       doc_string: docString,
       opset_import: [{ domain: '', version: OPSET }],
-      graph: {
-        name: this.name,
-        node: this.nodes,
-        initializer: this.initializers,
-        input: this.inputs.map(valueInfo),
-        output: this.outputs.map(valueInfo),
-      },
+      graph: this.toGraph(),
     };
   }
 

@@ -37,6 +37,7 @@ message AttributeProto {
   optional int64 i = 3;
   optional bytes s = 4;
   optional TensorProto t = 5;
+  optional GraphProto g = 6;
   repeated float floats = 7;
   repeated int64 ints = 8;
   repeated bytes strings = 9;
@@ -80,7 +81,7 @@ export const DataType = { FLOAT: 1, UINT8: 2, INT32: 6, INT64: 7, BOOL: 9 } as c
 export type DataTypeName = keyof typeof DataType;
 
 /** onnx.AttributeProto.AttributeType values used here. */
-export const AttributeType = { FLOAT: 1, INT: 2, STRING: 3, TENSOR: 4, FLOATS: 6, INTS: 7 } as const;
+export const AttributeType = { FLOAT: 1, INT: 2, STRING: 3, TENSOR: 4, GRAPH: 5, FLOATS: 6, INTS: 7 } as const;
 
 export const IR_VERSION = 9;
 export const OPSET = 21;

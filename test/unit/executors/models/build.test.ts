@@ -34,7 +34,7 @@ test('--force rebuilds byte-identical files', async (t) => {
   t.true((await readFile(join(dir, 'encoder.onnx'))).equals(before));
 });
 
-const HF_LAYOUT = ['tiny-qwen2', 'tiny-qwen2-vl', 'tiny-clip', 'tiny-siglip', 'tiny-whisper'];
+const HF_LAYOUT = ['tiny-qwen2', 'tiny-qwen2-merged', 'tiny-qwen2-pair', 'tiny-qwen2-vl', 'tiny-clip', 'tiny-siglip', 'tiny-whisper'];
 
 test('every built model has a valid manifest (or, in the Hugging Face layout, config.json and ONNX parts) and a stamp', async (t) => {
   const out = await tmp();

@@ -1,14 +1,16 @@
 /**
  * Hugging Face folders: naming a model (path → model directories → built-in), `cornserve models` listing and
- * `cornserve models check` errors on broken copies of the built tiny-qwen2 folder.
+ * `cornserve models check` errors on broken copies of the built tiny-qwen2 folder, and Optimum's decoder layouts.
  */
-import { cp, mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { cp, mkdir, mkdtemp, readFile, rename, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import test from 'ava';
 import { modelsCheckCommand, modelsListCommand } from '../../../../control/cli/models.js';
 import { resolveModelFolder } from '../../../../executors/models/catalog.js';
 import { checkHfFolder, inspectHfFolder } from '../../../../executors/models/hf-folder.js';
+import { TINY_QWEN2_MERGED, buildMergedDecoder, hfVocab } from '../../../../executors/models/builders/hf-decoder.js';
+import { ParamStore } from '../../../../executors/models/onnx/layers.js';
 import { llmDir } from '../../../helpers/llm.js';
 import { modelsDir } from '../../../helpers/models.js';
 
@@ -127,4 +129,39 @@ test('a config.json missing a field the decoder needs names the field', async (t
   const dir = await copy('no-heads', (c) => delete c.num_attention_heads);
   const r = await checkHfFolder(dir);
   t.regex(r.problems.join('\n'), /config\.json: num_attention_heads: /);
+});
+
+test('models check accepts Optimum\'s merged decoder under onnx/ and at the folder root, and names the layout', async (t) => {
+  const root = join(scratch, 'merged-root');
+  await cp(await llmDir('tiny-qwen2-merged'), root, { recursive: true });
+  await rename(join(root, 'onnx', 'decoder_model_merged.onnx'), join(root, 'decoder_model_merged.onnx'));
+  for (const dir of [await llmDir('tiny-qwen2-merged'), root]) {
+    const { lines, io: out } = io();
+    await modelsCheckCommand(dir, out);
+    t.true(lines.includes('  layout: merged: Optimum merged decoder (use_cache_branch: false on the prompt, true after)'), lines.join('\n'));
+    t.is(lines[lines.length - 1], 'ok');
+  }
+});
+
+test('models check accepts Optimum\'s decoder_model + decoder_with_past_model pair and names the layout', async (t) => {
+  const { lines, io: out } = io();
+  await modelsCheckCommand(await llmDir('tiny-qwen2-pair'), out);
+  t.true(lines.includes('  layout: pair: Optimum pair (decoder_model for the prompt, decoder_with_past_model after)'), lines.join('\n'));
+  t.true(lines.some((l) => l.startsWith('  checked onnx/decoder_model.onnx (decoder_no_past, fp32)')), lines.join('\n'));
+  t.is(lines[lines.length - 1], 'ok');
+});
+
+test('models check: a merged decoder whose use_cache_branch is not bool is named', async (t) => {
+  const dir = join(scratch, 'merged-int64');
+  await cp(await llmDir('tiny-qwen2-merged'), dir, { recursive: true });
+  const v = hfVocab();
+  await writeFile(join(dir, 'onnx', 'decoder_model_merged.onnx'), buildMergedDecoder(new ParamStore(TINY_QWEN2_MERGED.seed), TINY_QWEN2_MERGED, v, 'INT64').toBytes());
+  await t.throwsAsync(modelsCheckCommand(dir, io().io), { message: /onnx\/decoder_model_merged\.onnx: input 'use_cache_branch' is int64, expected bool/ });
+});
+
+test('models check: decoder_with_past_model.onnx without decoder_model.onnx is named', async (t) => {
+  const dir = join(scratch, 'half-pair');
+  await cp(await llmDir('tiny-qwen2-pair'), dir, { recursive: true });
+  await rm(join(dir, 'onnx', 'decoder_model.onnx'));
+  await t.throwsAsync(modelsCheckCommand(dir, io().io), { message: /decoder_with_past_model\.onnx needs decoder_model\.onnx beside it/ });
 });
