@@ -203,3 +203,17 @@ test('a malformed first frame on WS /session gets a 4xx reply and the socket ser
   }), { numRuns: RUNS });
   t.pass();
 });
+
+// Regressions: the fuzzer's shrunk failures.
+
+test('a chunk size that is not hex gets 400 BAD_HTTP_REQUEST as JSON, not node\'s bare 400', async (t) => {
+  const a = parseRaw(await raw('POST /app/invoke/echo HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\ntransfer-encoding: chunked\r\n\r\nzz\r\n{}\r\n0\r\n\r\n', false));
+  t.is(a?.status, 400);
+  t.is((JSON.parse(a!.text) as { error: { code: string } }).error.code, 'BAD_HTTP_REQUEST');
+});
+
+test('a /tasks/invoke body nested 100,000 deep gets 400 BAD_REQUEST, not 500', async (t) => {
+  const a = await send({ method: 'POST', path: '/tasks/invoke' }, `${'['.repeat(100_000)}${']'.repeat(100_000)}`);
+  t.is(a.status, 400);
+  t.is((JSON.parse(a.text) as { error: { code: string } }).error.code, 'BAD_REQUEST');
+});

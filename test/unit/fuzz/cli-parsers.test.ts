@@ -76,3 +76,14 @@ test('any deadline header is an epoch-ms deadline, any timeout_ms one in the fut
   }));
   t.pass();
 });
+
+// Regressions: the fuzzer's shrunk failures.
+
+test('a --mix weight past double range is refused, not turned into NaN weights', (t) => {
+  t.throws(() => benchConfig({ ...DEFAULTS, mix: 'text:1e400' }), { instanceOf: CliError, message: /--mix: the weight of 'text' is not a finite number/ });
+});
+
+test('a seconds option past node\'s largest timer is refused (the timer would fire at once)', (t) => {
+  t.throws(() => benchConfig({ ...DEFAULTS, drainTimeout: '1.797693134862316e+305' }), { instanceOf: CliError, message: /--drain-timeout must be .* ≤ 2147483/ });
+  t.throws(() => benchConfig({ ...DEFAULTS, requestTimeout: '1e10' }), { instanceOf: CliError, message: /--request-timeout/ });
+});
