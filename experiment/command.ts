@@ -29,8 +29,8 @@ export function experimentCommand(io: Io): Command {
     .option('--no-plots', 'skip the SVG/PNG plots')
     .addHelpText('after', EXAMPLES)
     .action(async (o: { quick?: boolean; resultDir: string; plots: boolean }) => {
-      const [{ scenarios, runScenario }, { mkdir, writeFile }, { writePlot }, { latencyCdfSpec, throughputSpec }] = await Promise.all([
-        import('./disaggregation.js'), import('node:fs/promises'), import('../bench/plots/render.js'), import('../bench/plots/specs.js'),
+      const [{ scenarios, runScenario }, { mkdir, writeFile }, { writePlot }, { latencyCdfSpec, throughputSpec }, { writeJsonFile }] = await Promise.all([
+        import('./disaggregation.js'), import('node:fs/promises'), import('../bench/plots/render.js'), import('../bench/plots/specs.js'), import('../bench/report/json-file.js'),
       ]);
       await mkdir(o.resultDir, { recursive: true });
       const results = [];
@@ -66,7 +66,7 @@ export function experimentCommand(io: Io): Command {
         conditions: 'simulated (cornserve simulate); device preset a100-80g from sim/presets/gpus.yaml (LLM: DistServe OPT-13B TP1 coefficients; encoder derived from Vidur per-operator A100 rates for the Qwen2.5-VL-7B vision tower, cornserve simulate fit-encoder; generator row nominal); 8 devices on 1 node; goodput = highest rate with ≥ 90% SLO attainment',
         scenarios: results.map((r) => ({ ...r, systems: Object.fromEntries(Object.entries(r.systems).map(([n, x]) => { const { fixed: _fixed, ...rest } = x; return [n, rest]; })) })),
       };
-      await writeFile(`${o.resultDir}/results.json`, JSON.stringify(json, null, 2));
+      await writeJsonFile(`${o.resultDir}/results.json`, json);
       await writeFile(`${o.resultDir}/summary.md`, `# Disaggregation experiment${o.quick ? ' (quick)' : ''}\n\n${json.conditions}\n\n${table}\n\n${ends.map((l) => `- ${l}`).join('\n')}\n\n${plots.filter((p) => p.endsWith('.png')).map((p) => `![${p}](${p})`).join('\n')}\n`);
       io.out(`\nresults: ${o.resultDir}/ (results.json, summary.md${plots.length ? `, ${plots.length} plot files` : ''})`);
     });
@@ -83,8 +83,8 @@ encoder inside. Disaggregated: experiment/apps/mllm-image.ts, 1 Eric + 3 LLM exe
 (mix text:0.3,image:0.7, 224x224 images, 64 input / 16 output tokens, Poisson), SLO ttft_ms=1000,e2el_ms=3000.
 Each system runs in its own \`cornserve up --devices 4 --no-autoscale\`, started and stopped by the command.`)
     .action(async (o: { rates: string; numRequests: string; port?: string; simOnly?: boolean; resultDir: string }) => {
-      const [{ DEFAULT_CROSSCHECK, liveCrosscheck, crosscheckTable, p99Agreement, agreementText }, { mkdir, writeFile }, { loadavg }] = await Promise.all([
-        import('./live-crosscheck.js'), import('node:fs/promises'), import('node:os'),
+      const [{ DEFAULT_CROSSCHECK, liveCrosscheck, crosscheckTable, p99Agreement, agreementText }, { mkdir, writeFile }, { loadavg }, { writeJsonFile }] = await Promise.all([
+        import('./live-crosscheck.js'), import('node:fs/promises'), import('node:os'), import('../bench/report/json-file.js'),
       ]);
       const rates = o.rates.split(',').map(Number);
       if (!rates.length || rates.some((r) => !(r > 0))) throw new CliError(`--rates: positive numbers separated by commas, got ${o.rates}`);
@@ -99,7 +99,7 @@ Each system runs in its own \`cornserve up --devices 4 --no-autoscale\`, started
       const table = `${crosscheckTable(r)}\n\n${agreementText(p99Agreement(r))}`;
       io.out(table);
       io.out(load);
-      await writeFile(`${o.resultDir}/results.json`, JSON.stringify({ ...r, p99_agreement: p99Agreement(r), load }, null, 2));
+      await writeJsonFile(`${o.resultDir}/results.json`, { ...r, p99_agreement: p99Agreement(r), load });
       await writeFile(`${o.resultDir}/summary.md`, `# Live cross-check: monolithic vs disaggregated\n\n${load}\n\n${table}\n`);
       io.out(`\nresults: ${o.resultDir}/ (results.json, summary.md)`);
     });

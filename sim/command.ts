@@ -132,7 +132,7 @@ export function simulateCommand(io: Io): Command {
     .option('--duration <s>', 'simulated seconds of arrivals (overrides the scenario)')
     .option('--request-rate <r>', 'requests per second (overrides the scenario)')
     .option('--seed <n>', 'random seed (overrides the scenario)')
-    .option('--result-dir <dir>', 'where results.json, summary.md and plots go', undefined)
+    .option('--result-dir <dir>', 'where results.json, requests.jsonl (every request, as it ends), summary.md and plots go', undefined)
     .option('--no-itl', 'do not keep per-token gaps (saves memory on long runs; ITL metrics are then empty)')
     .option('--no-plots', 'skip the SVG/PNG plots')
     .option('--keep-records <n>', 'per-request records kept in results.json and the latency CDF plot (the first N; aggregates and the timeline plot cover every request)', '100000')
@@ -140,29 +140,62 @@ export function simulateCommand(io: Io): Command {
     .action(async (file: string | undefined, opts: { scenario?: string; duration?: string; requestRate?: string; seed?: string; resultDir?: string; itl: boolean; plots: boolean; keepRecords: string }) => {
       const which = file ?? opts.scenario;
       if (!which || (file && opts.scenario)) throw new CliError('give a scenario file or --scenario NAME (one of them)');
-      const [{ loadScenario }, { simulate }, { summaryText }, { writeResultDir }, { defaultResultDir }] = await Promise.all([
+      const [{ loadScenario }, { simulate }, { summaryText }, { writeResultDir }, { defaultResultDir }, { JsonlLog }, { mkdir }, { join }] = await Promise.all([
         import('./scenario/schema.js'), import('./run.js'), import('../bench/report/summary.js'), import('../bench/report/write.js'), import('../bench/client/config.js'),
+        import('../bench/report/json-file.js'), import('node:fs/promises'), import('node:path'),
       ]);
       const overrides = {
         ...(opts.duration !== undefined ? { durationS: positive('--duration', opts.duration) } : {}),
         ...(opts.requestRate !== undefined ? { rate: positive('--request-rate', opts.requestRate) } : {}),
         ...(opts.seed !== undefined ? { seed: positive('--seed', opts.seed, true) } : {}),
       };
+      const dir = opts.resultDir ?? defaultResultDir().replace(/^bench-results/, 'sim-results');
+      const sc = await scenarioOrError(() => loadScenario(which, overrides));
+      io.err(`simulate: ${sc.name}: ${sc.cluster.nodes} × ${sc.cluster.devicesPerNode} ${sc.cluster.device}, app ${sc.app.file}, ${sc.workload.rate} req/s${sc.workload.limit.durationMs ? ` for ${sc.workload.limit.durationMs / 1000} simulated s` : ''}`);
+      await mkdir(dir, { recursive: true });
+      const log = new JsonlLog(join(dir, 'requests.jsonl'));
+      // Ctrl-C stops the event loop at its next slice; what ended so far is written as partial results.
+      const stop = new AbortController();
+      const onSigint = () => {
+        io.err('\nstopping: writing the partial results (Ctrl-C again quits at once)');
+        stop.abort('Ctrl-C');
+        process.once('SIGINT', () => process.exit(130));
+      };
+      process.once('SIGINT', onSigint);
       let out;
       try {
-        const sc = await loadScenario(which, overrides);
-        io.err(`simulate: ${sc.name}: ${sc.cluster.nodes} × ${sc.cluster.devicesPerNode} ${sc.cluster.device}, app ${sc.app.file}, ${sc.workload.rate} req/s${sc.workload.limit.durationMs ? ` for ${sc.workload.limit.durationMs / 1000} simulated s` : ''}`);
-        out = await simulate(sc, { itl: opts.itl, keepRecords: positive('--keep-records', opts.keepRecords, true)! });
-      } catch (e) {
-        if (e instanceof Error && ['ScenarioError', 'ModelOutputError'].includes(e.name)) throw new CliError(e.message);
-        throw e;
+        out = await scenarioOrError(() => simulate(sc, {
+          itl: opts.itl,
+          keepRecords: positive('--keep-records', opts.keepRecords, true)!,
+          onRecord: (r) => log.add(r),
+          signal: stop.signal,
+          onProgress: (s, n) => io.err(`simulate: ${s.toFixed(0)} simulated s, ${n} requests`),
+        }));
+      } finally {
+        process.off('SIGINT', onSigint);
       }
+      const jsonl = log.close();
       io.err(`deployment: ${out.deployment.map((d) => `${d.executors} × ${d.label}`).join(', ')}`);
       if (out.scaling.length) io.err(`autoscaler: ${out.scaling.length} scaling decisions (${out.scaling.slice(-3).map((d) => `${(d.atMs / 1000).toFixed(0)} s ${d.label} ${d.from}→${d.to}`).join('; ')}${out.scaling.length > 3 ? ' …' : ''})`);
       io.err(`simulated ${out.requests} requests (${out.events} events) in ${(out.wallMs / 1000).toFixed(1)} s wall: ${Math.round(out.requests / Math.max(out.wallMs / 1000, 1e-3))} requests per wall-clock second`);
+      if (jsonl.note) io.err(jsonl.note);
       io.out(summaryText(out.results));
-      const dir = opts.resultDir ?? defaultResultDir().replace(/^bench-results/, 'sim-results');
-      const files = await writeResultDir(dir, { run: out.results }, { plots: opts.plots });
-      io.out(`\nresults: ${dir}/ (${files.join(', ')})`);
+      const files = await writeResultDir(dir, { run: { ...out.results, requests_jsonl: jsonl } }, { plots: opts.plots });
+      io.out(`\nresults: ${dir}/ (${[...files, 'requests.jsonl'].join(', ')})`);
+      if (out.stoppedBy) {
+        io.err(`simulate: ${out.stoppedBy}; the results are partial (results.json "partial": true)`);
+        if (stop.signal.aborted) process.exitCode = 130;
+        else throw new CliError(`the simulation ${out.stoppedBy}`);
+      }
     });
+}
+
+/** A scenario's own errors become one-line CLI errors; anything else is a bug and keeps its stack. */
+async function scenarioOrError<T>(f: () => Promise<T>): Promise<T> {
+  try {
+    return await f();
+  } catch (e) {
+    if (e instanceof Error && ['ScenarioError', 'ModelOutputError'].includes(e.name)) throw new CliError(e.message);
+    throw e;
+  }
 }

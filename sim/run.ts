@@ -49,6 +49,8 @@ export interface SimOutcome {
   requests: number;
   /** Wall-clock ms the event loop took. */
   wallMs: number;
+  /** Why the run stopped before its end (Ctrl-C, or an error inside the simulation): the results are partial. */
+  stoppedBy?: string;
 }
 
 export interface SimOptions {
@@ -57,7 +59,17 @@ export interface SimOptions {
   /** Per-request records kept in results.json (the first N by index); the aggregates always cover every request
    *  (HDR histograms and running sums, bench/metrics/stream.ts), so memory stays bounded on long runs. @default 100000 */
   keepRecords?: number;
+  /** Each request's record as it ends (the command appends it to requests.jsonl). */
+  onRecord?: (record: RequestRecord) => void;
+  /** Aborted → the run stops at the next slice of events and returns partial results. */
+  signal?: AbortSignal;
+  /** Called about every PROGRESS_EVERY_S simulated seconds. */
+  onProgress?: (simulatedS: number, requests: number) => void;
 }
+
+/** Events run between two turns of the Node event loop (where Ctrl-C and the file writes get their turn). */
+const EVENTS_PER_SLICE = 200_000;
+const PROGRESS_EVERY_S = 60;
 
 export const DEFAULT_KEEP_RECORDS = 100_000;
 
@@ -235,6 +247,7 @@ export async function simulate(sc: Scenario, o: SimOptions = {}): Promise<SimOut
       rec.e2elMs = t - sentMs;
       rec.ttftMs = firstToken >= 0 ? firstToken - sentMs : rec.e2elMs;
       stream.add(rec);
+      o.onRecord?.(rec);
       if (rec.index < keep) records.push(rec);
     };
     const dispatch = () => {
@@ -323,7 +336,24 @@ export async function simulate(sc: Scenario, o: SimOptions = {}): Promise<SimOut
   scheduleNext();
   autoscaling?.start(() => !arrivalsDone || ended < index);
   const t0 = performance.now();
-  events.run();
+  let stoppedBy: string | undefined;
+  let nextProgressMs = PROGRESS_EVERY_S * 1000;
+  try {
+    while (events.size > 0) {
+      if (o.signal?.aborted) {
+        stoppedBy = `stopped at ${(events.now / 1000).toFixed(1)} simulated s (${String(o.signal.reason ?? 'aborted')})`;
+        break;
+      }
+      events.run(Infinity, EVENTS_PER_SLICE);
+      if (events.now >= nextProgressMs) {
+        o.onProgress?.(events.now / 1000, index);
+        nextProgressMs = (Math.floor(events.now / 1000 / PROGRESS_EVERY_S) + 1) * PROGRESS_EVERY_S * 1000;
+      }
+      await new Promise<void>((r) => setImmediate(r));
+    }
+  } catch (e) {
+    stoppedBy = `failed at ${(events.now / 1000).toFixed(1)} simulated s: ${(e as Error).message}`;
+  }
   const wallMs = performance.now() - t0;
   invariants.neverEnded = index - ended;
   for (const ex of everyExecutor) if (ex.maxRunning > ex.capacity) invariants.overCapacity++;
@@ -345,11 +375,13 @@ export async function simulate(sc: Scenario, o: SimOptions = {}): Promise<SimOut
     slo: w.slo ?? null,
   };
   // Over the cap, the aggregates come from every request (the stream); the per-request lists from the kept ones.
-  const results: RunResults = records.length < index
-    ? { ...runResults(settings, records, { startedAt: 0, interrupted: false }), ...stream.aggregates(), requests_total: index, requests_kept: records.length, in_flight_timeline: timeline.points() }
-    : runResults(settings, records, { startedAt: 0, interrupted: false });
+  // A stopped run counts the requests that ended (those in flight are in invariants.neverEnded).
+  const ranOut = { startedAt: 0, interrupted: stoppedBy !== undefined, ...(stoppedBy ? { partialReason: stoppedBy } : {}) };
+  const results: RunResults = records.length < ended
+    ? { ...runResults(settings, records, ranOut), ...stream.aggregates(), requests_total: ended, requests_kept: records.length, in_flight_timeline: timeline.points() }
+    : runResults(settings, records, ranOut);
   const deployment = [...tasks.values()].map((t) => ({ label: t.label, taskId: t.taskId, stage: t.stage, executors: executors.get(t.taskId)!.length, nodes: executors.get(t.taskId)!.map((e) => e.node) }));
-  return { results, invariants, deployment, scaling: autoscaling?.decisions ?? [], events: events.processed, requests: index, wallMs };
+  return { results, invariants, deployment, scaling: autoscaling?.decisions ?? [], events: events.processed, requests: index, wallMs, ...(stoppedBy ? { stoppedBy } : {}) };
 }
 
 /** Mean invocations of each task per app request, over the request mix (the gateway's graph shape for the autoscaler). */

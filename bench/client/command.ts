@@ -2,12 +2,14 @@
  * `cornserve bench`: checks the options and the gateway, runs the load (one rate, a sweep of rates, or a soak),
  * shows progress, prints the summary table and writes the result directory.
  */
-import { readFile } from 'node:fs/promises';
+import { mkdir, readFile } from 'node:fs/promises';
+import { join } from 'node:path';
 import { GatewayClient } from '../../control/cli/client.js';
 import type { Io } from '../../control/cli/commands.js';
 import { CliError } from '../../control/cli/errors.js';
 import { soakMinutes, soakVerdict } from '../metrics/soak.js';
 import { ATTAINMENT_TARGET, continueSweep, highestPassingRate } from '../metrics/sweep.js';
+import { JsonlLog } from '../report/json-file.js';
 import { runResults, type RunResults, type RunSettings, type SoakResults, type SweepResults } from '../report/results.js';
 import { summaryText } from '../report/summary.js';
 import { writeResultDir } from '../report/write.js';
@@ -94,6 +96,9 @@ export async function benchCommand(raw: RawBenchOptions, gatewayUrl: string, io:
       const request = (i: number): PreparedRequest =>
         dataset ? datasetRequest(dataset, i, cfg.target, cfg.api) : chatRequestFor(nextSpec(i, cfg.mix, mixRng), cfg.target);
       io.err(`bench: ${cfg.api} → ${cfg.target} at ${rate === Infinity ? 'inf' : rate} req/s (${patternText(cfg.pattern)}, burstiness ${cfg.burstiness}${cfg.maxConcurrency ? `, max concurrency ${cfg.maxConcurrency}` : ''}), ${cfg.limit.count !== undefined ? `${cfg.limit.count} requests` : ''}${cfg.limit.count !== undefined && cfg.limit.durationMs !== undefined ? ' or ' : ''}${cfg.limit.durationMs !== undefined ? `${cfg.limit.durationMs / 1000} s` : ''}`);
+      // Each request's record goes to disk as it ends: a run that dies keeps what it measured.
+      await mkdir(cfg.resultDir, { recursive: true });
+      const log = new JsonlLog(join(cfg.resultDir, cfg.sweepRates ? `requests-${rate}.jsonl` : 'requests.jsonl'));
       const progress = startProgress(cfg.limit, io);
       const completed: RequestRecord[] = [];
       let hopeless: ReturnType<typeof hopelessRun>;
@@ -108,6 +113,7 @@ export async function benchCommand(raw: RawBenchOptions, gatewayUrl: string, io:
         onSent: () => progress.sent(),
         onDone: (r) => {
           progress.done(r.ok);
+          log.add(r);
           completed.push(r);
           if (hopeless) return;
           hopeless = hopelessRun(completed);
@@ -120,7 +126,7 @@ export async function benchCommand(raw: RawBenchOptions, gatewayUrl: string, io:
       hooks.onRun?.(run);
       const executors = startExecutorPoller(client, taskIds);
       const rss = soak && 'pid' in soak ? startRssSampler(soak.pid, cfg.soakSampleMs) : undefined;
-      const out = await run.done;
+      const out = await run.done.finally(() => log.close());
       progress.stop();
       if (hopeless) {
         await executors.stop();
@@ -130,7 +136,7 @@ export async function benchCommand(raw: RawBenchOptions, gatewayUrl: string, io:
           : ' Fix the request data (--dataset) or the target, then run again.';
         throw new CliError(`bench stopped: the first ${hopeless.count} requests all failed with HTTP ${hopeless.status} ${hopeless.code}: ${hopeless.message.replace(/\.$/, '')}.${fix}`);
       }
-      const results = runResults(settings(rate), out.records, { startedAt: out.startedAt, interrupted: out.interrupted, executors: await executors.stop() });
+      const results: RunResults = { ...runResults(settings(rate), out.records, { startedAt: out.startedAt, interrupted: out.interrupted, executors: await executors.stop() }), requests_jsonl: log.close() };
       if (!soak) return { results };
       const minutes = soakMinutes(out.records, rss ? await rss.stop() : [], results.duration as number);
       return { results, soak: { minutes, verdict: soakVerdict(minutes), platform_root: soak } };

@@ -62,12 +62,16 @@ export interface BenchConfig {
 /** The mix a soak run uses when --mix is not given ("a mixed load"). */
 export const SOAK_MIX = 'text:0.5,image:0.3,audio:0.2';
 
-function number(name: string, text: string, o: { integer?: boolean; min?: number; allowZero?: boolean } = {}): number {
+/** The longest time in seconds a timer can wait (node's setTimeout fires at once past 2^31 − 1 ms): the bound of every seconds option. */
+const MAX_SECONDS = 2_147_483;
+
+function number(name: string, text: string, o: { integer?: boolean; min?: number; max?: number; allowZero?: boolean } = {}): number {
   const n = Number(text);
-  const ok = text.trim() !== '' && Number.isFinite(n) && (!o.integer || Number.isInteger(n)) && (o.allowZero ? n >= 0 : n > 0) && (o.min === undefined || n >= o.min);
-  if (!ok) throw new CliError(`${name} must be a ${o.allowZero ? 'non-negative' : 'positive'} ${o.integer ? 'integer' : 'number'}${o.min !== undefined ? ` ≥ ${o.min}` : ''}, got '${text}'`);
+  const ok = text.trim() !== '' && Number.isFinite(n) && (!o.integer || Number.isInteger(n)) && (o.allowZero ? n >= 0 : n > 0) && (o.min === undefined || n >= o.min) && (o.max === undefined || n <= o.max);
+  if (!ok) throw new CliError(`${name} must be a ${o.allowZero ? 'non-negative' : 'positive'} ${o.integer ? 'integer' : 'number'}${o.min !== undefined ? ` ≥ ${o.min}` : ''}${o.max !== undefined ? ` ≤ ${o.max}` : ''}, got '${text}'`);
   return n;
 }
+const seconds = (name: string, text: string, o: { allowZero?: boolean } = {}) => number(name, text, { ...o, max: MAX_SECONDS });
 
 /** Wraps the workload parsers' errors as CliErrors (same message). */
 function parsed<T>(fn: () => T): T {
@@ -89,10 +93,10 @@ export function benchConfig(o: RawBenchOptions): BenchConfig {
   const rate = o.requestRate === 'inf' ? Infinity : number('--request-rate', o.requestRate);
   const pattern = parsed(() => parsePattern(o.pattern));
   if (pattern.kind !== 'constant' && rate === Infinity && pattern.kind !== 'step') throw new CliError('--pattern on-off needs a finite --request-rate (the base rate)');
-  const soakMinutes = o.soak !== undefined ? number('--soak', o.soak) : undefined;
+  const soakMinutes = o.soak !== undefined ? number('--soak', o.soak, { max: MAX_SECONDS / 60 }) : undefined;
   const maxConcurrency = o.maxConcurrency !== undefined ? number('--max-concurrency', o.maxConcurrency, { integer: true }) : undefined;
   if (soakMinutes !== undefined && (o.numRequests !== undefined || o.duration !== undefined)) throw new CliError('--soak sets the duration; drop --num-requests and --duration');
-  const durationS = soakMinutes !== undefined ? soakMinutes * 60 : o.duration !== undefined ? number('--duration', o.duration) : undefined;
+  const durationS = soakMinutes !== undefined ? soakMinutes * 60 : o.duration !== undefined ? seconds('--duration', o.duration) : undefined;
   const count = o.numRequests !== undefined ? number('--num-requests', o.numRequests, { integer: true }) : durationS === undefined ? 100 : undefined;
   if (durationS !== undefined && rate === Infinity && maxConcurrency === undefined && pattern.kind === 'constant') {
     throw new CliError('a duration (--duration or --soak) with --request-rate inf would send without end: give a finite --request-rate or --max-concurrency');
@@ -128,10 +132,10 @@ export function benchConfig(o: RawBenchOptions): BenchConfig {
     ...(o.slo !== undefined ? { slo: parsed(() => parseSlo(o.slo!)) } : {}),
     ...(sweepRates ? { sweepRates } : {}),
     ...(soakMinutes !== undefined ? { soakMinutes } : {}),
-    soakSampleMs: number('--soak-sample-s', o.soakSampleS) * 1000,
+    soakSampleMs: seconds('--soak-sample-s', o.soakSampleS) * 1000,
     resultDir: o.resultDir ?? defaultResultDir(),
-    requestTimeoutMs: number('--request-timeout', o.requestTimeout) * 1000,
-    drainTimeoutMs: number('--drain-timeout', o.drainTimeout, { allowZero: true }) * 1000,
+    requestTimeoutMs: seconds('--request-timeout', o.requestTimeout) * 1000,
+    drainTimeoutMs: seconds('--drain-timeout', o.drainTimeout, { allowZero: true }) * 1000,
     plots: o.plots,
   };
 }

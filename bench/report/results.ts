@@ -30,11 +30,14 @@ export interface RunSettings {
 export interface RunResults extends Record<string, unknown> {
   date: string;
   interrupted: boolean;
+  /** The run stopped before its end (Ctrl-C or a failure): its files hold what was measured until then. */
+  partial: boolean;
+  partial_reason?: string;
   requests: RequestRecord[];
 }
 
 /** One run's results object (aggregates at the top level, as vLLM writes them). */
-export function runResults(settings: RunSettings, records: readonly RequestRecord[], o: { startedAt: number; interrupted: boolean; executors?: readonly ExecutorSample[] }): RunResults {
+export function runResults(settings: RunSettings, records: readonly RequestRecord[], o: { startedAt: number; interrupted: boolean; partialReason?: string; executors?: readonly ExecutorSample[] }): RunResults {
   const durationS = runDurationS(records);
   const agg: Aggregates = aggregate(records, { durationS, ...(settings.slo ? { slo: settings.slo } : {}) });
   const ok = records.filter((r) => r.ok);
@@ -43,6 +46,8 @@ export function runResults(settings: RunSettings, records: readonly RequestRecor
     ...settings,
     ...agg,
     interrupted: o.interrupted,
+    partial: o.interrupted,
+    ...(o.interrupted ? { partial_reason: o.partialReason ?? 'interrupted (Ctrl-C)' } : {}),
     input_lens: ok.map((r) => r.inputTokens),
     output_lens: ok.map((r) => r.outputTokens),
     ttfts: ok.map((r) => (r.ttftMs ?? NaN) / 1000),

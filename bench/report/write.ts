@@ -9,6 +9,7 @@ import type { RequestRecord } from '../metrics/record.js';
 import { writePlot } from '../plots/render.js';
 import { inFlightSteps, thinTimeline } from '../metrics/timeline.js';
 import { latencyCdfSpec, soakSpec, throughputSpec, timelineSpec, type ExecutorSample } from '../plots/specs.js';
+import { writeJsonFile } from './json-file.js';
 import type { RunResults, SoakResults, SweepResults } from './results.js';
 import { summaryMarkdown } from './summary.js';
 
@@ -39,7 +40,7 @@ export async function writeResultDir(dir: string, what: { run?: RunResults; swee
     }
     await plot('timeline', timelineSpec(timelineOf(r), (r.executors_timeline as ExecutorSample[] | undefined) ?? []));
     if (what.soak) await plot('soak', soakSpec(what.soak.minutes));
-    await writeFile(join(dir, 'results.json'), JSON.stringify(r, null, 1));
+    await writeJsonFile(join(dir, 'results.json'), r);
     files.push('results.json');
     const soakLine = what.soak ? `\n## Soak\n\n${what.soak.verdict.message}\n` : '';
     await writeFile(join(dir, 'summary.md'), summaryMarkdown(r, `cornserve bench: ${r.model_id}`, plots) + soakLine);
@@ -51,7 +52,7 @@ export async function writeResultDir(dir: string, what: { run?: RunResults; swee
     await plot('throughput', throughputSpec(runs.map((r) => ({ rate: rateOf(r), requestThroughput: r.request_throughput as number, goodput: (r.request_goodput as number | null) ?? null }))));
     const last = runs.at(-1);
     if (last) await plot('timeline', timelineSpec(timelineOf(last), (last.executors_timeline as ExecutorSample[] | undefined) ?? [], `In-flight requests and executors per task (at ${last.request_rate} req/s)`));
-    await writeFile(join(dir, 'results.json'), JSON.stringify(what.sweep, null, 1));
+    await writeJsonFile(join(dir, 'results.json'), what.sweep);
     files.push('results.json');
     const md = [
       ...runs.map((r) => summaryMarkdown(r, `rate ${r.request_rate} req/s`, [])),

@@ -24,7 +24,9 @@ export function parseMix(text: string): Mix {
     const kind = m[1]!.toLowerCase() as RequestKind;
     if (!KINDS.includes(kind)) throw new WorkloadInputError(`--mix: unknown kind '${m[1]}' (one of ${KINDS.join(', ')})`);
     if (mix.some((x) => x.kind === kind)) throw new WorkloadInputError(`--mix: '${kind}' is given twice`);
-    mix.push({ kind, weight: Number(m[2]) });
+    const weight = Number(m[2]);
+    if (!Number.isFinite(weight)) throw new WorkloadInputError(`--mix: the weight of '${kind}' is not a finite number (${m[2]})`);
+    mix.push({ kind, weight });
   }
   const total = mix.reduce((a, x) => a + x.weight, 0);
   if (mix.length === 0 || !(total > 0)) throw new WorkloadInputError(`--mix: '${text}' has no kind with a positive weight`);

@@ -50,9 +50,9 @@ export class EventQueue {
     actions[i] = action;
   }
 
-  /** Runs events in order until none is left or the next one is after `untilMs`. */
-  run(untilMs = Infinity): void {
-    while (this.#times.length > 0 && this.#times[0]! <= untilMs) {
+  /** Runs events in order until none is left, the next one is after `untilMs`, or `maxEvents` have run. */
+  run(untilMs = Infinity, maxEvents = Infinity): void {
+    for (let n = 0; n < maxEvents && this.#times.length > 0 && this.#times[0]! <= untilMs; n++) {
       const t = this.#times[0]!;
       const action = this.#pop();
       this.#now = t;

@@ -85,6 +85,16 @@ export function taskJSON(t: TaskStatus) {
   };
 }
 
+/** A parsed body back to text: one nested past the stack's depth is the client's error (JSON.parse took it, stringify cannot). */
+function jsonText(body: unknown): string {
+  try {
+    return JSON.stringify(body);
+  } catch (e) {
+    if (e instanceof RangeError) throw new BadRequestError('the request body is nested too deeply');
+    throw e;
+  }
+}
+
 export function taskRoutes(deps: TaskRoutesDeps): Router {
   const r = Router();
 
@@ -116,7 +126,7 @@ export function taskRoutes(deps: TaskRoutesDeps): Router {
     await forward(res, {
       signal: ticket.signal,
       url: new URL('/graph', deps.dispatcherUrl).href,
-      body: JSON.stringify(req.body),
+      body: jsonText(req.body),
       deadline,
       ...(typeof req.headers.traceparent === 'string' ? { traceparent: req.headers.traceparent } : {}),
       agent: deps.agent,
