@@ -5,7 +5,7 @@
  */
 import { Command } from 'commander';
 import type { Io } from '../control/cli/commands.js';
-import { CliError } from '../control/cli/errors.js';
+import { CliError } from '../lib/cli-errors.js';
 
 const EXAMPLES = `
 Examples:

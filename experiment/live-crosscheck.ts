@@ -8,9 +8,9 @@
  */
 import { readFile } from 'node:fs/promises';
 import { randomBytes } from 'node:crypto';
-import { GatewayClient } from '../control/cli/client.js';
+import { GatewayClient } from '../control/gateway/client.js';
 import type { Io } from '../control/cli/commands.js';
-import { launchUp } from '../control/cli/launch-up.js';
+import { launchUp } from '../control/compose/launch-up.js';
 import { benchCommand } from '../bench/client/command.js';
 import type { RunResults } from '../bench/report/results.js';
 import { parseScenario } from '../sim/scenario/schema.js';

@@ -10,7 +10,7 @@ import { nextSpec, type RequestSpec } from '../bench/workload/mix.js';
 import { RandomSource } from '../bench/workload/random.js';
 import { demandOf, type Demand } from './demand.js';
 import { goodputOf } from './goodput.js';
-import { PlanError, type Plan } from './schema.js';
+import { PlanError, type Plan } from '../lib/plan.js';
 import { searchPlan, type Candidate, type SearchResult, type TpVariant } from './search.js';
 import { supportsTp } from '../sim/latency/tensor-parallel.js';
 

@@ -7,8 +7,8 @@
  * with the fewest outstanding invocations and frees their devices once they have drained.
  */
 import { allocate, Autoscaler, estimateCapacity, freeDevices, planPool, type AutoscalerOptions, type Inventory } from './policies.js';
-import type { DeviceRef } from '../control/store/types.js';
-import type { AutoscalePolicy, TaskCapacity, TaskProfile } from '../control/autoscaler/types.js';
+import type { DeviceRef } from '../lib/store.js';
+import type { AutoscalePolicy, TaskCapacity, TaskProfile } from '../lib/autoscale.js';
 import type { EventQueue } from './engine/queue.js';
 import type { SimTask } from './apps/record.js';
 import type { SimExecutor } from './executors/types.js';

@@ -2,13 +2,13 @@
  * The live platform's decision modules, imported (never copied) by the simulator: every simulated decision goes
  * through these references, and test/unit/sim/policies.test.ts checks they are the live modules' own exports.
  */
-export { allocate, buildInventory, type Inventory } from '../control/resources/allocation.js';
-export { pickLeastOutstanding } from '../control/dispatcher/pick.js';
-export { findForwards, wireDataForwards } from '../control/dispatcher/wiring.js';
-export { Scheduler as EricScheduler } from '../executors/eric/engine/scheduler.js';
-export { RequestQueue as GeriRequestQueue } from '../executors/geri/engine/scheduler.js';
-export { admitCount } from '../executors/llm/admission.js';
-export { freeDevices } from '../control/resources/allocation.js';
-export { Autoscaler, type AutoscalerOptions, type TaskSnapshot } from '../control/autoscaler/autoscaler.js';
-export { planPool } from '../control/autoscaler/pool.js';
-export { estimateCapacity } from '../control/autoscaler/capacity.js';
+export { allocate, buildInventory, type Inventory } from '../policies/allocation.js';
+export { pickLeastOutstanding } from '../policies/pick.js';
+export { findForwards, wireDataForwards } from '../policies/wiring.js';
+export { Scheduler as EricScheduler } from '../policies/eric-scheduler.js';
+export { RequestQueue as GeriRequestQueue } from '../policies/geri-scheduler.js';
+export { admitCount } from '../policies/admission.js';
+export { freeDevices } from '../policies/allocation.js';
+export { Autoscaler, type AutoscalerOptions, type TaskSnapshot } from '../policies/autoscaler.js';
+export { planPool } from '../policies/pool.js';
+export { estimateCapacity } from '../policies/capacity.js';

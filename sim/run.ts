@@ -26,7 +26,7 @@ import { llmTokensOf, type StageModels } from './latency/models.js';
 import type { Scenario } from './scenario/schema.js';
 import { modelsAtTp } from './latency/tensor-parallel.js';
 import { SimAutoscaling, type Pool, type ScaleEvent } from './autoscale.js';
-import type { DeviceRef } from '../control/store/types.js';
+import type { DeviceRef } from '../lib/store.js';
 
 export interface Invariants {
   /** Executors that ever ran more batches at once than their capacity. */

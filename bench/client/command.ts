@@ -3,9 +3,9 @@
  * shows progress, prints the summary table and writes the result directory.
  */
 import { readFile } from 'node:fs/promises';
-import { GatewayClient } from '../../control/cli/client.js';
+import { GatewayClient } from '../../control/gateway/client.js';
 import type { Io } from '../../control/cli/commands.js';
-import { CliError } from '../../control/cli/errors.js';
+import { CliError } from '../../lib/cli-errors.js';
 import { soakMinutes, soakVerdict } from '../metrics/soak.js';
 import { ATTAINMENT_TARGET, continueSweep, highestPassingRate } from '../metrics/sweep.js';
 import { runResults, type RunResults, type RunSettings, type SoakResults, type SweepResults } from '../report/results.js';

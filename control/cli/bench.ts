@@ -4,7 +4,7 @@
  */
 import { Command, Option } from 'commander';
 import type { Io } from './commands.js';
-import { addWorkloadOptions } from './workload-options.js';
+import { addWorkloadOptions } from '../../bench/client/workload-options.js';
 
 const EXAMPLES = `
 Examples:

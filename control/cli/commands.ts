@@ -4,10 +4,10 @@
  */
 import { readFile } from 'node:fs/promises';
 import { ndjsonLines } from '../../functions/sdk/index.js';
-import type { GatewayClient, RegistrationEvent, TaskInfo } from './client.js';
+import type { GatewayClient, RegistrationEvent, TaskInfo } from '../gateway/client.js';
 import { readRequestData } from './data.js';
-import { CliError } from './errors.js';
-import { table } from './table.js';
+import { CliError } from '../../lib/cli-errors.js';
+import { table } from '../../lib/table.js';
 
 export interface Io {
   out: (line: string) => void;

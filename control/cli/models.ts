@@ -9,8 +9,8 @@ import { checkHfFolder, isHfFolder } from '../../executors/models/hf-folder.js';
 import { loadModel } from '../../executors/models/loader.js';
 import { isModelError } from '../../executors/models/errors.js';
 import type { Io } from './commands.js';
-import { CliError } from './errors.js';
-import { table } from './table.js';
+import { CliError } from '../../lib/cli-errors.js';
+import { table } from '../../lib/table.js';
 
 const mb = (b: number) => `${(b / 1e6).toFixed(1)} MB`;
 

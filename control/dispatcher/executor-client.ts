@@ -17,8 +17,8 @@ import type { Dispatcher } from 'undici';
 import { Agent } from '../../lib/undici.js';
 import { DEADLINE_HEADER, type CutSignal } from '../../functions/sdk/index.js';
 import { socketPathOf } from '../../lib/unix-url.js';
-import type { ExecutorRequest } from '../descriptors/types.js';
-import { TaskFailedError, type FailureSite } from './errors.js';
+import type { ExecutorRequest } from '../../lib/descriptor.js';
+import { TaskFailedError, type FailureSite } from '../../lib/dispatch-errors.js';
 
 /** No header or body timeout (0): a stream may pause for as long as its deadline allows; the signal ends it. */
 const AGENT_OPTIONS = { keepAliveTimeout: 30_000, headersTimeout: 0, bodyTimeout: 0 } as const;

@@ -12,7 +12,7 @@
  */
 import { connect, type Socket } from 'node:net';
 import { StoreNotFoundError, StoreUnavailableError } from './errors.js';
-import type { StoreChange, Unsubscribe } from './types.js';
+import type { StoreChange, Unsubscribe } from '../../lib/store.js';
 import { logger } from '../../lib/log.js';
 import { errorFromBody, lineSplitter, SUBSCRIBE, type DispatchStore, type LinkErrorBody, type LinkMethod, type ReportsOutstanding } from './link-protocol.js';
 

@@ -11,7 +11,7 @@
  *                                                                          task, route and autoscale changes only)
  * Only the methods in LINK_METHODS are served: the app function's process runs user code, and dispatch needs no more.
  */
-import type { Store, StoreChange } from './types.js';
+import type { Store, StoreChange } from '../../lib/store.js';
 import { StoreError, StoreNotFoundError, StoreUnavailableError } from './errors.js';
 
 /** The Store methods graph dispatch calls (Router, LoadRecorder, LiveServiceRecorder), besides subscribe. */

@@ -28,7 +28,7 @@ import type {
   TensorChunkMeta,
   UnitTaskRecord,
   Unsubscribe,
-} from './types.js';
+} from '../../lib/store.js';
 
 type Listener = (change: StoreChange) => void;
 

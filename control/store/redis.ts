@@ -38,7 +38,7 @@ import type {
   TensorChunkMeta,
   UnitTaskRecord,
   Unsubscribe,
-} from './types.js';
+} from '../../lib/store.js';
 
 const log = logger('store');
 

@@ -1,7 +1,7 @@
 /**
  * Eric's error catalogue (stable codes, HTTP status). Errors of the layers below keep their own codes:
  * MODEL_* (decode, size, run; executors/models/errors.ts), EXECUTOR_* (engine, workers;
- * executors/common/errors.ts), SIDECAR_* (forwarding).
+ * lib/executor-errors.ts), SIDECAR_* (forwarding).
  */
 import { CornserveError } from '../../functions/sdk/errors.js';
 

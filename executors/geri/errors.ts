@@ -1,6 +1,6 @@
 /**
  * Geri's error catalogue (stable codes, HTTP status). Errors of the layers below keep their own codes:
- * MODEL_* (generation; executors/models/errors.ts), EXECUTOR_* (engine, worker; executors/common/errors.ts).
+ * MODEL_* (generation; executors/models/errors.ts), EXECUTOR_* (engine, worker; lib/executor-errors.ts).
  * Request bodies that do not match the schema are INVALID_INPUT (422, naming each field; lib/http.ts).
  */
 import { CornserveError } from '../../functions/sdk/errors.js';

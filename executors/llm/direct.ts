@@ -7,7 +7,7 @@
  *   const prompt = buildPrompt(model, renderChat(model.tokenizer, [{ role: 'user', content: 'hi' }]));
  *   const g = await generate(model, prompt, { maxTokens: 16, temperature: 0 });
  */
-import { KvCache } from './kv-cache.js';
+import { KvCache } from '../../policies/kv-cache.js';
 import type { LlmModel } from './model.js';
 import type { Prompt } from './prompt.js';
 import { Sequence, type FinishReason, type GenerateOptions } from './sequence.js';

@@ -16,11 +16,11 @@ import { setImmediate as yieldToIo } from 'node:timers/promises';
 import type { Logger } from '../../lib/log.js';
 import { newCache } from './direct.js';
 import { llmErrors } from './errors.js';
-import type { KvCache } from './kv-cache.js';
+import type { KvCache } from '../../policies/kv-cache.js';
 import type { LlmModel } from './model.js';
 import type { Prompt } from './prompt.js';
 import { Sequence, type FinishReason, type GenerateOptions } from './sequence.js';
-import { admitCount } from './admission.js';
+import { admitCount } from '../../policies/admission.js';
 import { compact, decode, prefill } from './steps.js';
 
 export interface EngineOptions {

@@ -4,7 +4,7 @@
  */
 import { CornserveError, isCornserveError } from '../../functions/sdk/errors.js';
 import { DEADLINE_HEADER } from '../../functions/sdk/dispatch.js';
-import { producerFailureDetails } from '../common/errors.js';
+import { producerFailureDetails } from '../../lib/executor-errors.js';
 import { isModelError } from '../models/errors.js';
 
 export const LlmErrorCode = {
@@ -72,7 +72,7 @@ export const llmErrors = {
 
 /**
  * OpenAI's error object. `type` follows OpenAI's vocabulary; `code` is our stable code; `details` (our extension,
- * present when the error has any) carries e.g. `producer_failed` (executors/common/errors.ts) for the dispatcher.
+ * present when the error has any) carries e.g. `producer_failed` (lib/executor-errors.ts) for the dispatcher.
  */
 export interface OpenAIErrorBody {
   error: { message: string; type: string; param: string | null; code: string; details?: unknown };

@@ -9,7 +9,7 @@ import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { Template } from '@huggingface/jinja';
 import { Tokenizer as HfTokenizerImpl } from '@huggingface/tokenizers';
-import type { ChatMessage } from '../../functions/tasks/openai.js';
+import type { ChatMessage } from '../../lib/openai.js';
 import { eosIds, readOptionalJson } from '../models/hf-folder.js';
 import { llmErrors } from './errors.js';
 import type { TextTokenizer, TokenTextStream } from './tokenizer.js';

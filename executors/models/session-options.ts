@@ -1,7 +1,7 @@
 /**
  * Where an executor's ONNX Runtime sessions compute: the ONE place that chooses the execution provider.
  * The platform tells each executor its device kind and ordinals (CORNSERVE_DEVICE_KIND, CORNSERVE_DEVICE_ORDINALS;
- * control/descriptors/types.ts EXECUTOR_ENV); the loader (loader.ts) asks `sessionOptionsFor` for every session.
+ * lib/descriptor.ts EXECUTOR_ENV); the loader (loader.ts) asks `sessionOptionsFor` for every session.
  * Pure: no I/O, the supported-backend list is passed in (onnxruntime-node's `listSupportedBackends()`).
  *
  * onnxruntime-node's npm package bundles only the CPU (and WebGPU) providers; CUDA/TensorRT binaries are fetched by
@@ -9,7 +9,7 @@
  * onnxruntime lacks CUDA fails at start-up (`resolveExecution`), unless CPU fallback is allowed.
  */
 import type ort from 'onnxruntime-node';
-import { EXECUTOR_ENV } from '../../control/descriptors/types.js';
+import { EXECUTOR_ENV } from '../../lib/descriptor.js';
 
 export type DeviceKind = 'cpu' | 'cuda';
 

@@ -12,7 +12,7 @@ import { taskIdOf } from '../../control/store/task-id.js';
 import { TaskGraph, runInRequestScope, type TaskGraphJSON, type UnitTask } from '../../functions/sdk/index.js';
 import { loadAppSource } from '../../functions/runtime/load.js';
 import type { StageKind } from '../latency/models.js';
-import { STAGE_OF, taskLabel } from '../../plan/labels.js';
+import { STAGE_OF, taskLabel } from '../../control/descriptors/labels.js';
 
 export class ScenarioError extends Error {
   override readonly name = 'ScenarioError';

@@ -13,7 +13,7 @@ import { LINK_PRESETS } from '../cluster/links.js';
 import { ScenarioError } from '../apps/record.js';
 import type { AutoscaleSettings } from '../autoscale.js';
 import { probeModels, stageModelsSchema, type StageModels } from '../latency/models.js';
-import { parsePlan, type Plan } from '../../plan/schema.js';
+import { parsePlan, type Plan } from '../../lib/plan.js';
 
 export { ScenarioError };
 
@@ -55,7 +55,7 @@ const scenarioSchema = z.object({
   deployment: z.object({
     /** manual: every task on its own executors; monolithic: encoders run inside the LLM (or generator) executor that consumes
      *  them (vLLM with its encoder inside, our LLM executor with encoderFission: false), no encoder executors. */
-    /** plan: a plan as `cornserve plan` writes it (plan/schema.ts), from `file` (YAML or JSON) or inline as `plan`. */
+    /** plan: a plan as `cornserve plan` writes it (lib/plan.ts), from `file` (YAML or JSON) or inline as `plan`. */
     mode: z.enum(['manual', 'monolithic', 'autoscaler', 'plan']).default('manual'),
     file: z.string().min(1).optional(),
     plan: z.unknown().optional(),
@@ -71,7 +71,7 @@ const scenarioSchema = z.object({
       policy: policySchema.default({ min: 1, max: 1_000_000, target: 2 }),
       /** Policy per task label (the others get `policy`). */
       policies: z.record(z.string(), policySchema).default({}),
-      /** The Autoscaler's options (windows and delays in ms, as control/autoscaler/autoscaler.ts names them). */
+      /** The Autoscaler's options (windows and delays in ms, as policies/autoscaler.ts names them). */
       options: z.object({
         stableWindowMs: z.number().positive(),
         panicWindowMs: z.number().positive(),

@@ -18,7 +18,7 @@
  *   node --import tsx test/bench/main.ts --only autoscale
  */
 import { loadavg } from 'node:os';
-import { GatewayClient, type TaskInfo } from '../../control/cli/client.js';
+import { GatewayClient, type TaskInfo } from '../../control/gateway/client.js';
 import { startRun } from '../../bench/client/runner.js';
 import { invokeTarget } from '../../bench/client/senders.js';
 import type { RequestRecord } from '../../bench/metrics/record.js';

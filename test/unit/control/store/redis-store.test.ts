@@ -3,7 +3,7 @@ import { Redis } from 'ioredis';
 import { StoreUnavailableError } from '../../../../control/store/errors.js';
 import { storeKeys } from '../../../../control/store/keys.js';
 import { RedisStore } from '../../../../control/store/redis.js';
-import type { StoreChange } from '../../../../control/store/types.js';
+import type { StoreChange } from '../../../../lib/store.js';
 import { freePort } from '../../../../lib/net.js';
 import { waitUntil, withDeadline } from '../../../../lib/wait.js';
 import { uniquePrefix } from '../../../helpers/ids.js';

@@ -9,7 +9,7 @@
  */
 import test from 'ava';
 import { AutoModelForCausalLM, AutoProcessor, AutoTokenizer, RawImage, env } from '@huggingface/transformers';
-import type { ChatMessage } from '../../../../functions/tasks/openai.js';
+import type { ChatMessage } from '../../../../lib/openai.js';
 import { generate } from '../../../../executors/llm/direct.js';
 import type { HfTokenizer } from '../../../../executors/llm/hf-tokenizer.js';
 import { encoderManifest } from '../../../../executors/models/hf-encoder.js';

@@ -9,8 +9,8 @@
  * in both backends: concurrent callers never lose an update.
  */
 
-import type { TaskProfile } from '../autoscaler/types.js';
-import type { ExecutorLiveStats } from '../autoscaler/capacity.js';
+import type { TaskProfile } from './autoscale.js';
+import type { ExecutorLiveStats } from '../policies/capacity.js';
 
 // ---------- apps ----------
 
@@ -73,8 +73,8 @@ export interface ExecutorRoute {
 
 // ---------- profiles and live service (autoscaling capacity) ----------
 
-export type { TaskProfile } from '../autoscaler/types.js';
-export type { ExecutorLiveStats } from '../autoscaler/capacity.js';
+export type { TaskProfile } from './autoscale.js';
+export type { ExecutorLiveStats } from '../policies/capacity.js';
 
 // ---------- sidecar tensor metadata ----------
 

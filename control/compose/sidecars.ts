@@ -10,7 +10,7 @@
 import { rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { ManagedChild, stderrSink, type LogSink } from '../platform/child.js';
-import type { NodeDevices } from '../platform/types.js';
+import type { NodeDevices } from '../../lib/platform.js';
 import { REPO_ROOT } from '../gateway/paths.js';
 import { makeOwnedTempDir } from '../../lib/temp-dirs.js';
 import { withDeadline } from '../../lib/wait.js';

@@ -9,7 +9,7 @@
  * profile's latency at that concurrency by more than `margin`, the profile's figure is scaled by the ratio (latency
  * twice the profile's ⇒ half the capacity), and the source says 'live'.
  */
-import type { AutoscalePolicy, ProfilePoint, TaskCapacity, TaskProfile } from './types.js';
+import type { AutoscalePolicy, ProfilePoint, TaskCapacity, TaskProfile } from '../lib/autoscale.js';
 
 /** One executor's live service, as the dispatcher observed it (EWMAs over its recent calls). */
 export interface ExecutorLiveStats {

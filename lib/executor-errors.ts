@@ -4,7 +4,7 @@
  * rebuilt with `fromWire`, so a worker's MODEL_INPUT_CORRUPT reaches the HTTP client with its code and
  * status intact. Built on CornserveError, so lib/http's errorHandler answers them as-is (realm-safe marker).
  */
-import { CornserveError, isCornserveError } from '../../functions/sdk/errors.js';
+import { CornserveError, isCornserveError } from '../functions/sdk/errors.js';
 
 export const ExecutorErrorCode = {
   /** The engine process exited (or never became ready); every pending request fails with this. */

@@ -16,8 +16,8 @@
  *  STORE_UNAVAILABLE  503  the Store could not be read (Redis down); retry later
  *  DISPATCH_CANCELLED 499  the caller went away (nobody reads this one; it is for logs and metrics)
  */
-import { CornserveError } from '../../functions/sdk/errors.js';
-import { redactInternal, redactJson } from '../../lib/redact.js';
+import { CornserveError } from '../functions/sdk/errors.js';
+import { redactInternal, redactJson } from './redact.js';
 
 export type DispatcherErrorCode =
   | 'GRAPH_INVALID'
