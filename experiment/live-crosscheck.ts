@@ -9,7 +9,7 @@
 import { readFile } from 'node:fs/promises';
 import { randomBytes } from 'node:crypto';
 import { GatewayClient } from '../control/gateway/client.js';
-import type { Io } from '../control/cli/commands.js';
+import type { Io } from '../lib/io.js';
 import { launchUp } from '../control/compose/launch-up.js';
 import { benchCommand } from '../bench/client/command.js';
 import type { RunResults } from '../bench/report/results.js';

@@ -9,8 +9,7 @@
  * in both backends: concurrent callers never lose an update.
  */
 
-import type { TaskProfile } from './autoscale.js';
-import type { ExecutorLiveStats } from '../policies/capacity.js';
+import type { ExecutorLiveStats, TaskProfile } from './autoscale.js';
 
 // ---------- apps ----------
 
@@ -74,7 +73,7 @@ export interface ExecutorRoute {
 // ---------- profiles and live service (autoscaling capacity) ----------
 
 export type { TaskProfile } from './autoscale.js';
-export type { ExecutorLiveStats } from '../policies/capacity.js';
+export type { ExecutorLiveStats } from './autoscale.js';
 
 // ---------- sidecar tensor metadata ----------
 

@@ -5,7 +5,7 @@
  */
 import { Command } from 'commander';
 import { basename } from 'node:path';
-import type { Io } from '../control/cli/commands.js';
+import type { Io } from '../lib/io.js';
 import { CliError } from '../lib/cli-errors.js';
 import { addWorkloadOptions } from '../bench/client/workload-options.js';
 

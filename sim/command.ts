@@ -4,7 +4,7 @@
  * The work is loaded only when the command runs.
  */
 import { Command } from 'commander';
-import type { Io } from '../control/cli/commands.js';
+import type { Io } from '../lib/io.js';
 import { CliError } from '../lib/cli-errors.js';
 
 const EXAMPLES = `

@@ -4,7 +4,7 @@
  */
 import { readFile } from 'node:fs/promises';
 import { GatewayClient } from '../../control/gateway/client.js';
-import type { Io } from '../../control/cli/commands.js';
+import type { Io } from '../../lib/io.js';
 import { CliError } from '../../lib/cli-errors.js';
 import { soakMinutes, soakVerdict } from '../metrics/soak.js';
 import { ATTAINMENT_TARGET, continueSweep, highestPassingRate } from '../metrics/sweep.js';

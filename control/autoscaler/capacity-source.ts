@@ -11,7 +11,8 @@
  *   new AutoscaleLoop({ ..., capacity: capacity.provider });   // and capacity.stop() when the loop stops
  */
 import type { AutoscalePolicy, TaskCapacity, TaskProfile } from '../../lib/autoscale.js';
-import { DEFAULT_CAPACITY_OPTIONS, estimateCapacity, type CapacityOptions, type ExecutorLiveStats } from '../../policies/capacity.js';
+import { DEFAULT_CAPACITY_OPTIONS, estimateCapacity, type CapacityOptions } from '../../policies/capacity.js';
+import type { ExecutorLiveStats } from '../../lib/autoscale.js';
 import type { Store } from '../../lib/store.js';
 
 /** The policy a task is read at when the caller knows none: 2 in flight per executor (the autoscaler's default target). */

@@ -3,7 +3,7 @@
  * so other commands do not pay for vega and the HTTP senders).
  */
 import { Command, Option } from 'commander';
-import type { Io } from './commands.js';
+import type { Io } from '../../lib/io.js';
 import { addWorkloadOptions } from '../../bench/client/workload-options.js';
 
 const EXAMPLES = `

@@ -8,11 +8,8 @@ import type { GatewayClient, RegistrationEvent, TaskInfo } from '../gateway/clie
 import { readRequestData } from './data.js';
 import { CliError } from '../../lib/cli-errors.js';
 import { table } from '../../lib/table.js';
+import type { Io } from '../../lib/io.js';
 
-export interface Io {
-  out: (line: string) => void;
-  err: (line: string) => void;
-}
 
 export async function registerCommand(client: GatewayClient, file: string, opts: { alias?: string; name?: string }, io: Io): Promise<string> {
   let source: string;

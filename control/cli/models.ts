@@ -8,7 +8,7 @@ import { defaultModelsDir, describeFolder, modelDirs, scanModelFolders, type Mod
 import { checkHfFolder, isHfFolder } from '../../executors/models/hf-folder.js';
 import { loadModel } from '../../executors/models/loader.js';
 import { isModelError } from '../../executors/models/errors.js';
-import type { Io } from './commands.js';
+import type { Io } from '../../lib/io.js';
 import { CliError } from '../../lib/cli-errors.js';
 import { table } from '../../lib/table.js';
 

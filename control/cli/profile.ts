@@ -3,7 +3,8 @@
  * `cornserve tasks --profile` (the tasks table, then each task's stored profile).
  */
 import type { GatewayClient, ProfileInfo, TaskInfo } from '../gateway/client.js';
-import { tasksCommand, type Io } from './commands.js';
+import { tasksCommand } from './commands.js';
+import type { Io } from '../../lib/io.js';
 import { table } from '../../lib/table.js';
 
 /** One row per measured point; `*` marks the frontier, `<` the saturation point. */

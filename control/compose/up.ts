@@ -33,7 +33,7 @@ import type { AutoscaleLoopOptions } from '../resources/autoscale-loop.js';
 import type { Store } from '../store/index.js';
 import { logger } from '../../lib/log.js';
 import { makeOwnedTempDir, removeStaleTempDirs } from '../../lib/temp-dirs.js';
-import type { Io } from '../cli/commands.js';
+import type { Io } from '../../lib/io.js';
 import { compose, startGatewayParts, startLocalPlatform } from './compose.js';
 import { SIDECARS_DIR_PREFIX } from './sidecars.js';
 import { printAppUsage, printBanner } from './up-output.js';

@@ -5,7 +5,9 @@
  */
 import { descriptorFor } from './registry.js';
 import type { UnitTask } from '../../functions/sdk/index.js';
-import type { StageKind } from '../../sim/latency/models.js';
+
+/** The kinds of stage a unit task runs as (the simulator keeps one latency model per kind, sim/latency/models.ts). */
+export type StageKind = 'encoder' | 'llm' | 'generator' | 'echo';
 
 /** Root unit-task class → the stage whose latency model runs it. */
 export const STAGE_OF: Readonly<Record<string, StageKind>> = {

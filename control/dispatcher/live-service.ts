@@ -6,7 +6,8 @@
  * the latest write wins, which is fine for an average of the same quantity.
  */
 import { logger } from '../../lib/log.js';
-import { foldLiveSample, type ExecutorLiveStats } from '../../policies/capacity.js';
+import { foldLiveSample } from '../../policies/capacity.js';
+import type { ExecutorLiveStats } from '../../lib/autoscale.js';
 import type { Store } from '../../lib/store.js';
 import { PROFILING_WEIGHT } from '../taskmanager/profiler-run.js';
 

@@ -1,5 +1,6 @@
 import test from 'ava';
-import { estimateCapacity, foldLiveSample, profileCapacityAt, profileLatencyAt, type ExecutorLiveStats } from '../../../../policies/capacity.js';
+import { estimateCapacity, foldLiveSample, profileCapacityAt, profileLatencyAt } from '../../../../policies/capacity.js';
+import type { ExecutorLiveStats } from '../../../../lib/autoscale.js';
 import { paretoFrontier } from '../../../../policies/frontier.js';
 import type { ProfilePoint, TaskProfile } from '../../../../lib/autoscale.js';
 
