@@ -45,6 +45,7 @@ module.exports = {
     upward('the-sidecar-imports-no-executor', '^sidecar/', ['^executors/'], 'executors are clients of the sidecar'),
     upward('apps-and-tasks-import-only-the-sdk-and-contracts', '^functions/(tasks|client|apps)/', ['^(control|executors|sidecar)/'], 'user code runs apart from the platform'),
     upward('root-stays-below-the-cli', ROOT, [CLI, TOOLS], 'the composition root is started by the CLI, tests and tools; it never imports them'),
+    upward('the-simulator-decides-with-the-live-policies', '^sim/(?!fit/)', ['^executors/', '^control/(resources|dispatcher|autoscaler|taskmanager)/'], 'the simulator imports its decisions from policies/ (sim/fit measures real executors and is apart)'),
     upward('tools-never-import-the-cli', TOOLS, [CLI], 'the tools run under the CLI; they never import it'),
     upward('the-load-client-imports-no-other-tool', '^bench/', ['^(sim|plan|experiment)/'], 'bench/ (the load client) is the lowest tool'),
     upward('the-simulator-imports-neither-planner-nor-experiment', '^sim/', ['^(plan|experiment)/'], 'the planner searches with the simulator, not the other way round'),

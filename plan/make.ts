@@ -2,7 +2,7 @@
  * `cornserve plan`'s pipeline: a scenario (app, mix, SLOs, cluster) → demand per stage → coarse-to-fine search
  * (analytic screen, then the simulator's goodput for the best candidates) → a plan with its explanation.
  */
-import { allocate, buildInventory, type Inventory } from '../sim/policies.js';
+import { allocate, buildInventory, type Inventory } from '../policies/allocation.js';
 import { recordApp } from '../sim/run.js';
 import type { SimTask } from '../sim/apps/record.js';
 import type { Scenario } from '../sim/scenario/schema.js';

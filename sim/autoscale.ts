@@ -6,7 +6,10 @@
  * takes its devices at once and serves after the cold-start delay; a scale-down stops routing to the executors
  * with the fewest outstanding invocations and frees their devices once they have drained.
  */
-import { allocate, Autoscaler, estimateCapacity, freeDevices, planPool, type AutoscalerOptions, type Inventory } from './policies.js';
+import { allocate, freeDevices, type Inventory } from '../policies/allocation.js';
+import { Autoscaler, type AutoscalerOptions } from '../policies/autoscaler.js';
+import { estimateCapacity } from '../policies/capacity.js';
+import { planPool } from '../policies/pool.js';
 import type { DeviceRef } from '../lib/store.js';
 import type { AutoscalePolicy, TaskCapacity, TaskProfile } from '../lib/autoscale.js';
 import type { EventQueue } from './engine/queue.js';

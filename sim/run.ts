@@ -4,7 +4,8 @@
  * the simulated executors (which batch with the live schedulers) serve them in virtual time. The outcome is
  * the bench client's records → results (same keys as `cornserve bench`), plus counters of the invariants.
  */
-import { allocate, buildInventory, pickLeastOutstanding, type Inventory } from './policies.js';
+import { allocate, buildInventory, type Inventory } from '../policies/allocation.js';
+import { pickLeastOutstanding } from '../policies/pick.js';
 import type { RequestRecord } from '../bench/metrics/record.js';
 import { runResults, type RunResults, type RunSettings } from '../bench/report/results.js';
 import { StreamingAggregate } from '../bench/metrics/stream.js';
