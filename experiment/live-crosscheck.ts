@@ -1,5 +1,5 @@
 /**
- * The disaggregation experiment's live cross-check (issue 15 item 2): one small configuration on the live local
+ * The disaggregation experiment's live cross-check (the simulator's verdict checked on real executors): one small configuration on the live local
  * platform with our tiny models — 4 devices, monolithic (4 LLM executors with the vision encoder inside,
  * experiment/apps/mllm-image-monolithic.ts) vs disaggregated (1 Eric + 3 LLM executors, embeddings through the
  * sidecar, experiment/apps/mllm-image.ts) — driven by the bench client's own code with the same seeded workload

@@ -6,7 +6,7 @@
  *
  * The pool is undici's Agent (keep-alive, one pool per executor origin), called through its `dispatch` API with the
  * ReplyHandler below: per call it costs the caller less CPU than a node:http Agent or undici's own `request`
- * (docs/control-plane.md "Eighth round"; undici's *fetch* was the costly one, see "Overhead"). It has no timeouts
+ * (docs/benchmarks/history.md, step 8; undici's *fetch* was the costly one, see "Overhead"). It has no timeouts
  * of its own: the graph's AbortSignal bounds every call.
  * The reply is handed to the descriptor as a web `Response`: a JSON reply with a Content-Length is read whole
  * first (the common, cheap case); anything else (NDJSON, SSE, chunked) streams through as it arrives.
@@ -191,7 +191,7 @@ function destroyQuietly(stream: Readable, err: unknown): void {
 /**
  * The reply of one call, on undici's dispatch handler API rather than its `request` API: a JSON reply read whole
  * (the common case) is gathered straight from the connection's chunks — no body stream, async resource or
- * consume machinery per call (docs/control-plane.md "Eighth round"); any other reply becomes a Readable fed with
+ * consume machinery per call (docs/benchmarks/history.md, step 8); any other reply becomes a Readable fed with
  * back-pressure (its reads resume the paused connection). The signal aborts the request, and destroys a body
  * still streaming, as `request`'s own signal handling does.
  */

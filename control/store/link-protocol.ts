@@ -1,6 +1,6 @@
 /**
  * The store link: the part of a Store that graph dispatch uses, served by the `cornserve up` process to its app
- * functions over a unix socket (issue 17: plain `up` runs each app function's task graphs in its own process, and
+ * functions over a unix socket (plain `up` runs each app function's task graphs in its own process, and
  * the executor leases must still be counted in the one in-memory Store every app function and the dispatcher share).
  *
  * Wire format, both ways: one JSON object per line (NDJSON; JSON.stringify never writes a raw newline).

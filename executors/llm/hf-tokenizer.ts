@@ -16,7 +16,8 @@ import type { TextTokenizer, TokenTextStream } from './tokenizer.js';
 
 /**
  * The part of @huggingface/tokenizers this file uses, typed here: under NodeNext its own types resolve to
- * `any` (toolchain.md §9.1), which would let any misuse through.
+ * `any` (its .d.ts files re-export through extensionless paths, hidden by skipLibCheck), which would let any
+ * misuse through.
  */
 interface HfTokenizerApi {
   encode(text: string, options?: { add_special_tokens?: boolean }): { ids: number[] };

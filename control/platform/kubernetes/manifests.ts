@@ -306,7 +306,7 @@ export function appKnativeService(app: AppManifestInput, o: ManifestOptions = MA
 }
 
 /**
- * The app function's own route (issue 17): Knative gives every Service a URL; ours are `cluster-local`, so it is
+ * The app function's own route (its graphs run in process, so it needs none other): Knative gives every Service a URL; ours are `cluster-local`, so it is
  * `http://<service>.<namespace>.svc.cluster.local` (Knative's default cluster domain), where POST /invoke with
  * `{"request_data": ...}` calls the app with no gateway in the path.
  */

@@ -21,7 +21,7 @@ import { makeImage } from '../../../helpers/media.js';
 
 env.allowRemoteModels = false;
 
-/** transformers.js's types are loose under NodeNext (toolchain.md §9.1): the few calls used here, typed. */
+/** transformers.js's types are loose under NodeNext (its .d.ts re-exports through extensionless paths): the few calls used here, typed. */
 interface TjsTensor { dims: number[]; data: ArrayLike<number | bigint> }
 interface TjsTokenizer {
   apply_chat_template(messages: unknown[], o: { add_generation_prompt: boolean; tokenize?: boolean; return_dict?: boolean }): unknown;
