@@ -22,7 +22,7 @@ export const PRESETS_DIR = fileURLToPath(new URL('../presets/', import.meta.url)
 export const SCENARIOS_DIR = fileURLToPath(new URL('../scenarios/', import.meta.url));
 export const BUILTIN_SCENARIOS = ['local-1x4', 'cluster-64x8'] as const;
 
-/** README "overhead" benchmark: the gateway → app function → dispatcher hops add 1.29 ms per request (quiet machine). */
+/** The "overhead" benchmark (docs/benchmarks/history.md, the first whole-platform table): the gateway → app function → dispatcher hops add 1.29 ms per request (quiet machine). */
 export const MEASURED_OVERHEAD_MS = 1.29;
 
 const linkName = z.string().refine((s) => s in LINK_PRESETS, { message: `a link preset (${Object.keys(LINK_PRESETS).join(', ')})` });
