@@ -3,7 +3,6 @@
  * MODEL_* (decode, size, run; executors/models/errors.ts), EXECUTOR_* (engine, workers;
  * lib/executor-errors.ts), SIDECAR_* (forwarding).
  */
-import { CornserveError } from '../../functions/sdk/errors.js';
 import { errorCatalogue } from '../../lib/error-catalogue.js';
 
 const catalogue = errorCatalogue({
@@ -29,10 +28,7 @@ const catalogue = errorCatalogue({
 export const EricErrorCode = catalogue.codes;
 export type EricErrorCode = (typeof EricErrorCode)[keyof typeof EricErrorCode];
 
-export class EricError extends CornserveError {
-  constructor(code: EricErrorCode, message: string, details?: unknown) {
-    super(code, message, catalogue.status(code), details);
-  }
-}
+export const EricError = catalogue.errorClass('EricError');
+export type EricError = InstanceType<typeof EricError>;
 
 export const ericError = (code: EricErrorCode, message: string, details?: unknown) => new EricError(code, message, details);

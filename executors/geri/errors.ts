@@ -3,7 +3,6 @@
  * MODEL_* (generation; executors/models/errors.ts), EXECUTOR_* (engine, worker; lib/executor-errors.ts).
  * Request bodies that do not match the schema are INVALID_INPUT (422, naming each field; lib/http.ts).
  */
-import { CornserveError } from '../../functions/sdk/errors.js';
 import { errorCatalogue } from '../../lib/error-catalogue.js';
 
 const catalogue = errorCatalogue({
@@ -25,10 +24,7 @@ const catalogue = errorCatalogue({
 export const GeriErrorCode = catalogue.codes;
 export type GeriErrorCode = (typeof GeriErrorCode)[keyof typeof GeriErrorCode];
 
-export class GeriError extends CornserveError {
-  constructor(code: GeriErrorCode, message: string, details?: unknown) {
-    super(code, message, catalogue.status(code), details);
-  }
-}
+export const GeriError = catalogue.errorClass('GeriError');
+export type GeriError = InstanceType<typeof GeriError>;
 
 export const geriError = (code: GeriErrorCode, message: string, details?: unknown) => new GeriError(code, message, details);

@@ -1,4 +1,5 @@
 import test from 'ava';
+import { isCornserveError } from '../../../functions/sdk/errors.js';
 import { errorCatalogue } from '../../../lib/error-catalogue.js';
 
 const catalogue = errorCatalogue({
@@ -17,4 +18,12 @@ test('each code of the catalogue answers with the status declared beside it', (t
 
 test('a code the catalogue does not hold has no status', (t) => {
   t.is(catalogue.status('OTHER_CODE'), undefined);
+});
+
+test("the catalogue's error class carries the code, its status and the class's name, and is a CornserveError", (t) => {
+  const DemoError = catalogue.errorClass('DemoError');
+  const e = new DemoError('DEMO_TOO_LARGE', 'too large', { limit: 3 });
+  t.true(e instanceof DemoError);
+  t.true(isCornserveError(e));
+  t.like(e, { name: 'DemoError', code: 'DEMO_TOO_LARGE', status: 413, message: 'too large', details: { limit: 3 } });
 });
