@@ -1,5 +1,5 @@
 /**
- * The "autoscaler" deployment mode: the live Autoscaler and planPool (imported through policies.ts, never copied)
+ * The "autoscaler" deployment mode: the live Autoscaler and planPool (imported from policies/, never copied)
  * decide in virtual time. Every tick (default 2 s of simulated time) the load signals are computed from the
  * simulated dispatcher — invocations that arrived per task and app requests over the tick, in-flight invocations
  * per task — and fed to observe(); decide() and the device pool then give each task's executor count. A scale-up
