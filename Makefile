@@ -3,7 +3,7 @@ SHELL := /bin/bash
 NODE := node --import tsx
 export ONNXRUNTIME_NODE_INSTALL := skip
 
-.PHONY: all deps redis-server kubectl models run test typecheck bench experiment gpu-check doctor clean
+.PHONY: all deps redis-server kubectl models run test typecheck layers bench experiment gpu-check doctor clean
 
 all: test
 
@@ -40,6 +40,12 @@ models: deps
 typecheck: deps
 	npx tsc --noEmit -p .
 
+# The one-way layers (docs/architecture.md §3), checked by dependency-cruiser; `make test` runs the same check
+# (test/unit/layers.test.ts).
+LAYER_FOLDERS := lib policies functions executors sidecar control knative bench sim plan experiment examples
+layers: deps
+	npx depcruise --config .dependency-cruiser.cjs --output-type err-long $(LAYER_FOLDERS)
+
 test: deps redis-server kubectl models typecheck
 	bash test/run-tests.sh
 
@@ -52,7 +58,7 @@ run: deps models
 bench: deps models
 	$(NODE) test/bench/main.ts
 
-# The disaggregation experiment in the simulator (README "Does disaggregation pay?"); QUICK=1 for the short version.
+# The disaggregation experiment in the simulator (docs/experiment.md); QUICK=1 for the short version.
 experiment: deps
 	$(NODE) control/cli/main.ts experiment disaggregation $(if $(QUICK),--quick,) --result-dir experiment-results/disaggregation
 

@@ -4,8 +4,8 @@
  * summary.md and the plots (the bench client's latency CDF and throughput specs).
  */
 import { Command } from 'commander';
-import type { Io } from '../control/cli/commands.js';
-import { CliError } from '../control/cli/errors.js';
+import type { Io } from '../lib/io.js';
+import { CliError } from '../lib/cli-errors.js';
 
 const EXAMPLES = `
 Examples:

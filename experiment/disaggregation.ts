@@ -20,8 +20,8 @@ import type { StageDemand } from '../plan/demand.js';
 import type { RunResults } from '../bench/report/results.js';
 import type { AutoscaleSettings } from '../sim/autoscale.js';
 import { policyFromProfile, profileTasks } from '../sim/profile.js';
-import type { TaskProfile } from '../control/autoscaler/types.js';
-import { profileCapacityAt } from '../control/autoscaler/capacity.js';
+import type { TaskProfile } from '../lib/autoscale.js';
+import { profileCapacityAt } from '../policies/capacity.js';
 
 export interface ExperimentScenario {
   name: string;

@@ -1,5 +1,5 @@
 /**
- * The disaggregation experiment's live cross-check (issue 15 item 2): one small configuration on the live local
+ * The disaggregation experiment's live cross-check (the simulator's verdict checked on real executors): one small configuration on the live local
  * platform with our tiny models — 4 devices, monolithic (4 LLM executors with the vision encoder inside,
  * experiment/apps/mllm-image-monolithic.ts) vs disaggregated (1 Eric + 3 LLM executors, embeddings through the
  * sidecar, experiment/apps/mllm-image.ts) — driven by the bench client's own code with the same seeded workload
@@ -8,9 +8,9 @@
  */
 import { readFile } from 'node:fs/promises';
 import { randomBytes } from 'node:crypto';
-import { GatewayClient } from '../control/cli/client.js';
-import type { Io } from '../control/cli/commands.js';
-import { launchUp } from '../control/cli/launch-up.js';
+import { GatewayClient } from '../control/gateway/client.js';
+import type { Io } from '../lib/io.js';
+import { launchUp } from '../control/compose/launch-up.js';
 import { benchCommand } from '../bench/client/command.js';
 import type { RunResults } from '../bench/report/results.js';
 import { parseScenario } from '../sim/scenario/schema.js';

@@ -5,9 +5,9 @@
  */
 import { Command } from 'commander';
 import { basename } from 'node:path';
-import type { Io } from '../control/cli/commands.js';
-import { CliError } from '../control/cli/errors.js';
-import { addWorkloadOptions } from '../control/cli/workload-options.js';
+import type { Io } from '../lib/io.js';
+import { CliError } from '../lib/cli-errors.js';
+import { addWorkloadOptions } from '../bench/client/workload-options.js';
 
 const EXAMPLES = `
 Examples:

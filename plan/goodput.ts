@@ -7,7 +7,7 @@ import { simulate, type SimOutcome } from '../sim/run.js';
 import type { Scenario } from '../sim/scenario/schema.js';
 import type { AutoscaleSettings } from '../sim/autoscale.js';
 import type { Candidate } from './search.js';
-import { PlanError } from './schema.js';
+import { PlanError } from '../lib/plan.js';
 
 export const ATTAINMENT_TARGET = 0.9;
 

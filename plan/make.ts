@@ -2,7 +2,7 @@
  * `cornserve plan`'s pipeline: a scenario (app, mix, SLOs, cluster) → demand per stage → coarse-to-fine search
  * (analytic screen, then the simulator's goodput for the best candidates) → a plan with its explanation.
  */
-import { allocate, buildInventory, type Inventory } from '../sim/policies.js';
+import { allocate, buildInventory, type Inventory } from '../policies/allocation.js';
 import { recordApp } from '../sim/run.js';
 import type { SimTask } from '../sim/apps/record.js';
 import type { Scenario } from '../sim/scenario/schema.js';
@@ -10,7 +10,7 @@ import { nextSpec, type RequestSpec } from '../bench/workload/mix.js';
 import { RandomSource } from '../bench/workload/random.js';
 import { demandOf, type Demand } from './demand.js';
 import { goodputOf } from './goodput.js';
-import { PlanError, type Plan } from './schema.js';
+import { PlanError, type Plan } from '../lib/plan.js';
 import { searchPlan, type Candidate, type SearchResult, type TpVariant } from './search.js';
 import { supportsTp } from '../sim/latency/tensor-parallel.js';
 

@@ -12,7 +12,7 @@
  */
 import type { Slo } from '../bench/metrics/slo.js';
 import type { Demand, StageDemand } from './demand.js';
-import { PlanError } from './schema.js';
+import { PlanError } from '../lib/plan.js';
 
 export interface Candidate {
   mode: 'split' | 'monolithic';

@@ -3,7 +3,7 @@
  * f16 and bf16 travel as raw 2-byte values (a Uint16Array plus the dtype); `convertTensor` turns any dtype
  * into any other on the receiving side (the receiving group may ask for a different dtype than was sent).
  */
-import type { DType } from '../control/store/types.js';
+import type { DType } from '../lib/store.js';
 import { badRequest } from './errors.js';
 
 export type { DType };

@@ -1,14 +1,17 @@
 /**
- * The "autoscaler" deployment mode: the live Autoscaler and planPool (imported through policies.ts, never copied)
+ * The "autoscaler" deployment mode: the live Autoscaler and planPool (imported from policies/, never copied)
  * decide in virtual time. Every tick (default 2 s of simulated time) the load signals are computed from the
  * simulated dispatcher — invocations that arrived per task and app requests over the tick, in-flight invocations
  * per task — and fed to observe(); decide() and the device pool then give each task's executor count. A scale-up
  * takes its devices at once and serves after the cold-start delay; a scale-down stops routing to the executors
  * with the fewest outstanding invocations and frees their devices once they have drained.
  */
-import { allocate, Autoscaler, estimateCapacity, freeDevices, planPool, type AutoscalerOptions, type Inventory } from './policies.js';
-import type { DeviceRef } from '../control/store/types.js';
-import type { AutoscalePolicy, TaskCapacity, TaskProfile } from '../control/autoscaler/types.js';
+import { allocate, freeDevices, type Inventory } from '../policies/allocation.js';
+import { Autoscaler, type AutoscalerOptions } from '../policies/autoscaler.js';
+import { estimateCapacity } from '../policies/capacity.js';
+import { planPool } from '../policies/pool.js';
+import type { DeviceRef } from '../lib/store.js';
+import type { AutoscalePolicy, TaskCapacity, TaskProfile } from '../lib/autoscale.js';
 import type { EventQueue } from './engine/queue.js';
 import type { SimTask } from './apps/record.js';
 import type { SimExecutor } from './executors/types.js';

@@ -4,8 +4,8 @@
  * The work is loaded only when the command runs.
  */
 import { Command } from 'commander';
-import type { Io } from '../control/cli/commands.js';
-import { CliError } from '../control/cli/errors.js';
+import type { Io } from '../lib/io.js';
+import { CliError } from '../lib/cli-errors.js';
 
 const EXAMPLES = `
 Examples:
@@ -107,7 +107,7 @@ function fitCommand(io: Io): Command {
 function fitEncoderCommand(io: Io): Command {
   return new Command('fit-encoder')
     .description('derive the GPU presets\' encoder rows (a + b·patches + c·patches²) for a named vision tower from Vidur\'s per-operator profiles')
-    .requiredOption('--profiles <dir>', 'the GPU profiles folder (its README names the tables), e.g. /work/shared/data/gpu-profiles')
+    .requiredOption('--profiles <dir>', 'the GPU profiles folder: Vidur\'s profiling tables under vidur/ (microsoft/vidur data/profiling)')
     .addHelpText('after', '\nPrints the derivation (fitted GEMM, element-wise and attention rates per device) and one encoder row per\npreset, as sim/presets/gpus.yaml cites them. Reads the tables where they are; copies nothing.\n')
     .action(async (opts: { profiles: string }) => {
       const { fitEncoderPresets, encoderReport } = await import('./fit/vision-tower.js');

@@ -7,8 +7,8 @@
  * invocations of the task (the request mix, media sizes and lengths), so the figure is the executor's capacity on the
  * traffic it will serve. Executors run split (no encoder inside), as in a disaggregated deployment.
  */
-import { paretoFrontier, percentile, saturationPoint, sweepStopped, DEFAULT_SWEEP_STOP } from '../control/autoscaler/frontier.js';
-import type { AutoscalePolicy, ProfilePoint, TaskProfile } from '../control/autoscaler/types.js';
+import { paretoFrontier, percentile, saturationPoint, sweepStopped, DEFAULT_SWEEP_STOP } from '../policies/frontier.js';
+import type { AutoscalePolicy, ProfilePoint, TaskProfile } from '../lib/autoscale.js';
 import { nextSpec } from '../bench/workload/mix.js';
 import { RandomSource } from '../bench/workload/random.js';
 import { EventQueue } from './engine/queue.js';

@@ -4,7 +4,8 @@
  * the simulated executors (which batch with the live schedulers) serve them in virtual time. The outcome is
  * the bench client's records → results (same keys as `cornserve bench`), plus counters of the invariants.
  */
-import { allocate, buildInventory, pickLeastOutstanding, type Inventory } from './policies.js';
+import { allocate, buildInventory, type Inventory } from '../policies/allocation.js';
+import { pickLeastOutstanding } from '../policies/pick.js';
 import type { RequestRecord } from '../bench/metrics/record.js';
 import { runResults, type RunResults, type RunSettings } from '../bench/report/results.js';
 import { StreamingAggregate } from '../bench/metrics/stream.js';
@@ -26,7 +27,7 @@ import { llmTokensOf, type StageModels } from './latency/models.js';
 import type { Scenario } from './scenario/schema.js';
 import { modelsAtTp } from './latency/tensor-parallel.js';
 import { SimAutoscaling, type Pool, type ScaleEvent } from './autoscale.js';
-import type { DeviceRef } from '../control/store/types.js';
+import type { DeviceRef } from '../lib/store.js';
 
 export interface Invariants {
   /** Executors that ever ran more batches at once than their capacity. */

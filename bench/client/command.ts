@@ -4,9 +4,9 @@
  */
 import { mkdir, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { GatewayClient } from '../../control/cli/client.js';
-import type { Io } from '../../control/cli/commands.js';
-import { CliError } from '../../control/cli/errors.js';
+import { GatewayClient } from '../../control/gateway/client.js';
+import type { Io } from '../../lib/io.js';
+import { CliError } from '../../lib/cli-errors.js';
 import { soakMinutes, soakVerdict } from '../metrics/soak.js';
 import { ATTAINMENT_TARGET, continueSweep, highestPassingRate } from '../metrics/sweep.js';
 import { JsonlLog } from '../report/json-file.js';

@@ -2,7 +2,7 @@
  * `cornserve bench` options (strings from commander) → a checked BenchConfig. Every malformed value is a
  * CliError naming its option, raised before any request is sent.
  */
-import { CliError } from '../../control/cli/errors.js';
+import { CliError } from '../../lib/cli-errors.js';
 import { parsePattern, type RatePattern } from '../workload/arrivals.js';
 import { parseMix, parseSize, type MixOptions } from '../workload/mix.js';
 import { parseRates } from '../metrics/sweep.js';

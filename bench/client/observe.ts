@@ -2,7 +2,7 @@
  * What the client watches while it sends: ready executors per task once a second (the gateway's /tasks/list, so autoscaling shows), and for soak runs the resident memory
  * of every process in the local platform's tree (/proc).
  */
-import type { GatewayClient } from '../../control/cli/client.js';
+import type { GatewayClient } from '../../control/gateway/client.js';
 import type { RssSample } from '../metrics/soak.js';
 import type { ExecutorSample } from '../plots/specs.js';
 import { processLabel, processTree, rssBytes } from './proc.js';

@@ -2,8 +2,8 @@
  * Checks before any load is sent: the gateway answers, and the app (invoke) or model (chat) exists and is
  * ready. Each failure is a CliError that says what to do. Resolves with the app's task ids (for the timeline).
  */
-import type { GatewayClient } from '../../control/cli/client.js';
-import { CliError } from '../../control/cli/errors.js';
+import type { GatewayClient } from '../../control/gateway/client.js';
+import { CliError } from '../../lib/cli-errors.js';
 
 export async function preflight(client: GatewayClient, api: 'chat' | 'invoke', name: string): Promise<string[]> {
   const apps = await client.listDetails(); // "cannot reach the gateway at …" when it is down

@@ -3,7 +3,7 @@
  * otherwise (cli-progress prints nothing when stderr is not a TTY, so CI logs get lines instead).
  */
 import cliProgress from 'cli-progress';
-import type { Io } from '../../control/cli/commands.js';
+import type { Io } from '../../lib/io.js';
 
 export interface Progress {
   sent(): void;

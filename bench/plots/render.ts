@@ -1,7 +1,6 @@
 /**
  * Vega-lite spec → SVG (vega's headless renderer) → PNG (resvg). resvg maps vega's `sans-serif` to DejaVu Sans
- * explicitly: left to its defaults it picks the first system font (DejaVu Serif here) and drops bold
- * (toolchain.md §9.3).
+ * explicitly: left to its defaults it picks the first system font (DejaVu Serif here) and drops bold.
  */
 import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';

@@ -2,7 +2,7 @@
  * The human summary of a run: the terminal table (vLLM's "Serving Benchmark Result" layout) and summary.md.
  * Pure: results object in, text out.
  */
-import { table } from '../../control/cli/table.js';
+import { table } from '../../lib/table.js';
 import { LATENCY_METRICS } from '../metrics/aggregate.js';
 import type { RunResults } from './results.js';
 

@@ -10,9 +10,10 @@
  *   const capacity = new CapacitySource(store, { deviceKind, policyOf: (id) => policies.get(id) }).start();
  *   new AutoscaleLoop({ ..., capacity: capacity.provider });   // and capacity.stop() when the loop stops
  */
-import type { AutoscalePolicy, TaskCapacity, TaskProfile } from './types.js';
-import { DEFAULT_CAPACITY_OPTIONS, estimateCapacity, type CapacityOptions, type ExecutorLiveStats } from './capacity.js';
-import type { Store } from '../store/types.js';
+import type { AutoscalePolicy, TaskCapacity, TaskProfile } from '../../lib/autoscale.js';
+import { DEFAULT_CAPACITY_OPTIONS, estimateCapacity, type CapacityOptions } from '../../policies/capacity.js';
+import type { ExecutorLiveStats } from '../../lib/autoscale.js';
+import type { Store } from '../../lib/store.js';
 
 /** The policy a task is read at when the caller knows none: 2 in flight per executor (the autoscaler's default target). */
 const FALLBACK_POLICY: AutoscalePolicy = { min: 0, max: Number.MAX_SAFE_INTEGER, target: 2 };

@@ -11,7 +11,7 @@
  * no /load (404: other kinds of executor) is not asked again. Decisions never wait on it beyond that bound.
  */
 import { z } from 'zod';
-import type { ExecutorRoute } from '../store/types.js';
+import type { ExecutorRoute } from '../../lib/store.js';
 
 const loadReply = z.object({
   queued: z.number().int().min(0),

@@ -13,8 +13,8 @@
  * LoadReader turns the complete seconds since its last read into TaskLoad / AppLoad for the autoscaler.
  */
 import { logger } from '../../lib/log.js';
-import type { ExecutorRoute, Store } from '../store/types.js';
-import type { AppLoad, TaskLoad } from './types.js';
+import type { ExecutorRoute, Store } from '../../lib/store.js';
+import type { AppLoad, TaskLoad } from '../../lib/autoscale.js';
 import { routedOutstanding } from '../taskmanager/profiler-run.js';
 
 const log = logger('autoscaler');

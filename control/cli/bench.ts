@@ -3,8 +3,8 @@
  * so other commands do not pay for vega and the HTTP senders).
  */
 import { Command, Option } from 'commander';
-import type { Io } from './commands.js';
-import { addWorkloadOptions } from './workload-options.js';
+import type { Io } from '../../lib/io.js';
+import { addWorkloadOptions } from '../../bench/client/workload-options.js';
 
 const EXAMPLES = `
 Examples:

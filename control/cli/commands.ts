@@ -5,16 +5,13 @@
 import { readFile } from 'node:fs/promises';
 import { basename } from 'node:path';
 import { ndjsonLines } from '../../functions/sdk/index.js';
-import type { GatewayClient, RegistrationEvent, TaskInfo } from './client.js';
+import type { GatewayClient, RegistrationEvent, TaskInfo } from '../gateway/client.js';
 import { readRequestData } from './data.js';
-import { CliError } from './errors.js';
+import { CliError } from '../../lib/cli-errors.js';
 import { terminalSafeJson } from './safe-text.js';
-import { table } from './table.js';
+import { table } from '../../lib/table.js';
+import type { Io } from '../../lib/io.js';
 
-export interface Io {
-  out: (line: string) => void;
-  err: (line: string) => void;
-}
 
 export async function registerCommand(client: GatewayClient, file: string, opts: { alias?: string; name?: string }, io: Io): Promise<string> {
   let source: string;

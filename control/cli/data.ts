@@ -5,7 +5,7 @@
 import { existsSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import { parse as parseYaml } from 'yaml';
-import { CliError } from './errors.js';
+import { CliError } from '../../lib/cli-errors.js';
 
 async function readStdin(): Promise<string> {
   const parts: Buffer[] = [];

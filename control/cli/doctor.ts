@@ -8,7 +8,7 @@ import { nodeVersionProblem } from './node-version.js';
 import { gatherDoctorFacts, TENSORRT_LIBRARIES, type DoctorFacts } from './doctor-facts.js';
 import { installFix } from '../../executors/models/providers.js';
 import { ADDON_BUILD_COMMAND } from '../../sidecar/shm/native.js';
-import type { Io } from './commands.js';
+import type { Io } from '../../lib/io.js';
 
 export interface Problem {
   problem: string;

@@ -9,13 +9,14 @@ import { benchCommand } from './bench.js';
 import { simulateCommand } from '../../sim/command.js';
 import { planCommand } from '../../plan/command.js';
 import { experimentCommand } from '../../experiment/command.js';
-import { DEFAULT_CLIENT_TIMEOUT_MS, GatewayClient } from './client.js';
-import { applyPlanCommand, autoscaleCommand, invokeCommand, listCommand, registerCommand, scaleCommand, tasksCommand, unregisterCommand, type Io } from './commands.js';
-import { CliError } from './errors.js';
+import { DEFAULT_CLIENT_TIMEOUT_MS, GatewayClient } from '../gateway/client.js';
+import { applyPlanCommand, autoscaleCommand, invokeCommand, listCommand, registerCommand, scaleCommand, tasksCommand, unregisterCommand } from './commands.js';
+import type { Io } from '../../lib/io.js';
+import { CliError } from '../../lib/cli-errors.js';
 import { quietOnClosedPipe } from './closed-pipe.js';
 import { profileCommand, tasksWithProfilesCommand } from './profile.js';
 import { BODY_LIMIT_ENV, DEFAULT_BODY_LIMIT_BYTES } from '../../lib/body-limit.js';
-import type { UpCommandOptions } from './up.js';
+import type { UpCommandOptions } from '../compose/up.js';
 import { DEFAULT_BLOCKED_LIMIT_MS } from '../gateway/blocked-loop.js';
 import { DEFAULT_DRAIN_TIMEOUT_MS } from '../gateway/in-flight.js';
 import { EXECUTION_PROVIDER_ENV, GPU_PROVIDERS } from '../../executors/models/providers.js';
@@ -100,7 +101,7 @@ program
   .addOption(new Option('--autoscale-panic-window <ms>', 'autoscaling: the short window that answers a sudden rise (default 6000)').argParser(positiveMs('--autoscale-panic-window')))
   .addOption(new Option('--autoscale-scale-down-delay <ms>', 'autoscaling: how long fewer executors must suffice before a scale-down (default 30000)').argParser(positiveMs('--autoscale-scale-down-delay')))
   .action(async (opts: UpCommandOptions) => {
-    const { upCommand } = await import('./up.js');
+    const { upCommand } = await import('../compose/up.js');
     await upCommand(opts, io);
   });
 
@@ -241,7 +242,7 @@ roleCommand('resource-manager', 'run the resource manager as its own process (de
   .option('--health-timeout-ms <ms>', "bound on one executor's start")
   .option('--no-autoscale', 'keep manual scaling only (by default tasks autoscale; see `cornserve autoscale --help`)')
   .action(async (opts: { port: string; host: string; redis?: string; platform: 'local' | 'kubernetes'; devices: string; healthTimeoutMs?: string; autoscale: boolean }) => {
-    const { required, runRole, startResourceManagerRole } = await import('./roles.js');
+    const { required, runRole, startResourceManagerRole } = await import('../compose/roles.js');
     const redisUrl = required(opts.redis, REDIS_REQUIRED);
     await runRole(() => startResourceManagerRole({
       redisUrl, platform: opts.platform, port: Number(opts.port), host: opts.host, devices: Number(opts.devices), autoscale: opts.autoscale,
@@ -257,7 +258,7 @@ roleCommand('gateway', 'run the gateway as its own process, against a resource-m
   .addOption(drainTimeoutOption())
   .addOption(blockedLimitOption())
   .action(async (opts: { port: string; host: string; redis?: string; resourceManager?: string; dispatcher?: string; adminToken?: string; bodyLimit: string; drainTimeout: number; blockedLimit: number }) => {
-    const { required, runRole, startGatewayRole } = await import('./roles.js');
+    const { required, runRole, startGatewayRole } = await import('../compose/roles.js');
     const settings = {
       redisUrl: required(opts.redis, REDIS_REQUIRED),
       resourceManagerUrl: required(opts.resourceManager, '--resource-manager (or CORNSERVE_RESOURCE_MANAGER_URL)'),

@@ -7,7 +7,7 @@
 import { readFile } from 'node:fs/promises';
 import { checkAppSource } from '../gateway/source-check.js';
 import { manifestOptionsFromEnv, renderAppManifests } from '../platform/kubernetes/index.js';
-import { CliError } from './errors.js';
+import { CliError } from '../../lib/cli-errors.js';
 
 export async function manifestsYaml(file: string, opts: { name?: string } = {}, env: NodeJS.ProcessEnv = process.env): Promise<string> {
   let source: string;

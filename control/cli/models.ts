@@ -10,9 +10,9 @@ import { defaultModelsDir, describeFolder, modelDirs, scanModelFolders, type Mod
 import { DECODER_LAYOUT_TEXT, checkHfFolder, isHfFolder } from '../../executors/models/hf-folder.js';
 import { loadModel } from '../../executors/models/loader.js';
 import { isModelError } from '../../executors/models/errors.js';
-import type { Io } from './commands.js';
-import { CliError } from './errors.js';
-import { table } from './table.js';
+import type { Io } from '../../lib/io.js';
+import { CliError } from '../../lib/cli-errors.js';
+import { table } from '../../lib/table.js';
 
 const mb = (b: number) => `${(b / 1e6).toFixed(1)} MB`;
 

@@ -2,10 +2,11 @@
  * `cornserve profile TASK_ID` (measure a task's throughput–latency profile on one of its executors) and
  * `cornserve tasks --profile` (the tasks table, then each task's stored profile).
  */
-import type { GatewayClient, ProfileInfo, TaskInfo } from './client.js';
-import { tasksCommand, type Io } from './commands.js';
-import { CliError } from './errors.js';
-import { table } from './table.js';
+import type { GatewayClient, ProfileInfo, TaskInfo } from '../gateway/client.js';
+import { tasksCommand } from './commands.js';
+import type { Io } from '../../lib/io.js';
+import { CliError } from '../../lib/cli-errors.js';
+import { table } from '../../lib/table.js';
 
 /** One row per measured point; `*` marks the frontier, `<` the saturation point. */
 export function profileTable(p: ProfileInfo): string {

@@ -1,8 +1,8 @@
 /** `cornserve tasks register FILE.ts` and `cornserve tasks unregister NAME` (the task registry, docs/registry.md). */
 import { readFile } from 'node:fs/promises';
-import type { GatewayClient } from './client.js';
-import type { Io } from './commands.js';
-import { CliError } from './errors.js';
+import type { GatewayClient } from '../gateway/client.js';
+import type { Io } from '../../lib/io.js';
+import { CliError } from '../../lib/cli-errors.js';
 
 export async function registerTaskCommand(client: GatewayClient, file: string, io: Io): Promise<void> {
   let source: string;

@@ -1,5 +1,5 @@
 import { EchoTask, EchoStreamTask, type EchoBaseTask } from '../../functions/tasks/echo.js';
-import type { TaskDescriptor } from './types.js';
+import type { TaskDescriptor } from '../../lib/descriptor.js';
 import { ndjsonLines } from '../../functions/sdk/index.js';
 
 /** EchoTask / EchoStreamTask -> the echo executor's POST /echo. */

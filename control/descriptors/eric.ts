@@ -13,9 +13,9 @@
  */
 import { CornserveError } from '../../functions/sdk/errors.js';
 import { type EncoderInput, type EncoderOutput, type EncoderTask, tpSuffix } from '../../functions/tasks/encoder.js';
-import { modelBasename } from '../../functions/tasks/openai.js';
+import { modelBasename } from '../../lib/openai.js';
 import { tensorParallelLaunch } from './tensor-parallel.js';
-import type { TaskDescriptor } from './types.js';
+import type { TaskDescriptor } from '../../lib/descriptor.js';
 
 export const ericDescriptor: TaskDescriptor<EncoderTask> = {
   name: 'default',

@@ -11,8 +11,8 @@
 import { CornserveError } from '../../functions/sdk/errors.js';
 import type { DataForward } from '../../functions/sdk/index.js';
 import { AudioGeneratorTask, type AudioGeneratorInput, ImageGeneratorTask, type ImageGeneratorInput } from '../../functions/tasks/generator.js';
-import { type ChatChunk, modelBasename } from '../../functions/tasks/openai.js';
-import type { LaunchSpec, TaskDescriptor } from './types.js';
+import { type ChatChunk, modelBasename } from '../../lib/openai.js';
+import type { LaunchSpec, TaskDescriptor } from '../../lib/descriptor.js';
 
 type GeneratorTask = ImageGeneratorTask | AudioGeneratorTask;
 

@@ -3,7 +3,7 @@
  * the control plane. POST `path` with the invocation's input as the JSON body; the JSON reply is the output.
  */
 import type { TaskDefinitionJSON, UnitTask } from '../../functions/sdk/index.js';
-import type { TaskDescriptor } from './types.js';
+import type { TaskDescriptor } from '../../lib/descriptor.js';
 
 export function httpJsonDescriptor(def: TaskDefinitionJSON): TaskDescriptor<UnitTask> {
   const { launch, path } = def.descriptor;

@@ -23,9 +23,9 @@ import { CornserveError } from '../../functions/sdk/errors.js';
 import type { DataForward } from '../../functions/sdk/index.js';
 import { LLMAnswerStatesTask, LLMEmbeddingTask, LLMTask, dtypeSuffix, type LLMBaseTask, type LLMEmbeddingOutput } from '../../functions/tasks/llm.js';
 import { tpSuffix } from '../../functions/tasks/encoder.js';
-import { modelBasename, multimodalParts, type ChatRequest, type ContentPart } from '../../functions/tasks/openai.js';
+import { modelBasename, multimodalParts, type ChatRequest, type ContentPart } from '../../lib/openai.js';
 import { tensorParallelLaunch } from './tensor-parallel.js';
-import type { InvocationResult, LaunchSpec, TaskDescriptor } from './types.js';
+import type { InvocationResult, LaunchSpec, TaskDescriptor } from '../../lib/descriptor.js';
 
 type LlmTask = LLMBaseTask<ChatRequest, unknown>;
 

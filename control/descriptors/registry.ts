@@ -4,7 +4,7 @@
  */
 import type { TaskDefinitionJSON, UnitTask } from '../../functions/sdk/index.js';
 import { CornserveError } from '../../functions/sdk/errors.js';
-import type { TaskDescriptor } from './types.js';
+import type { TaskDescriptor } from '../../lib/descriptor.js';
 import { echoDescriptor } from './echo.js';
 import { ericDescriptor } from './eric.js';
 import { geriDescriptors } from './geri.js';

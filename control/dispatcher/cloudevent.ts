@@ -12,7 +12,7 @@ import type { IncomingHttpHeaders } from 'node:http';
 import { HTTP, type CloudEventV1 } from 'cloudevents';
 import { parseDeadline } from '../../lib/deadline.js';
 import { TASKGRAPH_EVENT_TYPE } from '../../functions/sdk/index.js';
-import { DeadlineInvalidError, EventInvalidError } from './errors.js';
+import { DeadlineInvalidError, EventInvalidError } from '../../lib/dispatch-errors.js';
 
 const APP_SOURCE = /^\/apps\/([^/]+)$/;
 

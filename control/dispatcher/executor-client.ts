@@ -6,7 +6,7 @@
  *
  * The pool is undici's Agent (keep-alive, one pool per executor origin), called through its `dispatch` API with the
  * ReplyHandler below: per call it costs the caller less CPU than a node:http Agent or undici's own `request`
- * (docs/control-plane.md "Eighth round"; undici's *fetch* was the costly one, see "Overhead"). It has no timeouts
+ * (docs/benchmarks/history.md, step 8; undici's *fetch* was the costly one, see "Overhead"). It has no timeouts
  * of its own: the graph's AbortSignal bounds every call.
  * The reply is handed to the descriptor as a web `Response`: a JSON reply with a Content-Length is read whole
  * first (the common, cheap case); anything else (NDJSON, SSE, chunked) streams through as it arrives.
@@ -18,8 +18,8 @@ import { Agent } from '../../lib/undici.js';
 import { DEADLINE_HEADER, type CutSignal } from '../../functions/sdk/index.js';
 import { socketPathOf } from '../../lib/unix-url.js';
 import { userAddresses } from '../../lib/redact.js';
-import type { ExecutorRequest } from '../descriptors/types.js';
-import { TaskFailedError, type FailureSite } from './errors.js';
+import type { ExecutorRequest } from '../../lib/descriptor.js';
+import { TaskFailedError, type FailureSite } from '../../lib/dispatch-errors.js';
 
 /** No header or body timeout (0): a stream may pause for as long as its deadline allows; the signal ends it. */
 const AGENT_OPTIONS = { keepAliveTimeout: 30_000, headersTimeout: 0, bodyTimeout: 0 } as const;
@@ -192,7 +192,7 @@ function destroyQuietly(stream: Readable, err: unknown): void {
 /**
  * The reply of one call, on undici's dispatch handler API rather than its `request` API: a JSON reply read whole
  * (the common case) is gathered straight from the connection's chunks — no body stream, async resource or
- * consume machinery per call (docs/control-plane.md "Eighth round"); any other reply becomes a Readable fed with
+ * consume machinery per call (docs/benchmarks/history.md, step 8); any other reply becomes a Readable fed with
  * back-pressure (its reads resume the paused connection). The signal aborts the request, and destroys a body
  * still streaming, as `request`'s own signal handling does.
  */

@@ -1,5 +1,5 @@
 /**
- * InProcessDispatcher: the GraphDispatcher of an app function that runs graph execution itself (issue 17:
+ * InProcessDispatcher: the GraphDispatcher of an app function that runs graph execution itself (to save a hop:
  * one HTTP hop fewer per request under `cornserve up --redis`). It is the dispatcher's own code, not a copy:
  * TaskGraph.fromJSON + dispatchGraph over a Router of the shared Store — exactly what POST / of the dispatcher
  * service does — so routing, DataForward wiring, deadlines, cancellation and lease release are the same. A graph

@@ -1,13 +1,14 @@
 /**
  * Live service times: the dispatcher folds each completed (non-streaming, successful) executor call into that
- * executor's EWMAs of latency and of in-flight calls at its start (foldLiveSample, control/autoscaler/capacity.ts)
+ * executor's EWMAs of latency and of in-flight calls at its start (foldLiveSample, policies/capacity.ts)
  * and writes the executors that changed to the Store about once a second, where the capacity estimate reads them
  * (an old profile must not mislead). Several dispatcher replicas each write their own estimate of the same executor;
  * the latest write wins, which is fine for an average of the same quantity.
  */
 import { logger } from '../../lib/log.js';
-import { foldLiveSample, type ExecutorLiveStats } from '../autoscaler/capacity.js';
-import type { Store } from '../store/types.js';
+import { foldLiveSample } from '../../policies/capacity.js';
+import type { ExecutorLiveStats } from '../../lib/autoscale.js';
+import type { Store } from '../../lib/store.js';
 import { PROFILING_WEIGHT } from '../taskmanager/profiler-run.js';
 
 const log = logger('dispatcher');

@@ -26,9 +26,9 @@ import { StoreNotFoundError, taskIdOf, type ExecutorRoute, type UnitTaskRecord }
 import { MemoryStore } from '../store/memory.js';
 import type { DispatchStore, ReportsOutstanding } from '../store/link-protocol.js';
 import { logger } from '../../lib/log.js';
-import { pickLeastOutstanding } from './pick.js';
+import { pickLeastOutstanding } from '../../policies/pick.js';
 import { COUNTER_TTL_MS, counterNames } from '../autoscaler/signals.js';
-import { DispatcherError, HoldQueueFullError, NoExecutorError, StoreUnavailableError, TaskNotDeployedError, TaskNotReadyError } from './errors.js';
+import { DispatcherError, HoldQueueFullError, NoExecutorError, StoreUnavailableError, TaskNotDeployedError, TaskNotReadyError } from '../../lib/dispatch-errors.js';
 
 const log = logger('dispatcher');
 

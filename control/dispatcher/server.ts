@@ -18,7 +18,7 @@ import { errorHandler, parseByteSize, readWhole, route, toErrorBody } from '../.
 import { logger } from '../../lib/log.js';
 import { listenUnix } from '../../lib/unix-url.js';
 import { closeServer, listen, type ListeningServer } from '../../lib/listen.js';
-import type { Store } from '../store/types.js';
+import type { Store } from '../../lib/store.js';
 import { graphDeadline, parseInvokeEvent, type GraphRequest } from './cloudevent.js';
 import { dispatchGraph, type DispatchDeps } from './dispatch.js';
 import { DispatcherMetrics } from './metrics.js';

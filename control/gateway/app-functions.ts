@@ -14,8 +14,8 @@
 import { mkdir, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import type { LaunchSpec } from '../descriptors/types.js';
-import type { AppFunctionPlatform, PlatformEvent } from '../platform/types.js';
+import type { LaunchSpec } from '../../lib/descriptor.js';
+import type { AppFunctionPlatform, PlatformEvent } from '../../lib/platform.js';
 import type { Logger } from '../../lib/log.js';
 import { probe } from '../../lib/unix-url.js';
 import { ownedName } from '../../lib/temp-dirs.js';

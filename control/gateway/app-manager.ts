@@ -20,7 +20,7 @@ import {
 } from '../../functions/sdk/index.js';
 import '../../functions/tasks/index.js'; // registers the built-in task classes for taskFromJSON
 import type { CheckedUnitTask, CheckResult } from '../../functions/runtime/check.js';
-import { DEFAULT_TARGET_IN_FLIGHT } from '../autoscaler/autoscaler.js';
+import { DEFAULT_TARGET_IN_FLIGHT } from '../../policies/autoscaler.js';
 import { descriptorFor } from '../descriptors/registry.js';
 import type { DeployProgress, ResourceManagerApi } from '../resources/types.js';
 import { StoreConflictError, taskIdOf, type AppRecord, type AppState, type Store } from '../store/index.js';

@@ -10,7 +10,7 @@
  *   cornserve_task_executors{task_id,state}                 executors per unit task (at scrape time)
  */
 import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
-import type { Store } from '../store/types.js';
+import type { Store } from '../../lib/store.js';
 import { LoadRecorder } from '../autoscaler/signals.js';
 
 /**

@@ -4,7 +4,7 @@
  * devices. `parseNvidiaSmi` is pure (unit-tested on captured output); `discoverDevices` runs the binary.
  */
 import { execFile } from 'node:child_process';
-import type { DeviceKind } from './types.js';
+import type { DeviceKind } from '../../lib/platform.js';
 
 export const NVIDIA_SMI_ARGS = ['--query-gpu=index,name,memory.total', '--format=csv,noheader'];
 /** CPU "devices" when no GPU is found: the same count as `--devices`' default. */

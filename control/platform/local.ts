@@ -12,8 +12,8 @@
 import { existsSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
-import { EXECUTOR_ENV, type LaunchSpec } from '../descriptors/types.js';
-import type { Unsubscribe } from '../store/types.js';
+import { EXECUTOR_ENV, type LaunchSpec } from '../../lib/descriptor.js';
+import type { Unsubscribe } from '../../lib/store.js';
 import { canListen, freePort } from '../../lib/net.js';
 import { unixUrl } from '../../lib/unix-url.js';
 import { logger } from '../../lib/log.js';
@@ -29,7 +29,7 @@ import type {
   NodeDevices,
   Platform,
   PlatformEvent,
-} from './types.js';
+} from '../../lib/platform.js';
 
 export interface LocalPlatformOptions {
   /** Launch entries are relative to this folder (the repository root). */

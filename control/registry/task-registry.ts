@@ -24,7 +24,7 @@ import { registerDescriptor, unregisterDescriptors } from '../descriptors/regist
 import { httpJsonDescriptor } from '../descriptors/http-json.js';
 import { REPO_ROOT } from '../gateway/paths.js';
 import type { Store, TaskDefinitionRecord } from '../store/index.js';
-import type { Platform } from '../platform/types.js';
+import type { Platform } from '../../lib/platform.js';
 
 /** Where definitions are mirrored besides the Store (the Kubernetes platform's custom resources). */
 export type TaskDefinitionMirror = Required<Pick<Platform, 'storeTaskDefinition' | 'removeTaskDefinition'>>;

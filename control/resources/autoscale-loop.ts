@@ -16,11 +16,11 @@
  */
 import { Gauge, type Registry } from 'prom-client';
 import { logger } from '../../lib/log.js';
-import { Autoscaler, defaultPolicy, type AutoscalerOptions, type CapacityProvider, type TaskWant } from '../autoscaler/autoscaler.js';
-import { planPool, type PoolTask } from '../autoscaler/pool.js';
+import { Autoscaler, defaultPolicy, type AutoscalerOptions, type CapacityProvider, type TaskWant } from '../../policies/autoscaler.js';
+import { planPool, type PoolTask } from '../../policies/pool.js';
 import { LoadReader } from '../autoscaler/signals.js';
-import type { AutoscalePolicy, TaskCapacity } from '../autoscaler/types.js';
-import type { AutoscalePatch, AutoscaleRecord, ExecutorRoute, Store } from '../store/types.js';
+import type { AutoscalePolicy, TaskCapacity } from '../../lib/autoscale.js';
+import type { AutoscalePatch, AutoscaleRecord, ExecutorRoute, Store } from '../../lib/store.js';
 import { ExecutorLoadReader, type TaskExecutorLoad } from '../autoscaler/executor-load.js';
 import type { AutoscaleStatus } from './types.js';
 

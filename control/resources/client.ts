@@ -8,17 +8,17 @@
  * restart), every app function deployed through this client is reported as exited (expected: false), so
  * AppFunctions restarts it there.
  */
-import type { AutoscalePolicy } from '../autoscaler/types.js';
+import type { AutoscalePolicy } from '../../lib/autoscale.js';
 import { CornserveError, ndjsonLines, type UnitTask } from '../../functions/sdk/index.js';
 import { logger } from '../../lib/log.js';
 import { sleep } from '../../lib/wait.js';
-import type { AppFunctionInstance, AppFunctionPlatform, AppFunctionSpec, PlatformEvent } from '../platform/types.js';
-import type { Unsubscribe } from '../store/types.js';
-import { ResourceManagerUnreachableError } from './errors.js';
+import type { AppFunctionInstance, AppFunctionPlatform, AppFunctionSpec, PlatformEvent } from '../../lib/platform.js';
+import type { Unsubscribe } from '../../lib/store.js';
+import { ResourceManagerUnreachableError } from '../../lib/resource-errors.js';
 import { newTaskRecord } from './task-records.js';
 import type { DeployProgress, PlanTarget, ResourceManagerApi, TaskStatus } from './types.js';
 import type { ProfileRunResult } from '../taskmanager/profiler-run.js';
-import type { TaskProfile } from '../autoscaler/types.js';
+import type { TaskProfile } from '../../lib/autoscale.js';
 
 const log = logger('resource-client');
 

@@ -10,13 +10,13 @@
  */
 import type { UnitTask } from '../../functions/sdk/index.js';
 import { descriptorFor } from '../descriptors/registry.js';
-import type { LaunchSpec, TaskDescriptor } from '../descriptors/types.js';
-import type { Platform } from '../platform/types.js';
-import type { AutoscaleRecord, DeviceRef, ExecutorRoute, Store, UnitTaskRecord } from '../store/types.js';
+import type { LaunchSpec, TaskDescriptor } from '../../lib/descriptor.js';
+import type { Platform } from '../../lib/platform.js';
+import type { AutoscaleRecord, DeviceRef, ExecutorRoute, Store, UnitTaskRecord } from '../../lib/store.js';
 import { TaskManager, type TaskManagerOptions } from '../taskmanager/manager.js';
 import { runProfile, type ProfileRunResult } from '../taskmanager/profiler-run.js';
 import type { ProfilerOptions } from '../taskmanager/profiler.js';
-import type { TaskProfile } from '../autoscaler/types.js';
+import type { TaskProfile } from '../../lib/autoscale.js';
 import { logger } from '../../lib/log.js';
 import {
   allocate,
@@ -27,7 +27,7 @@ import {
   freeDevices,
   freeOwner,
   type Inventory,
-} from './allocation.js';
+} from '../../policies/allocation.js';
 import {
   AutoscalingOffError,
   DeployError,
@@ -38,11 +38,11 @@ import {
   ScaleBelowMinimumError,
   TaskNotFoundError,
   TaskNotReadyError,
-} from './errors.js';
+} from '../../lib/resource-errors.js';
 import { KeyedMutex, Mutex } from './mutex.js';
 import { AutoscaleLoop, type AutoscaleLoopOptions } from './autoscale-loop.js';
 import { CapacitySource } from '../autoscaler/capacity-source.js';
-import type { AutoscalePolicy } from '../autoscaler/types.js';
+import type { AutoscalePolicy } from '../../lib/autoscale.js';
 import { newTaskRecord, taskFromRecord as defaultTaskFromRecord } from './task-records.js';
 import { taskIdOf } from '../store/task-id.js';
 import type { DeployProgress, PlanTarget, ResourceManagerApi, TaskStatus } from './types.js';
@@ -340,7 +340,7 @@ export class ResourceManager implements ResourceManagerApi {
         return { m, groups, ready };
       }
       // Down to zero is allowed (the reference allows it): the task stays deployed and ready, and its invocations
-      // are answered 503 NO_EXECUTOR, saying how to bring one back (control/dispatcher/errors.ts), until it is scaled up again.
+      // are answered 503 NO_EXECUTOR, saying how to bring one back (lib/dispatch-errors.ts), until it is scaled up again.
       const executors = m.tm.executors().length;
       if (count > executors) throw new ScaleBelowMinimumError(taskId, executors, count);
       const freed = await m.tm.removeExecutors(count, { graceMs: this.opts.drainGraceMs });

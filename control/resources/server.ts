@@ -24,11 +24,11 @@ import express from 'express';
 import { z } from 'zod';
 import { errorHandler, notFound, parseOr422, route, toErrorBody } from '../../lib/http.js';
 import { logger, type Logger } from '../../lib/log.js';
-import type { AppFunctionPlatform, Platform } from '../platform/types.js';
+import type { AppFunctionPlatform, Platform } from '../../lib/platform.js';
 import { taskFromRecord } from './task-records.js';
 import type { ResourceManagerApi } from './types.js';
-import type { LaunchSpec } from '../descriptors/types.js';
-import type { UnitTaskRecord } from '../store/types.js';
+import type { LaunchSpec } from '../../lib/descriptor.js';
+import type { UnitTaskRecord } from '../../lib/store.js';
 
 export interface ResourceServerDeps {
   resources: ResourceManagerApi;

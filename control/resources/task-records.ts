@@ -14,7 +14,7 @@ import {
 } from '../../functions/sdk/index.js';
 import '../../functions/tasks/index.js'; // registers the built-in task classes
 import { taskIdOf } from '../store/task-id.js';
-import type { UnitTaskRecord } from '../store/types.js';
+import type { UnitTaskRecord } from '../../lib/store.js';
 
 /** The JSON kept in `UnitTaskRecord.task`: the task's own JSON plus its concrete class (to rebuild it). */
 export interface StoredTaskJSON extends UnitTaskJSON {

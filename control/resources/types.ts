@@ -4,9 +4,9 @@
  * and tears down when the last user leaves.
  */
 import type { UnitTask } from '../../functions/sdk/index.js';
-import type { AutoscaleRecord, ExecutorRoute, UnitTaskRecord } from '../store/types.js';
+import type { AutoscaleRecord, ExecutorRoute, UnitTaskRecord } from '../../lib/store.js';
 import type { ProfileRunResult } from '../taskmanager/profiler-run.js';
-import type { AutoscalePolicy, TaskCapacity, TaskProfile } from '../autoscaler/types.js';
+import type { AutoscalePolicy, TaskCapacity, TaskProfile } from '../../lib/autoscale.js';
 
 /** A task's autoscaling as `/tasks/list` shows it (absent when the platform runs without autoscaling). */
 export interface AutoscaleStatus {
@@ -43,7 +43,7 @@ export interface TaskStatus extends UnitTaskRecord {
   sidecarDown?: string[];
 }
 
-/** One task's share of a deployment plan (plan/apply.ts maps a plan file's labels to these). */
+/** One task's share of a deployment plan (control/resources/plan-apply.ts maps a plan file's labels to these). */
 export interface PlanTarget {
   taskId: string;
   /** The plan's field for this task, for errors (`components[1]`). */

@@ -4,7 +4,7 @@
  */
 import { MemoryStore } from './memory.js';
 import { RedisStore } from './redis.js';
-import type { Store } from './types.js';
+import type { Store } from '../../lib/store.js';
 
 export interface CreateStoreOptions {
   /** redis://host:port — when absent, the store lives in this process's memory. */
@@ -18,8 +18,8 @@ export function createStore(opts: CreateStoreOptions = {}): Store {
   return new RedisStore({ url: opts.redisUrl, ...(opts.prefix !== undefined ? { prefix: opts.prefix } : {}) });
 }
 
-export * from './types.js';
-export * from './errors.js';
+export * from '../../lib/store.js';
+export * from '../../lib/store-errors.js';
 export { MemoryStore } from './memory.js';
 export { RedisStore, type RedisStoreOptions } from './redis.js';
 export { taskIdFor, taskIdOf } from './task-id.js';

@@ -8,11 +8,11 @@
  * for REPORT_WINDOW_MS and go out as one adjustOutstanding line per executor whose sum is not zero (a lease taken
  * and released within the window sends nothing). So a request over a task's one cached route makes no round trip
  * to the `up` process, and the Store's count of an executor is this process's true count as of the last flush:
- * behind by at most the window, never drifting (docs/control-plane.md § Overhead, fifth round).
+ * behind by at most the window, never drifting (docs/benchmarks/history.md, step 5).
  */
 import { connect, type Socket } from 'node:net';
-import { StoreNotFoundError, StoreUnavailableError } from './errors.js';
-import type { StoreChange, Unsubscribe } from './types.js';
+import { StoreNotFoundError, StoreUnavailableError } from '../../lib/store-errors.js';
+import type { StoreChange, Unsubscribe } from '../../lib/store.js';
 import { logger } from '../../lib/log.js';
 import { errorFromBody, lineSplitter, SUBSCRIBE, type DispatchStore, type LinkErrorBody, type LinkMethod, type ReportsOutstanding } from './link-protocol.js';
 

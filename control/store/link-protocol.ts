@@ -1,6 +1,6 @@
 /**
  * The store link: the part of a Store that graph dispatch uses, served by the `cornserve up` process to its app
- * functions over a unix socket (issue 17: plain `up` runs each app function's task graphs in its own process, and
+ * functions over a unix socket (plain `up` runs each app function's task graphs in its own process, and
  * the executor leases must still be counted in the one in-memory Store every app function and the dispatcher share).
  *
  * Wire format, both ways: one JSON object per line (NDJSON; JSON.stringify never writes a raw newline).
@@ -11,8 +11,8 @@
  *                                                                          task, route and autoscale changes only)
  * Only the methods in LINK_METHODS are served: the app function's process runs user code, and dispatch needs no more.
  */
-import type { Store, StoreChange } from './types.js';
-import { StoreError, StoreNotFoundError, StoreUnavailableError } from './errors.js';
+import type { Store, StoreChange } from '../../lib/store.js';
+import { StoreError, StoreNotFoundError, StoreUnavailableError } from '../../lib/store-errors.js';
 
 /** The Store methods graph dispatch calls (Router, LoadRecorder, LiveServiceRecorder), besides subscribe. */
 export const LINK_METHODS = ['getTask', 'listExecutors', 'adjustOutstanding', 'getAutoscale', 'addCounters', 'wakeTask', 'putExecutorStats'] as const;

@@ -6,7 +6,7 @@
 import { createServer, type Server, type Socket } from 'node:net';
 import { rmSync } from 'node:fs';
 import { logger } from '../../lib/log.js';
-import type { Store } from './types.js';
+import type { Store } from '../../lib/store.js';
 import { errorBody, LINK_CHANGE_KINDS, LINK_METHODS, lineSplitter, SUBSCRIBE, type LinkCall } from './link-protocol.js';
 
 const log = logger('store-link');

@@ -1,5 +1,5 @@
 import { logger } from '../../lib/log.js';
-import type { StoreChange } from './types.js';
+import type { StoreChange } from '../../lib/store.js';
 
 const log = logger('store');
 

@@ -6,7 +6,7 @@
  * synchronously (no `await` in between), which makes it atomic on Node's single thread.
  * Change notifications are delivered on a microtask, in order, to the listeners still subscribed.
  */
-import { StoreClosedError, StoreConflictError, StoreNotFoundError } from './errors.js';
+import { StoreClosedError, StoreConflictError, StoreNotFoundError } from '../../lib/store-errors.js';
 import { chunkMember, profileField } from './keys.js';
 import { deliver } from './listeners.js';
 import { appNames, assertIntegerDelta, jsonCopy, sortApps, sortChunks, sortExecutorStats, sortExecutors, sortProfiles, sortSidecars, sortTasks } from './records.js';
@@ -28,7 +28,7 @@ import type {
   TensorChunkMeta,
   UnitTaskRecord,
   Unsubscribe,
-} from './types.js';
+} from '../../lib/store.js';
 
 type Listener = (change: StoreChange) => void;
 

@@ -3,7 +3,7 @@
  * records are copied through JSON (what Redis stores), lists come back in a stable order,
  * and an app's names (name + aliases) form one namespace.
  */
-import type { AppRecord, ExecutorLiveStats, ExecutorRoute, SidecarRecord, TaskProfile, TensorChunkMeta, UnitTaskRecord } from './types.js';
+import type { AppRecord, ExecutorLiveStats, ExecutorRoute, SidecarRecord, TaskProfile, TensorChunkMeta, UnitTaskRecord } from '../../lib/store.js';
 
 /** A deep copy with exactly the semantics of a JSON round trip (as Redis stores it). */
 export const jsonCopy = <T>(value: T): T => JSON.parse(JSON.stringify(value)) as T;

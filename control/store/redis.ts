@@ -15,7 +15,7 @@
  */
 import { Redis } from 'ioredis';
 import { logger } from '../../lib/log.js';
-import { StoreClosedError, StoreConflictError, StoreNotFoundError, StoreUnavailableError } from './errors.js';
+import { StoreClosedError, StoreConflictError, StoreNotFoundError, StoreUnavailableError } from '../../lib/store-errors.js';
 import { chunkMember, profileField, storeKeys, type StoreKeys } from './keys.js';
 import { deliver } from './listeners.js';
 import { appNames, assertIntegerDelta, sortApps, sortChunks, sortExecutorStats, sortExecutors, sortProfiles, sortSidecars, sortTasks } from './records.js';
@@ -38,7 +38,7 @@ import type {
   TensorChunkMeta,
   UnitTaskRecord,
   Unsubscribe,
-} from './types.js';
+} from '../../lib/store.js';
 
 const log = logger('store');
 

@@ -10,7 +10,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import { logger } from '../../lib/log.js';
-import type { Store } from './types.js';
+import type { Store } from '../../lib/store.js';
 
 const log = logger('store');
 

@@ -12,9 +12,9 @@
  * step aside (abort) when their executor is removed.
  */
 import { isCornserveError as isError } from '../../functions/sdk/errors.js';
-import type { LaunchSpec } from '../descriptors/types.js';
-import type { Platform, PlatformEvent } from '../platform/types.js';
-import type { DeviceRef, ExecutorRoute, ExecutorState, Store } from '../store/types.js';
+import type { LaunchSpec } from '../../lib/descriptor.js';
+import type { Platform, PlatformEvent } from '../../lib/platform.js';
+import type { DeviceRef, ExecutorRoute, ExecutorState, Store } from '../../lib/store.js';
 import { logger, type Logger } from '../../lib/log.js';
 import { sleep, TimeoutError } from '../../lib/wait.js';
 import { ExecutorRemovedError, ExecutorStartError, ExecutorStartTimeoutError } from './errors.js';

@@ -10,12 +10,12 @@
  */
 import type { UnitTask } from '../../functions/sdk/index.js';
 import type { Logger } from '../../lib/log.js';
-import type { TaskProfile } from '../autoscaler/types.js';
-import type { TaskDescriptor } from '../descriptors/types.js';
-import type { Store, UnitTaskRecord } from '../store/types.js';
+import type { TaskProfile } from '../../lib/autoscale.js';
+import type { TaskDescriptor } from '../../lib/descriptor.js';
+import type { Store, UnitTaskRecord } from '../../lib/store.js';
 import { NotProfilableError, ProfileInProgressError } from './errors.js';
 import { buildProfile, devicesPerExecutorOptions, sweepConcurrency, type ProfilerOptions } from './profiler.js';
-import { TaskNotReadyError } from '../resources/errors.js';
+import { TaskNotReadyError } from '../../lib/resource-errors.js';
 
 /** Added to the profiled executor's outstanding count for the length of the run. */
 export const PROFILING_WEIGHT = 1000;

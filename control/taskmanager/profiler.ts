@@ -1,6 +1,6 @@
 /**
  * The profiler: measures one executor's throughput and latency at rising concurrency (1, 2, 4, … until the sweep
- * stops gaining throughput, control/autoscaler/frontier.ts) for each devices-per-executor option the descriptor
+ * stops gaining throughput, policies/frontier.ts) for each devices-per-executor option the descriptor
  * supports, and builds the task's profile (every point plus its Pareto frontier).
  *
  * It drives REAL invocations: the descriptor's sample invocation (`profiling.sample`) turned into an executor
@@ -15,9 +15,9 @@
  * measured figures are those of the shared executor.
  */
 import type { UnitTask } from '../../functions/sdk/index.js';
-import { paretoFrontier, percentile, sweepStopped, DEFAULT_SWEEP_STOP, type SweepStopRule } from '../autoscaler/frontier.js';
-import type { ProfilePoint, TaskProfile } from '../autoscaler/types.js';
-import type { TaskDescriptor } from '../descriptors/types.js';
+import { paretoFrontier, percentile, sweepStopped, DEFAULT_SWEEP_STOP, type SweepStopRule } from '../../policies/frontier.js';
+import type { ProfilePoint, TaskProfile } from '../../lib/autoscale.js';
+import type { TaskDescriptor } from '../../lib/descriptor.js';
 import { callExecutor } from '../dispatcher/executor-client.js';
 import { NotProfilableError } from './errors.js';
 

@@ -12,7 +12,7 @@
  * waiting rank with EXECUTOR_CHANNEL_CLOSED. The engine calls `reset()` only while no rank is inside a job,
  * and tells the ranks (job.resetReduce) to restart their step counters.
  */
-import { ExecutorErrorCode, executorError } from './errors.js';
+import { ExecutorErrorCode, executorError } from '../../lib/executor-errors.js';
 
 const ARRIVALS = 0;
 const ABORTED = 1;

@@ -1,5 +1,5 @@
 /**
- * How busy an executor is, for the autoscaler (issue 11's executor-side signals): cumulative time with at least one
+ * How busy an executor is, for the autoscaler (an executor-side load signal): cumulative time with at least one
  * request being served (past any queue), and the time since start. The reader (control/autoscaler/executor-load.ts)
  * turns two readings into a busy fraction over its own interval, so any number of readers can poll without resets.
  */

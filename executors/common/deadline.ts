@@ -9,7 +9,7 @@
  */
 import type { Request } from 'express';
 import { DEADLINE_HEADER, parseDeadline } from '../../lib/deadline.js';
-import { ExecutorErrorCode, executorError } from './errors.js';
+import { ExecutorErrorCode, executorError } from '../../lib/executor-errors.js';
 
 export function deadlineOf(req: Request, defaultMs: number, invalid: (message: string) => Error = (m) => executorError(ExecutorErrorCode.BAD_DEADLINE, m)): number {
   return parseDeadline(req.get(DEADLINE_HEADER), { where: `the ${DEADLINE_HEADER} header`, invalid, defaultMs });

@@ -7,10 +7,10 @@
 import { randomUUID } from 'node:crypto';
 import type { Logger } from '../../lib/log.js';
 import { deadlineTimer } from '../../lib/wait.js';
-import { ExecutorError, ExecutorErrorCode, executorError, fromWire } from './errors.js';
+import { ExecutorError, ExecutorErrorCode, executorError, fromWire } from '../../lib/executor-errors.js';
 import {
   EngineOutbound, type EngineInbound, type Handlers, type Item, type ItemResult, derefTensors, dispatch, itemsToWire, resultsFromWire,
-} from './protocol.js';
+} from '../../lib/executor-protocol.js';
 import type { StreamEvent } from './worker-pool.js';
 import { ZmqLink, endpoints } from './zmq-link.js';
 

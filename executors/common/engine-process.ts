@@ -13,10 +13,10 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Logger } from '../../lib/log.js';
 import { EngineClient } from './engine-client.js';
-import { ExecutorErrorCode, executorError, type WireError } from './errors.js';
+import { ExecutorErrorCode, executorError, type WireError } from '../../lib/executor-errors.js';
 import {
   EngineInbound, type EngineOutbound, type Handlers, type ItemResult, type Tensors, dispatch, refTensors, resultsToWire,
-} from './protocol.js';
+} from '../../lib/executor-protocol.js';
 import { ZmqLink, endpoints } from './zmq-link.js';
 
 export const ENGINE_IPC_ENV = 'CORNSERVE_ENGINE_IPC';

@@ -6,7 +6,7 @@
  * route answers at all stands for the router.
  */
 import type { RequestHandler } from 'express';
-import { EXECUTOR_ENV } from '../../control/descriptors/types.js';
+import { EXECUTOR_ENV } from '../../lib/descriptor.js';
 
 /**
  * The executor id the platform gave this process, in every health answer: the platform's probes check it, so a

@@ -13,7 +13,7 @@ import { type TransferListItem, type Worker, isMainThread, parentPort, workerDat
 import { startThread } from './thread.js';
 import type { Logger } from '../../lib/log.js';
 import { deadlineTimer, type DeadlineTimer } from '../../lib/wait.js';
-import { ExecutorErrorCode, executorError, fromWire, toWire, type WireError } from './errors.js';
+import { ExecutorErrorCode, executorError, fromWire, toWire, type WireError } from '../../lib/executor-errors.js';
 
 type ToWorker = { id: number; input: unknown };
 type FromWorker = { type: 'ready' } | { type: 'fatal'; error: WireError } | { type: 'result'; id: number; value: unknown } | { type: 'error'; id: number; error: WireError };

@@ -11,7 +11,7 @@
  * (keeps the event loop running: the engine's ZeroMQ sockets, a worker's sidecar connection). `close()`
  * wakes every waiter on both sides with EXECUTOR_CHANNEL_CLOSED.
  */
-import { ExecutorErrorCode, executorError } from './errors.js';
+import { ExecutorErrorCode, executorError } from '../../lib/executor-errors.js';
 
 const WRITTEN = 0;
 const READ = 1;

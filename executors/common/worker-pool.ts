@@ -11,11 +11,11 @@
 import type { Worker } from 'node:worker_threads';
 import type { Logger } from '../../lib/log.js';
 import { ShmAllReduce, type AllReduceHandle } from './all-reduce.js';
-import { ExecutorError, ExecutorErrorCode, executorError, fromWire } from './errors.js';
+import { ExecutorError, ExecutorErrorCode, executorError, fromWire } from '../../lib/executor-errors.js';
 import {
   type Handlers, type Item, type ItemResult, type Tensors, WorkerOutbound, derefTensors, dispatch, fromFrames, itemsToWire,
   resultsFromWire, toFrames,
-} from './protocol.js';
+} from '../../lib/executor-protocol.js';
 import { ShmRing } from './shm-ring.js';
 import { startThread } from './thread.js';
 

@@ -13,11 +13,11 @@
 import { workerData } from 'node:worker_threads';
 import { startTelemetry } from '../../lib/telemetry.js';
 import { ShmAllReduce } from './all-reduce.js';
-import { toWire } from './errors.js';
+import { toWire } from '../../lib/executor-errors.js';
 import {
   type Handlers, type Item, type ItemResult, type Tensors, WorkerInbound, dispatch, fromFrames, itemsFromWire, refTensors, resultsToWire,
   toFrames,
-} from './protocol.js';
+} from '../../lib/executor-protocol.js';
 import type { WorkerBootstrap } from './worker-pool.js';
 import { ShmRing } from './shm-ring.js';
 

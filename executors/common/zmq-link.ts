@@ -7,7 +7,7 @@ import { join } from 'node:path';
 import type { z } from 'zod';
 import { Pull, Push } from 'zeromq';
 import type { Logger } from '../../lib/log.js';
-import { type Packet, fromFrames, toFrames } from './protocol.js';
+import { type Packet, fromFrames, toFrames } from '../../lib/executor-protocol.js';
 
 /** The two endpoints inside an ipc dir: what the router sends on, what the engine sends on. */
 export const endpoints = (ipcDir: string) => ({

@@ -3,7 +3,7 @@ import { Command } from 'commander';
 import { logger } from '../../lib/log.js';
 import { exitOnSignal } from '../../lib/shutdown.js';
 import { startTelemetry } from '../../lib/telemetry.js';
-import { EXECUTOR_ENV } from '../../control/descriptors/types.js';
+import { EXECUTOR_ENV } from '../../lib/descriptor.js';
 import { buildEchoServer } from './server.js';
 
 const program = new Command('echo-executor')

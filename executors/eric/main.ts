@@ -1,13 +1,13 @@
 /**
  * Eric, the multimodal encoder server:
  *   node --import tsx executors/eric/main.ts --model-id cornserve/tiny-vlm-a --modality image [--tp-size 2] ...
- * Environment (from the platform, see control/descriptors/types.ts EXECUTOR_ENV): PORT, HOST, CORNSERVE_SIDECAR_RANKS,
+ * Environment (from the platform, see lib/descriptor.ts EXECUTOR_ENV): PORT, HOST, CORNSERVE_SIDECAR_RANKS,
  * CORNSERVE_SIDECAR_URL, CORNSERVE_EXECUTOR_ID, CORNSERVE_ALLOW_PRIVATE_URLS, OTEL_* (spans exported when
  * OTEL_EXPORTER_OTLP_ENDPOINT is set);
  * flags win over the environment.
  */
 import { Command, InvalidArgumentError } from 'commander';
-import { EXECUTOR_ENV } from '../../control/descriptors/types.js';
+import { EXECUTOR_ENV } from '../../lib/descriptor.js';
 import { logger } from '../../lib/log.js';
 import { privateAllowlistFromEnv } from '../../lib/fetch-guard.js';
 import { ALLOW_CPU_FALLBACK_FLAG, startExecutionOrExit } from '../models/execution.js';

@@ -9,7 +9,7 @@
  */
 import { fileURLToPath } from 'node:url';
 import { Command, InvalidArgumentError, Option } from 'commander';
-import { EXECUTOR_ENV } from '../../control/descriptors/types.js';
+import { EXECUTOR_ENV } from '../../lib/descriptor.js';
 import { logger } from '../../lib/log.js';
 import { exitOnSignal } from '../../lib/shutdown.js';
 import { ALLOW_CPU_FALLBACK_FLAG, startExecutionOrExit } from '../models/execution.js';
@@ -19,7 +19,7 @@ import { connectSidecar } from '../common/sidecar-address.js';
 import { findModel } from '../models/catalog.js';
 import { loadManifest } from '../models/loader.js';
 import type { EngineConfig } from './engine/main.js';
-import { MODALITIES, type Modality } from './protocol.js';
+import { MODALITIES, type Modality } from '../../lib/geri-protocol.js';
 import { buildGeriServer } from './router/server.js';
 
 const int = (min: number) => (v: string) => {

@@ -19,7 +19,7 @@ import { llmErrors } from './errors.js';
 import type { LlmModel } from './model.js';
 import type { Prompt } from './prompt.js';
 import { Sequence, type FinishReason, type GenerateOptions } from './sequence.js';
-import { admitCount } from './admission.js';
+import { admitCount } from '../../policies/admission.js';
 import { type StepCache, compact, decode, newCache, prefill } from './steps.js';
 
 export interface EngineOptions {

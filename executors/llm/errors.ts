@@ -6,52 +6,40 @@ import type { ErrorRequestHandler } from 'express';
 import { CornserveError, isCornserveError } from '../../functions/sdk/errors.js';
 import type { Logger } from '../../lib/log.js';
 import { DEADLINE_HEADER } from '../../functions/sdk/dispatch.js';
-import { producerFailureDetails } from '../common/errors.js';
+import { producerFailureDetails } from '../../lib/executor-errors.js';
 import { isModelError } from '../models/errors.js';
+import { errorCatalogue } from '../../lib/error-catalogue.js';
 
-export const LlmErrorCode = {
+const catalogue = errorCatalogue({
   /** The request does not match the chat-completions schema or asks for something unsupported (n > 1, ...). */
-  BAD_REQUEST: 'LLM_BAD_REQUEST',
+  BAD_REQUEST: ['LLM_BAD_REQUEST', 400],
   /** prompt + max tokens do not fit the model's context. */
-  CONTEXT_TOO_LONG: 'LLM_CONTEXT_TOO_LONG',
+  CONTEXT_TOO_LONG: ['LLM_CONTEXT_TOO_LONG', 400],
   /** A multimodal part this executor cannot use: a plain URL (no encoder inside), or an unserved modality. */
-  MULTIMODAL_UNSUPPORTED: 'LLM_MULTIMODAL_UNSUPPORTED',
+  MULTIMODAL_UNSUPPORTED: ['LLM_MULTIMODAL_UNSUPPORTED', 400],
   /** Embeddings received from the sidecar do not fit the model (wrong hidden size, not a float tensor). */
-  EMBEDDING_MISMATCH: 'LLM_EMBEDDING_MISMATCH',
+  EMBEDDING_MISMATCH: ['LLM_EMBEDDING_MISMATCH', 400],
   /** `model` names a model this executor does not serve. */
-  MODEL_NOT_FOUND: 'LLM_MODEL_NOT_FOUND',
+  MODEL_NOT_FOUND: ['LLM_MODEL_NOT_FOUND', 404],
   /** The waiting queue is full. */
-  OVERLOADED: 'LLM_OVERLOADED',
+  OVERLOADED: ['LLM_OVERLOADED', 503],
   /** The request's deadline passed before it finished. */
-  DEADLINE_EXCEEDED: 'LLM_DEADLINE_EXCEEDED',
+  DEADLINE_EXCEEDED: ['LLM_DEADLINE_EXCEEDED', 504],
   /** Receiving embeddings from / sending hidden states to the sidecar failed. */
-  SIDECAR_FAILED: 'LLM_SIDECAR_FAILED',
+  SIDECAR_FAILED: ['LLM_SIDECAR_FAILED', 502],
   /** The model folder (manifest, graphs, tokenizer) is not a usable LLM. */
-  MODEL_INVALID: 'LLM_MODEL_INVALID',
+  MODEL_INVALID: ['LLM_MODEL_INVALID', 500],
   /** The request was cancelled (client went away, server stopping). */
-  CANCELLED: 'LLM_CANCELLED',
+  CANCELLED: ['LLM_CANCELLED', 503],
   /** onnxruntime failed while running a step. */
-  RUN_FAILED: 'LLM_RUN_FAILED',
-} as const;
+  RUN_FAILED: ['LLM_RUN_FAILED', 500],
+});
+export const LlmErrorCode = catalogue.codes;
 export type LlmErrorCode = (typeof LlmErrorCode)[keyof typeof LlmErrorCode];
-
-const STATUS: Record<LlmErrorCode, number> = {
-  LLM_BAD_REQUEST: 400,
-  LLM_CONTEXT_TOO_LONG: 400,
-  LLM_MULTIMODAL_UNSUPPORTED: 400,
-  LLM_EMBEDDING_MISMATCH: 400,
-  LLM_MODEL_NOT_FOUND: 404,
-  LLM_OVERLOADED: 503,
-  LLM_DEADLINE_EXCEEDED: 504,
-  LLM_SIDECAR_FAILED: 502,
-  LLM_MODEL_INVALID: 500,
-  LLM_CANCELLED: 503,
-  LLM_RUN_FAILED: 500,
-};
 
 export class LlmError extends CornserveError {
   constructor(code: LlmErrorCode, message: string, readonly param: string | null = null, details?: unknown) {
-    super(code, message, STATUS[code], details);
+    super(code, message, catalogue.status(code), details);
   }
 }
 
@@ -74,7 +62,7 @@ export const llmErrors = {
 
 /**
  * OpenAI's error object. `type` follows OpenAI's vocabulary; `code` is our stable code; `details` (our extension,
- * present when the error has any) carries e.g. `producer_failed` (executors/common/errors.ts) for the dispatcher.
+ * present when the error has any) carries e.g. `producer_failed` (lib/executor-errors.ts) for the dispatcher.
  */
 export interface OpenAIErrorBody {
   error: { message: string; type: string; param: string | null; code: string; details?: unknown };

@@ -6,7 +6,7 @@
  * The upstream's API key, if any, comes from CORNSERVE_EXTERNAL_LLM_API_KEY (never from argv).
  */
 import { Command } from 'commander';
-import { EXECUTOR_ENV } from '../../control/descriptors/types.js';
+import { EXECUTOR_ENV } from '../../lib/descriptor.js';
 import { logger } from '../../lib/log.js';
 import { exitOnSignal } from '../../lib/shutdown.js';
 import { startTelemetry } from '../../lib/telemetry.js';

@@ -9,14 +9,15 @@ import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { Template } from '@huggingface/jinja';
 import { Tokenizer as HfTokenizerImpl } from '@huggingface/tokenizers';
-import type { ChatMessage } from '../../functions/tasks/openai.js';
+import type { ChatMessage } from '../../lib/openai.js';
 import { eosIds, readOptionalJson } from '../models/hf-folder.js';
 import { llmErrors } from './errors.js';
 import type { TextTokenizer, TokenTextStream } from './tokenizer.js';
 
 /**
  * The part of @huggingface/tokenizers this file uses, typed here: under NodeNext its own types resolve to
- * `any` (toolchain.md §9.1), which would let any misuse through.
+ * `any` (its .d.ts files re-export through extensionless paths, hidden by skipLibCheck), which would let any
+ * misuse through.
  */
 interface HfTokenizerApi {
   encode(text: string, options?: { add_special_tokens?: boolean }): { ids: number[] };

@@ -7,7 +7,7 @@
  * path, `unix:<path>`, or the sidecar's http URL whose /info names its socket) in the environment; flags win.
  */
 import { Command, InvalidArgumentError } from 'commander';
-import { EXECUTOR_ENV } from '../../control/descriptors/types.js';
+import { EXECUTOR_ENV } from '../../lib/descriptor.js';
 import { privateAllowlistFromEnv, validatePrivateAllowlist } from '../../lib/fetch-guard.js';
 import { logger } from '../../lib/log.js';
 import { exitOnSignal } from '../../lib/shutdown.js';

@@ -19,7 +19,7 @@ import { isModelError } from '../models/errors.js';
 import { MANIFEST_FILE } from '../models/manifest.js';
 import { type DecoderLayout, type HfDtype, decoderGeometry, decoderLayout, inspectHfFolder, partFile } from '../models/hf-folder.js';
 import { llmErrors } from './errors.js';
-import { copyMeter } from './kv-cache.js';
+import { copyMeter } from '../../policies/kv-cache.js';
 import { HfTokenizer } from './hf-tokenizer.js';
 import { Tokenizer, type TextTokenizer } from './tokenizer.js';
 import { TensorParallelDecoder } from './tp-model.js';

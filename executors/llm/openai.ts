@@ -6,7 +6,7 @@
 import { randomBytes } from 'node:crypto';
 import type { Response } from 'express';
 import { z } from 'zod';
-import { chatRequestSchema } from '../../functions/tasks/openai.js';
+import { chatRequestSchema } from '../../lib/openai.js';
 import { llmErrors } from './errors.js';
 import type { FinishReason } from './sequence.js';
 

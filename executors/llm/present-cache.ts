@@ -9,7 +9,7 @@
  * when the batch changes: a prompt written into its slot, a slot moved into a hole, and a repack (each row's live
  * columns gathered to the left) once the width has grown past twice the longest sequence.
  */
-import { type CacheGeometry, type LiveSlot, copyMeter } from './kv-cache.js';
+import { type CacheGeometry, type LiveSlot, copyMeter } from '../../policies/kv-cache.js';
 
 export class PresentCache {
   private cur: Float32Array[] = [];

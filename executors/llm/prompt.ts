@@ -6,7 +6,7 @@
  * template writes one placeholder token per part (`<|image_pad|>`), expanded here to N the same way. The prompt's input embeddings are the token embeddings with
  * the received rows written over the placeholder positions.
  */
-import type { ChatMessage } from '../../functions/tasks/openai.js';
+import type { ChatMessage } from '../../lib/openai.js';
 import { llmErrors } from './errors.js';
 import { HfTokenizer } from './hf-tokenizer.js';
 import type { LlmModel } from './model.js';

@@ -14,7 +14,7 @@ import { traceRequests } from '../../lib/telemetry.js';
 import type { SidecarClient } from '../../sidecar/client/client.js';
 import { tensor } from '../../sidecar/tensor.js';
 import { deadlineOf } from '../common/deadline.js';
-import { ExecutorErrorCode } from '../common/errors.js';
+import { ExecutorErrorCode } from '../../lib/executor-errors.js';
 import { processExecution } from '../models/execution.js';
 import { describeExecution } from '../models/session-options.js';
 import { healthRoute } from '../common/health.js';

@@ -6,7 +6,7 @@
  * A sequence's numbers do not depend on the batch: pad lengths are multiples of the pad multiple, padding is
  * masked at the end, and every row is computed independently (tested in test/unit/executors/llm/).
  */
-import { KvCache, roundUp } from './kv-cache.js';
+import { KvCache, roundUp } from '../../policies/kv-cache.js';
 import type { LlmModel } from './model.js';
 import { PresentCache } from './present-cache.js';
 

@@ -1,13 +1,13 @@
 /**
  * Where an executor's ONNX Runtime sessions compute: the ONE place that chooses the execution provider.
  * The platform tells each executor its device kind and ordinals (CORNSERVE_DEVICE_KIND, CORNSERVE_DEVICE_ORDINALS;
- * control/descriptors/types.ts EXECUTOR_ENV) and, for GPUs, which provider to use (CORNSERVE_EXECUTION_PROVIDER:
+ * lib/descriptor.ts EXECUTOR_ENV) and, for GPUs, which provider to use (CORNSERVE_EXECUTION_PROVIDER:
  * cuda, the default, tensorrt or webgpu); the loader (loader.ts) asks `sessionOptionsFor` for every session.
  * Pure: no I/O. Whether a provider is installed comes in as `providerFiles` (providers.ts: its libraries beside the
  * onnxruntime binding); whether it runs comes in as probe results (provider-probe.ts, a session on each ordinal).
  */
 import type ort from 'onnxruntime-node';
-import { EXECUTOR_ENV } from '../../control/descriptors/types.js';
+import { EXECUTOR_ENV } from '../../lib/descriptor.js';
 import { EXECUTION_PROVIDER_ENV, GPU_PROVIDERS, installFix, type GpuProvider, type ProviderFiles } from './providers.js';
 
 export type DeviceKind = 'cpu' | 'cuda';

@@ -14,7 +14,7 @@
 import { randomInt } from 'node:crypto';
 import { defineApp, mergeStreams } from '../sdk/index.js';
 import { AnyToAnyTask, anyToAnyInputSchema } from '../tasks/any-to-any.js';
-import { chatChunkSchema } from '../tasks/openai.js';
+import { chatChunkSchema } from '../tasks/index.js';
 
 /** The same encoder ids as encoder-sharing and arena: the three apps share one image-encoder deployment. */
 const ENCODER_MODEL_IDS = ['cornserve/tiny-vlm-a', 'cornserve/tiny-vlm-b'];

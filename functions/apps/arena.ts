@@ -10,7 +10,7 @@
 import { z } from 'zod';
 import { defineApp, mergeStreams } from '../sdk/index.js';
 import { MLLMTask } from '../tasks/mllm.js';
-import { chatRequestSchema, modelBasename, type ChatChunk } from '../tasks/openai.js';
+import { chatRequestSchema, modelBasename, type ChatChunk } from '../tasks/index.js';
 
 const MODEL_IDS = ['cornserve/tiny-vlm-a', 'cornserve/tiny-vlm-b'];
 const contestants = MODEL_IDS.map((modelId) => new MLLMTask({ modelId, modalities: ['image'], encoderModelIds: MODEL_IDS }));

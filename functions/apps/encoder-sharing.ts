@@ -13,7 +13,7 @@
 import { z } from 'zod';
 import { ValidationError, defineApp } from '../sdk/index.js';
 import { MLLMTask } from '../tasks/mllm.js';
-import { chatChunkSchema, chatRequestSchema } from '../tasks/openai.js';
+import { chatChunkSchema, chatRequestSchema } from '../tasks/index.js';
 
 const MODEL_IDS = ['cornserve/tiny-vlm-a', 'cornserve/tiny-vlm-b'];
 const llms: Record<string, MLLMTask> = Object.fromEntries(

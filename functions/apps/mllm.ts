@@ -8,7 +8,7 @@
  */
 import { defineApp } from '../sdk/index.js';
 import { MLLMTask } from '../tasks/mllm.js';
-import { chatChunkSchema, chatRequestSchema } from '../tasks/openai.js';
+import { chatChunkSchema, chatRequestSchema } from '../tasks/index.js';
 
 /** The public request: a chat request (`cornserve_embeddings` is set by MLLMTask, never by clients). */
 const request = chatRequestSchema.omit({ cornserve_embeddings: true });

@@ -2,7 +2,7 @@ import { z } from 'zod';
 import { CompositeTask, type Stream } from '../sdk/index.js';
 import { AudioGeneratorTask } from './generator.js';
 import { MLLMAnswerStatesTask, MLLMTask, type MLLMOptions } from './mllm.js';
-import { chatRequestSchema, type ChatChunk } from './openai.js';
+import { chatRequestSchema, type ChatChunk } from '../../lib/openai.js';
 
 export const anyToAnyInputSchema = chatRequestSchema.extend({
   /** Speak the answer: the audio stream made from the generated answer instead of its text. */

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { DataForward, UnitTask, ValidationError, registerTaskClass, tensorForward } from '../sdk/index.js';
-import { MODALITIES, modelBasename } from './openai.js';
+import { MODALITIES, modelBasename } from '../../lib/openai.js';
 
 const sortedUnique = (ids: string[]) => [...new Set(ids)].sort();
 /** `-tp2` for a tensor-parallel task, so its name and executors differ from the single-device one's. */

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { Stream, UnitTask, registerTaskClass, streamOf, tensorForward } from '../sdk/index.js';
-import { chatChunkSchema, modelBasename, type ChatChunk } from './openai.js';
+import { chatChunkSchema, modelBasename, type ChatChunk } from '../../lib/openai.js';
 
 export const generatorConfigSchema = z.object({
   modelId: z.string().min(1),

@@ -1,5 +1,5 @@
 /** Built-in tasks: definitions only; executors and descriptors live in executors/ and control/. */
-export * from './openai.js';
+export * from '../../lib/openai.js';
 export * from './encoder.js';
 export * from './llm.js';
 export * from './generator.js';

@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { DataForward, Stream, UnitTask, registerTaskClass, streamOf, tensorForward } from '../sdk/index.js';
 import { tpSuffix } from './encoder.js';
-import { chatChunkSchema, chatRequestSchema, modelBasename, type ChatChunk, type ChatRequest } from './openai.js';
+import { chatChunkSchema, chatRequestSchema, modelBasename, type ChatChunk, type ChatRequest } from '../../lib/openai.js';
 
 /** ONNX variants of a Hugging Face folder, by transformers.js's file suffixes (executors/models/hf-folder.ts DTYPE_SUFFIX). */
 export const LLM_DTYPES = ['fp32', 'fp16', 'q8', 'int8', 'uint8', 'q4', 'q4f16', 'bnb4'] as const;

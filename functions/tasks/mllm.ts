@@ -2,7 +2,7 @@ import { z } from 'zod';
 import { CompositeTask, ValidationError, type DataForward, type Stream } from '../sdk/index.js';
 import { EncoderTask } from './encoder.js';
 import { LLMAnswerStatesTask, LLMEmbeddingTask, LLMTask, type LLMEmbeddingOutput } from './llm.js';
-import { MODALITIES, chatRequestSchema, multimodalParts, type ChatChunk, type ChatRequest, type Modality } from './openai.js';
+import { MODALITIES, chatRequestSchema, multimodalParts, type ChatChunk, type ChatRequest, type Modality } from '../../lib/openai.js';
 
 export const mllmOptionsSchema = z.object({
   modelId: z.string().min(1),

@@ -8,7 +8,7 @@
  * A change of a node's address (a restart on a new port, a new instance) or its disappearance (it stopped, or its
  * lease ended and it was reaped) is reported through `changed`, so the links to it follow.
  */
-import type { SidecarRecord, Store } from '../../control/store/types.js';
+import type { SidecarRecord, Store } from '../../lib/store.js';
 import type { PeerAddress } from './peers.js';
 import { sleep } from '../../lib/wait.js';
 

@@ -8,7 +8,7 @@
  * `maxDelayMs`) while it keeps waiting: the chunk may not be produced yet, or its holder may have moved. One timer
  * serves every entry; it runs only while entries are queued.
  */
-import type { TensorChunkMeta } from '../../control/store/types.js';
+import type { TensorChunkMeta } from '../../lib/store.js';
 
 export interface FinderHooks {
   /** The Store's entry for a chunk (who holds it). */

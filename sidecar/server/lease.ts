@@ -10,7 +10,7 @@
  * sidecar reaps, so a crash is cleaned up as long as one sidecar runs; the scripts are atomic, so concurrent
  * reapers take each entry once. A Store outage is logged and retried at the next tick.
  */
-import type { SidecarRecord, Store } from '../../control/store/types.js';
+import type { SidecarRecord, Store } from '../../lib/store.js';
 import type { Logger } from '../../lib/log.js';
 
 export type LeaseStore = Pick<Store, 'registerSidecar' | 'renewSidecar' | 'deleteSidecar' | 'takeExpiredSidecars' | 'takeExpiredChunks'>;

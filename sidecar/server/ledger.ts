@@ -29,7 +29,7 @@ import type { Allocation } from '../shm/memory.js';
 import type { ChunkKind } from '../wire/protocol.js';
 import type { DType } from '../tensor.js';
 import { deadlineTimer } from '../../lib/wait.js';
-import type { TensorChunkMeta } from '../../control/store/types.js';
+import type { TensorChunkMeta } from '../../lib/store.js';
 
 export interface ChunkRecord {
   id: string;

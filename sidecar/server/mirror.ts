@@ -10,7 +10,7 @@
  * delete never overtakes its put. A failed write is logged and counted, not retried: the sidecar's own ledger, not the
  * Store, is the authority on what it holds (an entry a failed delete left is reaped after its expiry, lease.ts).
  */
-import type { Store, TensorChunkMeta } from '../../control/store/types.js';
+import type { Store, TensorChunkMeta } from '../../lib/store.js';
 import type { Logger } from '../../lib/log.js';
 
 export type ChunkIndex = Pick<Store, 'putChunk' | 'deleteChunk'>;

@@ -1,7 +1,7 @@
 /** Sidecar server options: user-facing with documented defaults, compiled (validated, frozen) once at start. */
 import type { SlabSpec } from '../shm/memory.js';
 import type { PeerAddress } from './peers.js';
-import type { Store } from '../../control/store/types.js';
+import type { Store } from '../../lib/store.js';
 import { badRequest } from '../errors.js';
 
 export interface SidecarServerOptions {

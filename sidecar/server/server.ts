@@ -19,7 +19,7 @@ import { PeerDirectory } from './directory.js';
 import { ChunkFinder } from './finder.js';
 import { SidecarLease } from './lease.js';
 import type { Cancellable } from '../cancel.js';
-import type { TensorChunkMeta } from '../../control/store/types.js';
+import type { TensorChunkMeta } from '../../lib/store.js';
 import { createMetrics, type SidecarMetrics } from './metrics.js';
 import { compileSidecarOptions, type CompiledSidecarOptions, type SidecarServerOptions } from './options.js';
 import { ClientConnection } from './connection.js';

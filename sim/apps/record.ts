@@ -6,13 +6,13 @@
  * The dispatcher's own wiring (findForwards / wireDataForwards) says which invocation feeds which.
  */
 import { readFile } from 'node:fs/promises';
-import { findForwards, wireDataForwards } from '../policies.js';
+import { findForwards, wireDataForwards } from '../../policies/wiring.js';
 import { descriptorFor } from '../../control/descriptors/registry.js';
 import { taskIdOf } from '../../control/store/task-id.js';
 import { TaskGraph, runInRequestScope, type TaskGraphJSON, type UnitTask } from '../../functions/sdk/index.js';
 import { loadAppSource } from '../../functions/runtime/load.js';
 import type { StageKind } from '../latency/models.js';
-import { STAGE_OF, taskLabel } from '../../plan/labels.js';
+import { STAGE_OF, taskLabel } from '../../control/descriptors/labels.js';
 
 export class ScenarioError extends Error {
   override readonly name = 'ScenarioError';

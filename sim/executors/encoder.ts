@@ -1,5 +1,5 @@
 /** Eric in virtual time: the live Eric scheduler forms each batch; the encoder model gives its duration. */
-import { EricScheduler as Scheduler } from '../policies.js';
+import { Scheduler } from '../../policies/eric-scheduler.js';
 import type { Compute } from '../engine/compute.js';
 import type { EventQueue } from '../engine/queue.js';
 import { encoderMs, sums, type EncoderModel } from '../latency/models.js';

@@ -1,6 +1,6 @@
 /** Geri in virtual time: the live Geri request queue forms each batch; steps × per-step model gives its duration. */
-import { GeriRequestQueue as RequestQueue } from '../policies.js';
-import type { GenParams } from '../../executors/geri/protocol.js';
+import { RequestQueue } from '../../policies/geri-scheduler.js';
+import type { GenParams } from '../../lib/geri-protocol.js';
 import type { Compute } from '../engine/compute.js';
 import type { EventQueue } from '../engine/queue.js';
 import { encoderMs, generatorMs, sums, type EncoderModel, type GeneratorModel } from '../latency/models.js';

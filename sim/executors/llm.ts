@@ -3,7 +3,7 @@
  * into one prefill (the live admission rule, plus the KV-cache budget of the device), which gives each its
  * first token, then runs one decode step for every running sequence; finished sequences leave.
  */
-import { admitCount } from '../policies.js';
+import { admitCount } from '../../policies/admission.js';
 import type { Compute } from '../engine/compute.js';
 import type { EventQueue } from '../engine/queue.js';
 import { decodeMs, encoderMs, prefillMs, sums, type EncoderModel, type LlmModel } from '../latency/models.js';

@@ -13,8 +13,8 @@
 import { randomBytes } from 'node:crypto';
 import { cpus } from 'node:os';
 import { parse as parseYaml, stringify } from 'yaml';
-import { startCornserve } from '../../control/cli/up.js';
-import { GatewayClient } from '../../control/cli/client.js';
+import { startCornserve } from '../../control/compose/up.js';
+import { GatewayClient } from '../../control/gateway/client.js';
 import type { HostModel } from '../scenario/schema.js';
 import { medianMsEach } from './timing.js';
 

@@ -19,7 +19,7 @@ import { defaultModelsDir } from '../../executors/models/catalog.js';
 import { loadModel } from '../../executors/models/loader.js';
 import { preprocessImage } from '../../executors/models/preprocess/image.js';
 import { generateImage, runVision } from '../../executors/models/run.js';
-import { KvCache } from '../../executors/llm/kv-cache.js';
+import { KvCache } from '../../policies/kv-cache.js';
 import { LlmModel } from '../../executors/llm/model.js';
 import { decode, prefill } from '../../executors/llm/steps.js';
 import { fitDecode, fitPrefill, fitUnits, type DecodeSample, type PrefillSample, type UnitSample } from '../latency/fit.js';

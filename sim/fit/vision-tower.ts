@@ -1,8 +1,8 @@
 /**
  * `cornserve simulate fit-encoder`: the encoder rows of sim/presets/gpus.yaml derived from published GPU profiles
  * instead of guessed. A vision encoder is a transformer over patches, so its time is that of its GEMMs, its
- * element-wise kernels and its attention; Vidur's per-operator tables (/work/shared/data/gpu-profiles, read from the
- * path given on the command line, never copied) time exactly those kernels for LLM layers of known shapes:
+ * element-wise kernels and its attention; Vidur's per-operator tables (microsoft/vidur's profiling data, read from the
+ * folder given on the command line, never copied) time exactly those kernels for LLM layers of known shapes:
  *  - GEMMs (`attn_pre_proj`, `attn_post_proj`, `mlp_up_proj`, `mlp_down_proj` of mlp.csv, every TP shard shape of
  *    Llama-2-7B and CodeLlama-34B, batches ≥ MIN_TOKENS): ms = a + FLOPs ÷ R — R is the achieved matmul rate;
  *  - element-wise kernels (norms, residual add, activation, rotary; TP1 rows): ms = a + b·(tokens × width);

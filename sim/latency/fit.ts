@@ -1,6 +1,6 @@
 /**
  * Fitting latency models from profiles (least squares with ml-regression-multivariate-linear; its weights
- * come back with the intercept LAST — toolchain.md §9.4).
+ * come back with the intercept LAST).
  */
 import MLR from 'ml-regression-multivariate-linear';
 

@@ -9,6 +9,7 @@
  * Every evaluation is checked: a model that yields a negative or non-finite duration is an error naming it.
  */
 import { z } from 'zod';
+import type { StageKind as LabelStageKind } from '../../control/descriptors/labels.js';
 
 const coef = z.number().finite();
 export const linear2 = z.object({ a: coef, b: coef }).strict();
@@ -64,6 +65,9 @@ export type GeneratorModel = z.infer<typeof generatorModelSchema>;
 export type EchoModel = z.infer<typeof echoModelSchema>;
 export type StageModels = z.infer<typeof stageModelsSchema>;
 export type StageKind = keyof StageModels;
+// The stage kinds plans label tasks with are exactly the kinds this file models (a compile-time check).
+const stageKindsAgree: [StageKind] extends [LabelStageKind] ? ([LabelStageKind] extends [StageKind] ? true : never) : never = true;
+void stageKindsAgree;
 
 export class ModelOutputError extends Error {
   override readonly name = 'ModelOutputError';

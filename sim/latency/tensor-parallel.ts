@@ -1,7 +1,7 @@
 /**
  * Tensor parallelism in the latency models: an executor on k× its task's devices runs each batch in
  * factor(k) × the single-device time. The factors come from Vidur's A100 profiles
- * (/work/shared/data/gpu-profiles, microsoft/vidur @ 7d47513): per Llama-2-7B layer, the sum of the medians of
+ * (microsoft/vidur @ 7d47513, its published profiling data): per Llama-2-7B layer, the sum of the medians of
  * its linear and norm kernels per GPU shard (compute/a100/meta-llama/Llama-2-7b-hf/mlp.csv, rows by
  * num_tokens × num_tensor_parallel_workers) plus two all-reduces of tokens × 4096 × 2 bytes among k GPUs of a
  * DGX node (network/a100_dgx/all_reduce.csv), ÷ the TP1 time. Attention kernels are not in that file: they

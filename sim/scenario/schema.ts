@@ -13,7 +13,7 @@ import { LINK_PRESETS } from '../cluster/links.js';
 import { ScenarioError } from '../apps/record.js';
 import type { AutoscaleSettings } from '../autoscale.js';
 import { probeModels, stageModelsSchema, type StageModels } from '../latency/models.js';
-import { parsePlan, type Plan } from '../../plan/schema.js';
+import { parsePlan, type Plan } from '../../lib/plan.js';
 
 export { ScenarioError };
 
@@ -22,7 +22,7 @@ export const PRESETS_DIR = fileURLToPath(new URL('../presets/', import.meta.url)
 export const SCENARIOS_DIR = fileURLToPath(new URL('../scenarios/', import.meta.url));
 export const BUILTIN_SCENARIOS = ['local-1x4', 'cluster-64x8'] as const;
 
-/** README "overhead" benchmark: the gateway → app function → dispatcher hops add 1.29 ms per request (quiet machine). */
+/** The "overhead" benchmark (docs/benchmarks/history.md, the first whole-platform table): the gateway → app function → dispatcher hops add 1.29 ms per request (quiet machine). */
 export const MEASURED_OVERHEAD_MS = 1.29;
 
 const linkName = z.string().refine((s) => s in LINK_PRESETS, { message: `a link preset (${Object.keys(LINK_PRESETS).join(', ')})` });
@@ -55,7 +55,7 @@ const scenarioSchema = z.object({
   deployment: z.object({
     /** manual: every task on its own executors; monolithic: encoders run inside the LLM (or generator) executor that consumes
      *  them (vLLM with its encoder inside, our LLM executor with encoderFission: false), no encoder executors. */
-    /** plan: a plan as `cornserve plan` writes it (plan/schema.ts), from `file` (YAML or JSON) or inline as `plan`. */
+    /** plan: a plan as `cornserve plan` writes it (lib/plan.ts), from `file` (YAML or JSON) or inline as `plan`. */
     mode: z.enum(['manual', 'monolithic', 'autoscaler', 'plan']).default('manual'),
     file: z.string().min(1).optional(),
     plan: z.unknown().optional(),
@@ -71,7 +71,7 @@ const scenarioSchema = z.object({
       policy: policySchema.default({ min: 1, max: 1_000_000, target: 2 }),
       /** Policy per task label (the others get `policy`). */
       policies: z.record(z.string(), policySchema).default({}),
-      /** The Autoscaler's options (windows and delays in ms, as control/autoscaler/autoscaler.ts names them). */
+      /** The Autoscaler's options (windows and delays in ms, as policies/autoscaler.ts names them). */
       options: z.object({
         stableWindowMs: z.number().positive(),
         panicWindowMs: z.number().positive(),

@@ -1,5 +1,5 @@
 /**
- * Autoscaling on a fixed device pool (issue 11's benchmark). Two apps share a 4-device `cornserve up` pool, each
+ * Autoscaling on a fixed device pool (the autoscaler against static splits). Two apps share a 4-device `cornserve up` pool, each
  * calling its own echo task with an exact capacity (serviceTimeMs 200, maxConcurrency 2: 10 req/s per executor).
  * Their demand swaps each 30 s phase: A high / B low, then B high / A low, then A high again (HIGH 24 req/s needs 3
  * executors, with 6 req/s of headroom to work off a queue; LOW 5 needs 1; an even 2+2 split cannot serve HIGH).
@@ -18,7 +18,7 @@
  *   node --import tsx test/bench/main.ts --only autoscale
  */
 import { loadavg } from 'node:os';
-import { GatewayClient, type TaskInfo } from '../../control/cli/client.js';
+import { GatewayClient, type TaskInfo } from '../../control/gateway/client.js';
 import { startRun } from '../../bench/client/runner.js';
 import { invokeTarget } from '../../bench/client/senders.js';
 import type { RequestRecord } from '../../bench/metrics/record.js';

@@ -1,5 +1,5 @@
 /**
- * CLIP tower benchmark (issue 13): images/s that Eric serves from the Hugging Face folder tiny-clip (config.json,
+ * CLIP tower benchmark (a Hugging Face vision folder served as it is): images/s that Eric serves from the Hugging Face folder tiny-clip (config.json,
  * preprocessor_config.json, onnx/vision_model.onnx) at saturation — HTTP → router (2 preprocessing threads: decode,
  * PIL-compatible resize 224 → 32 + crop + normalise) → ZeroMQ → engine (batches ≤ 8) → worker (1 onnxruntime
  * thread, image_embeds [1, 48]), answered without forwarding — next to a direct loop with the SAME threads in the

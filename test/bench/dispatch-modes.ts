@@ -1,5 +1,5 @@
 /**
- * Dispatch modes (issue 17): the echo app (zero service time) under `cornserve up --redis`, once with app functions
+ * Dispatch modes (what in-process dispatch saves): the echo app (zero service time) under `cornserve up --redis`, once with app functions
  * dispatching in process (`--dispatch in-process`: client -> gateway -> app function -> executor) and once through
  * the dispatcher service (`--dispatch cloudevent`: ... -> app function -> dispatcher -> executor), side by side;
  * then the same two modes under plain `cornserve up` (in-memory store: in process over the store link), through the

@@ -1,5 +1,5 @@
 /**
- * Decode without whole-cache copies: bytes the executor copies per generated token (executors/llm/kv-cache.ts
+ * Decode without whole-cache copies: bytes the executor copies per generated token (policies/kv-cache.ts
  * `copyMeter`, counted in code: decoder outputs onnxruntime-node copies into JS, slices, cache writes, moves and
  * relayouts) and served ÷ direct decode tokens/s at 1 and 8 streams (llm.ts's runLlmBench), for tiny-qwen2 and for
  * a configuration where the cache dominates a step (8 layers, hidden 512, prompts near the 2,048-token context;
@@ -10,7 +10,7 @@
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { generateBatch } from '../../executors/llm/direct.js';
-import { copyMeter } from '../../executors/llm/kv-cache.js';
+import { copyMeter } from '../../policies/kv-cache.js';
 import { LlmModel } from '../../executors/llm/model.js';
 import { BENCH_QWEN2_LARGE, buildHfDecoder } from '../../executors/models/builders/hf-decoder.js';
 import { writeBuiltModel } from '../../executors/models/build.js';

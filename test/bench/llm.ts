@@ -12,7 +12,7 @@ import http from 'node:http';
 import { dirname } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { llmDescriptor } from '../../control/descriptors/llm.js';
-import type { LaunchSpec } from '../../control/descriptors/types.js';
+import type { LaunchSpec } from '../../lib/descriptor.js';
 import { generateBatch } from '../../executors/llm/direct.js';
 import { LlmModel } from '../../executors/llm/model.js';
 import { LLMTask } from '../../functions/tasks/llm.js';

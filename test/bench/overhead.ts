@@ -12,7 +12,7 @@
 import { readFile } from 'node:fs/promises';
 import { Agent, request } from 'node:http';
 import { pidListeningOn, treeCpuMs } from '../../bench/client/proc.js';
-import { launchUp } from '../../control/cli/launch-up.js';
+import { launchUp } from '../../control/compose/launch-up.js';
 import type { BenchResult } from './types.js';
 import { formatTable } from './types.js';
 

@@ -10,7 +10,7 @@
  *   node --import tsx test/bench/main.ts --only serving
  */
 import { randomUUID } from 'node:crypto';
-import { GatewayClient } from '../../control/cli/client.js';
+import { GatewayClient } from '../../control/gateway/client.js';
 import { startRun } from '../../bench/client/runner.js';
 import { chatTarget, type Target } from '../../bench/client/senders.js';
 import { aggregate, runDurationS } from '../../bench/metrics/aggregate.js';

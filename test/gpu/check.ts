@@ -8,8 +8,8 @@
  */
 import { discoverDevices } from '../../control/platform/gpus.js';
 import { doctorCommand } from '../../control/cli/doctor.js';
-import { launchUp, type LaunchedUp } from '../../control/cli/launch-up.js';
-import { GatewayClient, type TaskInfo } from '../../control/cli/client.js';
+import { launchUp, type LaunchedUp } from '../../control/compose/launch-up.js';
+import { GatewayClient, type TaskInfo } from '../../control/gateway/client.js';
 import { makeImage } from '../helpers/media.js';
 
 const TOTAL_BUDGET_MS = 10 * 60_000;

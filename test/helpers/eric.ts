@@ -11,7 +11,7 @@ import type { SidecarClient } from '../../sidecar/client/client.js';
 import { type LoadedModel, loadModel } from '../../executors/models/loader.js';
 import { type SidecarCluster, startSidecars } from './sidecar.js';
 import type { Tensor } from '../../sidecar/tensor.js';
-import { EXECUTOR_ENV } from '../../control/descriptors/types.js';
+import { EXECUTOR_ENV } from '../../lib/descriptor.js';
 import { modelDir, modelsDir } from './models.js';
 import { startServerProcess } from './server-process.js';
 

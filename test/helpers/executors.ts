@@ -8,9 +8,9 @@ import type { ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
 import { createServer } from 'node:http';
 import { unitTaskKey, type UnitTask } from '../../functions/sdk/index.js';
-import { EXECUTOR_ENV } from '../../control/descriptors/types.js';
+import { EXECUTOR_ENV } from '../../lib/descriptor.js';
 import { taskIdOf } from '../../control/store/task-id.js';
-import type { ExecutorRoute, ExecutorState, Store, UnitTaskState } from '../../control/store/types.js';
+import type { ExecutorRoute, ExecutorState, Store, UnitTaskState } from '../../lib/store.js';
 import { freePort } from '../../lib/net.js';
 import { startServerProcess } from './server-process.js';
 

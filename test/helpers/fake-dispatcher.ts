@@ -4,7 +4,7 @@
  * For each dispatched graph it
  *  - records the graph JSON and the dispatch options (deep copies, so later mutation does not change them);
  *  - validates the graph with TaskGraph.fromJSON, as the real dispatcher does (a bad graph -> DispatchError 422);
- *  - wires DataForwards with the real dispatcher's wireDataForwards (control/dispatcher/wiring.ts): every invocation
+ *  - wires DataForwards with the real dispatcher's wireDataForwards (policies/wiring.ts): every invocation
  *    gets its executor's sidecar ranks; forwards that do not pair up fail the graph (DispatchError GRAPH_INVALID, 400);
  *  - answers with one output per invocation: the recorded placeholder with the ranks filled in (or what `output`
  *    makes of it), `{}` for a streaming last output plus the NDJSON lines of `streamChunks`;
@@ -23,8 +23,8 @@ import {
   type TaskGraphJSON,
   type TaskInvocationJSON,
 } from '../../functions/sdk/index.js';
-import { GraphInvalidError } from '../../control/dispatcher/errors.js';
-import { wireDataForwards } from '../../control/dispatcher/wiring.js';
+import { GraphInvalidError } from '../../lib/dispatch-errors.js';
+import { wireDataForwards } from '../../policies/wiring.js';
 import { sleep } from '../../lib/wait.js';
 
 export interface FakeDispatcherOptions {

@@ -10,7 +10,7 @@
  *   await geri.stop();
  */
 import { randomBytes } from 'node:crypto';
-import { EXECUTOR_ENV } from '../../control/descriptors/types.js';
+import { EXECUTOR_ENV } from '../../lib/descriptor.js';
 import { DEADLINE_HEADER } from '../../functions/sdk/dispatch.js';
 import { waitUntil } from '../../lib/wait.js';
 import type { SidecarClient } from '../../sidecar/client/client.js';

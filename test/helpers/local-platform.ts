@@ -3,8 +3,8 @@
  * printed), launch specs for the echo executor and the failing fixtures, and device refs.
  */
 import { LocalPlatform, type LocalPlatformOptions } from '../../control/platform/local.js';
-import type { LaunchSpec } from '../../control/descriptors/types.js';
-import type { DeviceRef } from '../../control/store/types.js';
+import type { LaunchSpec } from '../../lib/descriptor.js';
+import type { DeviceRef } from '../../lib/store.js';
 import { repoRoot } from './repo.js';
 
 export interface QuietPlatform extends LocalPlatform {

@@ -8,7 +8,7 @@
  *   const res = await p.invoke('echo', { text: 'hi' }); // a fetch Response
  */
 import { readFile } from 'node:fs/promises';
-import { startCornserve, type Cornserve, type CornserveOptions } from '../../control/cli/up.js';
+import { startCornserve, type Cornserve, type CornserveOptions } from '../../control/compose/up.js';
 import type { RegistrationEvent } from '../../control/gateway/app-manager.js';
 import { repoRoot } from './repo.js';
 import { waitUntil } from '../../lib/wait.js';

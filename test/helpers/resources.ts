@@ -6,10 +6,10 @@ import { EchoTask } from '../../functions/tasks/echo.js';
 import type { UnitTask } from '../../functions/sdk/index.js';
 import { descriptorFor } from '../../control/descriptors/registry.js';
 import { echoDescriptor } from '../../control/descriptors/echo.js';
-import type { TaskDescriptor } from '../../control/descriptors/types.js';
+import type { TaskDescriptor } from '../../lib/descriptor.js';
 import { ResourceManager, type ResourceManagerOptions } from '../../control/resources/manager.js';
 import { MemoryStore } from '../../control/store/memory.js';
-import type { Store } from '../../control/store/types.js';
+import type { Store } from '../../lib/store.js';
 import { exitAtOnceLaunch, quietPlatform, type QuietPlatform } from './local-platform.js';
 
 /** Echo tasks with this service time get a descriptor whose executor exits at once. */

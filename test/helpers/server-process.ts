@@ -9,7 +9,7 @@
  *   await p.stop();        // SIGTERM, SIGKILL after killAfterMs; idempotent
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { EXECUTOR_ENV } from '../../control/descriptors/types.js';
+import { EXECUTOR_ENV } from '../../lib/descriptor.js';
 import { freePort } from '../../lib/net.js';
 import { waitUntil } from '../../lib/wait.js';
 import { repoRoot } from './repo.js';

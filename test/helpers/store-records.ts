@@ -2,7 +2,7 @@
  * Sample Store records for tests: valid, distinct per call (pass a suffix), and overridable field by field; and a
  * recorder of the states a route goes through.
  */
-import type { AppRecord, ExecutorRoute, ExecutorState, SidecarRecord, Store, TensorChunkMeta, UnitTaskRecord } from '../../control/store/types.js';
+import type { AppRecord, ExecutorRoute, ExecutorState, SidecarRecord, Store, TensorChunkMeta, UnitTaskRecord } from '../../lib/store.js';
 
 export function sampleApp(n: string | number, overrides: Partial<AppRecord> = {}): AppRecord {
   return {

@@ -5,13 +5,13 @@
  *   await fetch(`${up.url}/app/invoke/embed`, ...);
  *   t.is(await up.stop(), 0);
  *
- * Started by the platform's launcher (control/cli/launch-up.ts), which also waits (bounded) until `up` prints the
+ * Started by the platform's launcher (control/compose/launch-up.ts), which also waits (bounded) until `up` prints the
  * app's name, i.e. registered it; the scratch folder goes with `cleanup()`.
  */
 import { cp, mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { launchUp } from '../../control/cli/launch-up.js';
+import { launchUp } from '../../control/compose/launch-up.js';
 
 export interface UpWithModels {
   url: string;

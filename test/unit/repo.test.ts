@@ -21,7 +21,7 @@ async function citing(name: string): Promise<string[]> {
   }
 }
 
-for (const doc of ['DESIGN.md', 'STYLE.md']) {
+for (const doc of ['DESIGN.md', 'STYLE.md', 'toolchain.md']) {
   test(`no tracked file cites ${doc}, which is not in the repository`, async (t) => {
     t.false(existsSync(join(repoRoot, doc)), `${doc} is in the repository now: this test can go`);
     t.deepEqual(await citing(doc), []);
@@ -31,4 +31,8 @@ for (const doc of ['DESIGN.md', 'STYLE.md']) {
 test('the architecture page the code cites exists', async (t) => {
   t.true(existsSync(join(repoRoot, 'docs/architecture.md')));
   t.true((await citing('docs/architecture.md')).length > 0);
+});
+
+test('no tracked file names a path of the machine it was built on', async (t) => {
+  t.deepEqual(await citing('/work/'), []);
 });

@@ -1,14 +1,14 @@
 /**
  * POST /plans/apply (admin): deploys a deployment plan (the file `cornserve plan` writes, as JSON) on the running
  * platform: each component's label is mapped to the deployed task of the plan's app that carries it
- * (plan/apply.ts), then the resource manager checks the whole plan and scales all or nothing
+ * (control/resources/plan-apply.ts), then the resource manager checks the whole plan and scales all or nothing
  * (ResourceManagerApi.applyPlan). 422 INVALID_PLAN naming the plan's field; 404 for an app that is not registered.
  */
 import { Router, type RequestHandler } from 'express';
-import { STAGE_OF, taskLabel } from '../../../plan/labels.js';
-import { planTargets, type AppTask } from '../../../plan/apply.js';
-import { parsePlan, PlanError } from '../../../plan/schema.js';
-import { InvalidPlanError } from '../../resources/errors.js';
+import { STAGE_OF, taskLabel } from '../../descriptors/labels.js';
+import { planTargets, type AppTask } from '../../resources/plan-apply.js';
+import { parsePlan, PlanError } from '../../../lib/plan.js';
+import { InvalidPlanError } from '../../../lib/resource-errors.js';
 import { taskFromRecord } from '../../resources/task-records.js';
 import type { ResourceManagerApi, TaskStatus } from '../../resources/types.js';
 import type { AppManager } from '../app-manager.js';

@@ -6,8 +6,8 @@
 import { Router, type RequestHandler } from 'express';
 import { z } from 'zod';
 import { parseOr422 } from '../../../lib/http.js';
-import type { ProfilePoint, TaskProfile } from '../../autoscaler/types.js';
-import { saturationPoint } from '../../autoscaler/frontier.js';
+import type { ProfilePoint, TaskProfile } from '../../../lib/autoscale.js';
+import { saturationPoint } from '../../../policies/frontier.js';
 import type { ResourceManagerApi } from '../../resources/types.js';
 
 const profileBody = z.object({ task_id: z.string().min(1) });

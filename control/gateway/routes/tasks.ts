@@ -9,7 +9,7 @@ import { parseOr422 } from '../../../lib/http.js';
 import type { ResourceManagerApi, TaskStatus } from '../../resources/types.js';
 import { requestDeadline } from '../deadline.js';
 import { readExecution } from '../executor-execution.js';
-import { DEFAULT_TARGET_IN_FLIGHT } from '../../autoscaler/autoscaler.js';
+import { DEFAULT_TARGET_IN_FLIGHT } from '../../../policies/autoscaler.js';
 import { BadRequestError, DispatcherUnavailableError } from '../errors.js';
 import type { GatewayMetrics } from '../metrics.js';
 import type { Ticket } from '../in-flight.js';

@@ -3,7 +3,7 @@
  * resource (`nvidia.com/gpu` from the NVIDIA device plugin), sorted by name so global ranks are stable
  * across restarts. Each node's sidecar listens on the node's address (a hostNetwork DaemonSet).
  */
-import type { NodeDevices } from '../types.js';
+import type { NodeDevices } from '../../../lib/platform.js';
 
 export interface KubeNodeDevices extends NodeDevices {
   /** The node's InternalIP (else first address), where its sidecar listens. */

@@ -18,8 +18,8 @@ import type { IConfigMap } from 'kubernetes-models/v1/ConfigMap';
 import type { IService } from 'kubernetes-models/v1/Service';
 import type { IEnvVar } from 'kubernetes-models/v1/EnvVar';
 import type { IService as IKnativeService } from '@kubernetes-models/knative/serving.knative.dev/v1/Service';
-import { EXECUTOR_ENV, type LaunchSpec } from '../../descriptors/types.js';
-import type { AppFunctionSpec, ExecutorSpec } from '../types.js';
+import { EXECUTOR_ENV, type LaunchSpec } from '../../../lib/descriptor.js';
+import type { AppFunctionSpec, ExecutorSpec } from '../../../lib/platform.js';
 import { InvalidSpecError } from './errors.js';
 import { ANNOTATION, LABEL, MANAGED_BY, appObjectName, appSourceConfigMapName, executorObjectName, labelValue } from './names.js';
 import { MANIFEST_DEFAULTS, MODELS_MOUNT_PATH, type AutoscalingOptions, type ManifestOptions, type ModelsVolume } from './options.js';
@@ -306,7 +306,7 @@ export function appKnativeService(app: AppManifestInput, o: ManifestOptions = MA
 }
 
 /**
- * The app function's own route (issue 17): Knative gives every Service a URL; ours are `cluster-local`, so it is
+ * The app function's own route (its graphs run in process, so it needs none other): Knative gives every Service a URL; ours are `cluster-local`, so it is
  * `http://<service>.<namespace>.svc.cluster.local` (Knative's default cluster domain), where POST /invoke with
  * `{"request_data": ...}` calls the app with no gateway in the path.
  */

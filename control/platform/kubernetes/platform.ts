@@ -10,8 +10,8 @@
  */
 import { logger } from '../../../lib/log.js';
 import { sleep } from '../../../lib/wait.js';
-import type { TaskDefinitionRecord, Unsubscribe } from '../../store/types.js';
-import type { AppFunctionInstance, AppFunctionSpec, ExecutorInstance, ExecutorSpec, Platform, PlatformEvent } from '../types.js';
+import type { TaskDefinitionRecord, Unsubscribe } from '../../../lib/store.js';
+import type { AppFunctionInstance, AppFunctionSpec, ExecutorInstance, ExecutorSpec, Platform, PlatformEvent } from '../../../lib/platform.js';
 import { KubeClient, RESOURCE, type KubeObject } from './client.js';
 import { gpuNodes, type KubeNodeDevices } from './discovery.js';
 import { KubeShutDownError, NotReadyError } from './errors.js';

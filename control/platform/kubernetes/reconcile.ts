@@ -6,9 +6,9 @@
  *  - create: the Store knows it, the cluster does not have it (or has another app under the same name);
  *  - delete: labelled objects the Store does not know.
  */
-import type { AppRecord, ExecutorRoute, Store, UnitTaskRecord } from '../../store/types.js';
-import type { LaunchSpec } from '../../descriptors/types.js';
-import type { AppFunctionSpec, ExecutorSpec } from '../types.js';
+import type { AppRecord, ExecutorRoute, Store, UnitTaskRecord } from '../../../lib/store.js';
+import type { LaunchSpec } from '../../../lib/descriptor.js';
+import type { AppFunctionSpec, ExecutorSpec } from '../../../lib/platform.js';
 import type { KubeObject } from './client.js';
 import { ANNOTATION, LABEL, SOURCE_CONFIGMAP_SUFFIX as SOURCE_SUFFIX, appObjectName, executorObjectName, sourceConfigMapOf } from './names.js';
 

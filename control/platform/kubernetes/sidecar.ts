@@ -1,6 +1,6 @@
 /**
  * The sidecar of one GPU node, as the DaemonSet starts it: which global ranks it serves and (without a Store) where
- * its peers are. Ranks are numbered exactly as the resource manager numbers devices (control/resources/allocation.ts
+ * its peers are. Ranks are numbered exactly as the resource manager numbers devices (policies/allocation.ts
  * buildInventory over KubernetesPlatform.listNodes(): consecutive from 0 over the GPU nodes sorted by name),
  * so the sidecar and the resource manager agree without talking to each other. Pure functions; see
  * sidecar-main.ts for the process. When GPU nodes are added or removed the numbering changes: restart the resource

@@ -7,11 +7,11 @@
  * are dropped. The pool's death is fatal (the process exits; the router reports 503).
  */
 import type { Logger } from '../../../lib/log.js';
-import { ExecutorErrorCode, executorError, toWire } from '../../common/errors.js';
+import { ExecutorErrorCode, executorError, toWire } from '../../../lib/executor-errors.js';
 import type { EngineServer } from '../../common/engine-process.js';
-import { type Handlers, type EngineInbound, type ItemResult, itemsFromWire } from '../../common/protocol.js';
+import { type Handlers, type EngineInbound, type ItemResult, itemsFromWire } from '../../../lib/executor-protocol.js';
 import type { WorkerPool } from '../../common/worker-pool.js';
-import { type Batch, type BatchEntry, Scheduler } from './scheduler.js';
+import { type Batch, type BatchEntry, Scheduler } from '../../../policies/eric-scheduler.js';
 
 /** How often requests whose deadline passed are dropped from the queue. */
 const EXPIRY_SWEEP_MS = 250;

@@ -8,7 +8,7 @@ import { errorHandler } from '../../../lib/http.js';
 import type { Logger } from '../../../lib/log.js';
 import { currentTraceparent, traceRequests } from '../../../lib/telemetry.js';
 import { deadlineOf } from '../../common/deadline.js';
-import { ExecutorErrorCode } from '../../common/errors.js';
+import { ExecutorErrorCode } from '../../../lib/executor-errors.js';
 import { processExecution } from '../../models/execution.js';
 import { describeExecution } from '../../models/session-options.js';
 import { healthRoute } from '../../common/health.js';

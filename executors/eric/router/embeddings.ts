@@ -12,9 +12,9 @@
 import { z } from 'zod';
 import { parseOr422 } from '../../../lib/http.js';
 import type { EngineClient } from '../../common/engine-client.js';
-import { toWire, type WireError } from '../../common/errors.js';
+import { toWire, type WireError } from '../../../lib/executor-errors.js';
 import type { PreprocessPool } from '../../common/preprocess-pool.js';
-import type { Item, ItemResult } from '../../common/protocol.js';
+import type { Item, ItemResult } from '../../../lib/executor-protocol.js';
 import { ericError } from '../errors.js';
 import type { EricMetrics } from '../metrics.js';
 import type { CompiledEricOptions } from '../options.js';

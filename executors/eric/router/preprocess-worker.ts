@@ -9,7 +9,7 @@
  * Decode failures are MODEL_INPUT_CORRUPT (422), size limits MODEL_INPUT_TOO_LARGE (413).
  */
 import { servePreprocess } from '../../common/preprocess-pool.js';
-import { tensor, type Item } from '../../common/protocol.js';
+import { tensor, type Item } from '../../../lib/executor-protocol.js';
 import type { ImagePreprocessing, Manifest } from '../../models/manifest.js';
 import { modelErrors } from '../../models/errors.js';
 import { preprocessAudio } from '../../models/preprocess/audio.js';

@@ -15,8 +15,8 @@
 import { withTraceparent } from '../../../lib/telemetry.js';
 import { SidecarClient } from '../../../sidecar/client/client.js';
 import { type Tensor, tensor as sidecarTensor } from '../../../sidecar/tensor.js';
-import { toWire } from '../../common/errors.js';
-import { type Item, type ItemResult, tensor } from '../../common/protocol.js';
+import { toWire } from '../../../lib/executor-errors.js';
+import { type Item, type ItemResult, tensor } from '../../../lib/executor-protocol.js';
 import { type Job, serveWorker } from '../../common/worker-runtime.js';
 import { encoderManifest } from '../../models/hf-encoder.js';
 import { type LoadedModel, loadModel } from '../../models/loader.js';

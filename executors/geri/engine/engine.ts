@@ -11,12 +11,12 @@
  * and before each image). The worker's death is fatal (main.ts exits).
  */
 import type { Logger } from '../../../lib/log.js';
-import { ExecutorErrorCode, executorError, toWire, type WireError } from '../../common/errors.js';
-import { type EngineInbound, type Handlers, type Item, type ItemResult, type Tensors, itemsFromWire } from '../../common/protocol.js';
+import { ExecutorErrorCode, executorError, toWire, type WireError } from '../../../lib/executor-errors.js';
+import { type EngineInbound, type Handlers, type Item, type ItemResult, type Tensors, itemsFromWire } from '../../../lib/executor-protocol.js';
 import type { StreamEvent } from '../../common/worker-pool.js';
 import type { CancelFlags } from '../cancel-flags.js';
-import { GenParams, type Modality } from '../protocol.js';
-import { type ScheduledRequest, type SchedulerBatch, Scheduler } from './scheduler.js';
+import { GenParams, type Modality } from '../../../lib/geri-protocol.js';
+import { type ScheduledRequest, type SchedulerBatch, Scheduler } from '../../../policies/geri-scheduler.js';
 
 /** How often requests whose deadline passed are dropped from the queue. */
 const EXPIRY_SWEEP_MS = 250;

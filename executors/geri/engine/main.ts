@@ -8,7 +8,7 @@ import { z } from 'zod';
 import { logger } from '../../../lib/log.js';
 import { runEngineProcess } from '../../common/engine-main.js';
 import { CancelFlags } from '../cancel-flags.js';
-import { MODALITIES } from '../protocol.js';
+import { MODALITIES } from '../../../lib/geri-protocol.js';
 import type { GeriWorkerData } from '../worker/worker.js';
 import { GeriEngine } from './engine.js';
 

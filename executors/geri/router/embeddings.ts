@@ -8,7 +8,7 @@
 import { type ReceivedTensor, ReceivedTensorError, receiveTensor, receiveTensorChunks } from '../../common/receive-tensor.js';
 import type { SidecarClient } from '../../../sidecar/client/client.js';
 import { SidecarError } from '../../../sidecar/errors.js';
-import { producerFailureDetails } from '../../common/errors.js';
+import { producerFailureDetails } from '../../../lib/executor-errors.js';
 import { GeriErrorCode, geriError } from '../errors.js';
 
 function mapError(e: unknown, id: string, deadline: number, startedAt: number): Error {

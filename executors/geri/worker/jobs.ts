@@ -8,12 +8,12 @@
  * Audio: the requests of a batch advance in lock step, one chunk each per step (the reference's streaming
  * engine), through generateAudio; each chunk is sent as PCM16 as soon as it is made.
  */
-import { ExecutorErrorCode, executorError, toWire } from '../../common/errors.js';
-import { type Item, type ItemResult, type Tensors, tensor } from '../../common/protocol.js';
+import { ExecutorErrorCode, executorError, toWire } from '../../../lib/executor-errors.js';
+import { type Item, type ItemResult, type Tensors, tensor } from '../../../lib/executor-protocol.js';
 import { generateAudio, generateImage } from '../../models/generate.js';
 import type { LoadedModel } from '../../models/loader.js';
 import type { Embeddings } from '../../models/tensors.js';
-import { type AudioParams, EMBEDDINGS, type ImageParams, PCM16, PNG, toPcm16 } from '../protocol.js';
+import { type AudioParams, EMBEDDINGS, type ImageParams, PCM16, PNG, toPcm16 } from '../../../lib/geri-protocol.js';
 
 /** Session options of Geri's worker (tests compare served output with a direct run using the same). */
 export const GERI_SESSION_OPTIONS = { intraOpNumThreads: 1, interOpNumThreads: 1, executionMode: 'sequential' as const };

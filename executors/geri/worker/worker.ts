@@ -4,7 +4,7 @@
  * engine as they are made). Geri runs on one device: no tensor parallelism, no sidecar in the worker (the
  * router receives the embeddings and frees their shared memory before a request is enqueued).
  */
-import type { Item } from '../../common/protocol.js';
+import type { Item } from '../../../lib/executor-protocol.js';
 import { type Job, serveWorker } from '../../common/worker-runtime.js';
 import { loadModel } from '../../models/loader.js';
 import { CancelFlags } from '../cancel-flags.js';

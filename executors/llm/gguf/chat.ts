@@ -5,7 +5,7 @@
  */
 import { Template } from '@huggingface/jinja';
 import type { LlamaModel } from 'node-llama-cpp';
-import type { ChatMessage } from '../../../functions/tasks/openai.js';
+import type { ChatMessage } from '../../../lib/openai.js';
 import { llmErrors } from '../errors.js';
 
 export class GgufChat {

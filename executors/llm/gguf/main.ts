@@ -10,7 +10,7 @@
  */
 import { freemem } from 'node:os';
 import { Command, InvalidArgumentError } from 'commander';
-import { EXECUTOR_ENV } from '../../../control/descriptors/types.js';
+import { EXECUTOR_ENV } from '../../../lib/descriptor.js';
 import { logger } from '../../../lib/log.js';
 import { exitOnSignal } from '../../../lib/shutdown.js';
 import { startTelemetry } from '../../../lib/telemetry.js';

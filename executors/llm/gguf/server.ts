@@ -10,7 +10,7 @@ import { hopBodyLimitBytes } from '../../../lib/body-limit.js';
 import { logger, type Logger } from '../../../lib/log.js';
 import { traceRequests } from '../../../lib/telemetry.js';
 import { deadlineOf } from '../../common/deadline.js';
-import { ExecutorErrorCode } from '../../common/errors.js';
+import { ExecutorErrorCode } from '../../../lib/executor-errors.js';
 import { healthRoute } from '../../common/health.js';
 import { llmErrors, openAIErrorHandler, toOpenAIError } from '../errors.js';
 import { createLlmMetrics } from '../metrics.js';

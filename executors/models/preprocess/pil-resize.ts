@@ -3,7 +3,7 @@
  * Hugging Face folder sees the pixel_values that Python transformers' image processors compute: separable
  * convolution, horizontal pass first (into 8-bit rows, as Pillow stores them), then vertical; the filter's support
  * is scaled by the downscale factor (antialiasing); coefficients are normalised per output pixel and rounded to
- * 22-bit fixed point. sharp's kernels differ (toolchain.md §9.2: 9e-2 embedding error after a resize).
+ * 22-bit fixed point. sharp's kernels differ (measured: 9e-2 embedding error after a resize).
  */
 import type { RgbImage } from './image.js';
 

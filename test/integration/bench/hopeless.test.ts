@@ -7,7 +7,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { benchCommand } from '../../../control/cli/bench.js';
-import { CliError } from '../../../control/cli/errors.js';
+import { CliError } from '../../../lib/cli-errors.js';
 import { startBenchGateway } from '../../helpers/bench-gateway.js';
 
 async function startRefusingServer(): Promise<{ url: string; invoked: () => number; close: () => Promise<void> }> {

@@ -14,7 +14,7 @@ import { createStore } from '../../../control/store/index.js';
 import { definitionDigest } from '../../../control/registry/task-registry.js';
 import type { TaskDefinitionJSON } from '../../../functions/sdk/index.js';
 import { taskIdOf } from '../../../control/store/task-id.js';
-import type { ExecutorRoute } from '../../../control/store/types.js';
+import type { ExecutorRoute } from '../../../lib/store.js';
 import { startEchoExecutor, type EchoExecutor } from '../../helpers/executors.js';
 import { echo } from '../../helpers/local-platform.js';
 import { startFakeKubeApi, type FakeKubeApi } from '../../helpers/fake-kube-api.js';

@@ -5,7 +5,7 @@
  */
 import test from 'ava';
 import { readFile } from 'node:fs/promises';
-import { GatewayClient } from '../../../control/cli/client.js';
+import { GatewayClient } from '../../../control/gateway/client.js';
 import { TEST_ADMIN_TOKEN } from '../../helpers/platform.js';
 import { startRedis, type RedisServer } from '../../helpers/redis.js';
 import { repoRoot } from '../../helpers/repo.js';

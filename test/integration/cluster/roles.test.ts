@@ -5,7 +5,7 @@
  */
 import test from 'ava';
 import { readFile } from 'node:fs/promises';
-import { GatewayClient } from '../../../control/cli/client.js';
+import { GatewayClient } from '../../../control/gateway/client.js';
 import { ResourceManagerClient } from '../../../control/resources/client.js';
 import { isCornserveError } from '../../../functions/sdk/index.js';
 import { waitUntil } from '../../../lib/wait.js';

@@ -8,7 +8,7 @@ import { pathToFileURL } from 'node:url';
 import test from 'ava';
 import { SidecarClient } from '../../../sidecar/client/client.js';
 import { callExecutor } from '../../../control/dispatcher/executor-client.js';
-import { TaskFailedError } from '../../../control/dispatcher/errors.js';
+import { TaskFailedError } from '../../../lib/dispatch-errors.js';
 import { type EricFixture, TINY_A, dataUrl, startEric } from '../../helpers/eric.js';
 import { uniquePrefix } from '../../helpers/ids.js';
 import { makeImage } from '../../helpers/media.js';

@@ -4,7 +4,7 @@
  * with --allow-cpu-fallback, runs on the CPU and says so in /health.
  */
 import test from 'ava';
-import { EXECUTOR_ENV } from '../../../control/descriptors/types.js';
+import { EXECUTOR_ENV } from '../../../lib/descriptor.js';
 import { startEric } from '../../helpers/eric.js';
 
 const GPUS = { [EXECUTOR_ENV.deviceKind]: 'cuda', [EXECUTOR_ENV.deviceOrdinals]: '0' };

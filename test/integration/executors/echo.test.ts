@@ -3,7 +3,7 @@ import { waitUntil } from '../../../lib/wait.js';
 import { echo } from '../../helpers/local-platform.js';
 import { startEchoExecutor } from '../../helpers/executors.js';
 import { ExecutorLoadReader } from '../../../control/autoscaler/executor-load.js';
-import type { ExecutorRoute } from '../../../control/store/types.js';
+import type { ExecutorRoute } from '../../../lib/store.js';
 
 test('an echo executor serves maxConcurrency requests at once and queues the rest', async (t) => {
   const ex = await startEchoExecutor({ serviceTimeMs: 4000, maxConcurrency: 2 });

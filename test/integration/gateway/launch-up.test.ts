@@ -1,11 +1,11 @@
 /**
- * The one launcher of `cornserve up` as a child process (control/cli/launch-up.ts), which the benchmarks, the live
+ * The one launcher of `cornserve up` as a child process (control/compose/launch-up.ts), which the benchmarks, the live
  * cross-check and the "point it at a folder" tests use: ready only once the gateway answers, an error that shows
  * why when `up` dies or readiness fails, and nothing left running after stop() or a failed start.
  */
 import test, { type ExecutionContext } from 'ava';
 import { readFileSync } from 'node:fs';
-import { launchUp } from '../../../control/cli/launch-up.js';
+import { launchUp } from '../../../control/compose/launch-up.js';
 import { pidListeningOn, processLabel, processTree } from '../../../bench/client/proc.js';
 import { freePort } from '../../../lib/net.js';
 import { waitUntil } from '../../../lib/wait.js';

@@ -8,7 +8,7 @@ import { spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { RUN_DIR_PREFIXES } from '../../../control/cli/up.js';
+import { RUN_DIR_PREFIXES } from '../../../control/compose/up.js';
 import { ownedName, pidAlive } from '../../../lib/temp-dirs.js';
 import { ndjsonLines, slowStreamAppSource, startPlatform, type TestPlatform } from '../../helpers/platform.js';
 

@@ -1,5 +1,5 @@
 import test from 'ava';
-import { GatewayClient } from '../../../control/cli/client.js';
+import { GatewayClient } from '../../../control/gateway/client.js';
 import { tasksWithProfilesCommand } from '../../../control/cli/profile.js';
 import { TEST_ADMIN_TOKEN, startPlatform, type TestPlatform } from '../../helpers/platform.js';
 

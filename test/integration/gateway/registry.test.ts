@@ -1,7 +1,7 @@
 /**
  * User-defined unit tasks registered at run time (POST /tasks/register) on a whole local platform: the example
  * word-count executor (examples/registry, a plain Node HTTP server) registered, then called by an app and by a
- * script session; the faults of the issue each a test.
+ * script session; each fault a test of its own.
  */
 import { execFile } from 'node:child_process';
 import { readFile } from 'node:fs/promises';

@@ -2,7 +2,7 @@
 import test from 'ava';
 import { createServer } from 'node:net';
 import { once } from 'node:events';
-import { startCornserve } from '../../../control/cli/up.js';
+import { startCornserve } from '../../../control/compose/up.js';
 
 test('up on a busy port fails with EADDRINUSE and starts no child process', async (t) => {
   const holder = createServer();

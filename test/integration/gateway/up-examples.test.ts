@@ -6,7 +6,7 @@ import test from 'ava';
 import { spawnSync } from 'node:child_process';
 import { readdirSync } from 'node:fs';
 import { join } from 'node:path';
-import { launchUp, type LaunchedUp } from '../../../control/cli/launch-up.js';
+import { launchUp, type LaunchedUp } from '../../../control/compose/launch-up.js';
 import { repoRoot } from '../../helpers/repo.js';
 
 const APPS = readdirSync(join(repoRoot, 'functions/apps')).filter((f) => f.endsWith('.ts')).map((f) => f.replace(/\.ts$/, ''));

@@ -6,7 +6,7 @@ import test from 'ava';
 import { sseEvents } from '../../../control/descriptors/geri.js';
 import { generateAudio } from '../../../executors/models/generate.js';
 import { loadModel } from '../../../executors/models/loader.js';
-import { toPcm16 } from '../../../executors/geri/protocol.js';
+import { toPcm16 } from '../../../lib/geri-protocol.js';
 import { GERI_SESSION_OPTIONS } from '../../../executors/geri/worker/jobs.js';
 import { waitUntil } from '../../../lib/wait.js';
 import { tensor } from '../../../sidecar/tensor.js';

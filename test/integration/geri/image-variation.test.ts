@@ -10,7 +10,7 @@ import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import test from 'ava';
 import sharp from 'sharp';
-import { printAppUsage } from '../../../control/cli/up-output.js';
+import { printAppUsage } from '../../../control/compose/up-output.js';
 import { waitUntil } from '../../../lib/wait.js';
 import { dataUrl } from '../../helpers/eric.js';
 import { makeImage } from '../../helpers/media.js';

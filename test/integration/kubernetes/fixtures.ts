@@ -6,8 +6,8 @@
 import type { ExecutionContext } from 'ava';
 import { KubernetesPlatform } from '../../../control/platform/kubernetes/platform.js';
 import type { KubernetesPlatformInit } from '../../../control/platform/kubernetes/options.js';
-import type { AppFunctionSpec, ExecutorSpec, PlatformEvent } from '../../../control/platform/types.js';
-import type { LaunchSpec } from '../../../control/descriptors/types.js';
+import type { AppFunctionSpec, ExecutorSpec, PlatformEvent } from '../../../lib/platform.js';
+import type { LaunchSpec } from '../../../lib/descriptor.js';
 import { waitUntil } from '../../../lib/wait.js';
 import { startFakeKubeApi, type FakeKubeApi, type KubeObject, type RecordedRequest } from '../../helpers/fake-kube-api.js';
 

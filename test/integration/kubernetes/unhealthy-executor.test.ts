@@ -7,7 +7,7 @@
  */
 import test from 'ava';
 import { KubernetesPlatform } from '../../../control/platform/kubernetes/platform.js';
-import type { ExecutorInstance, ExecutorSpec, Platform } from '../../../control/platform/types.js';
+import type { ExecutorInstance, ExecutorSpec, Platform } from '../../../lib/platform.js';
 import { MemoryStore } from '../../../control/store/memory.js';
 import { TaskManager } from '../../../control/taskmanager/manager.js';
 import { waitUntil } from '../../../lib/wait.js';

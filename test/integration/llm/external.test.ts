@@ -3,7 +3,7 @@ import test from 'ava';
 import { EXTERNAL_LLM_URLS_ENV, externalLlmDescriptor } from '../../../control/descriptors/llm.js';
 import { generate } from '../../../executors/llm/direct.js';
 import { LLMTask } from '../../../functions/tasks/llm.js';
-import { chatRequestSchema } from '../../../functions/tasks/openai.js';
+import { chatRequestSchema } from '../../../lib/openai.js';
 import { freePort } from '../../../lib/net.js';
 import { startFakeOpenAI } from '../../helpers/fake-openai.js';
 import { launchExecutor, llm, startLlmServer, userPrompt } from '../../helpers/llm.js';

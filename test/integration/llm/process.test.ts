@@ -1,14 +1,14 @@
 /** The LLM executor as the platform runs it: a child process started from the descriptor's LaunchSpec. */
 import test from 'ava';
 import { llmDescriptor } from '../../../control/descriptors/llm.js';
-import { EXECUTOR_ENV } from '../../../control/descriptors/types.js';
+import { EXECUTOR_ENV } from '../../../lib/descriptor.js';
 import { dispatchGraph } from '../../../control/dispatcher/dispatch.js';
 import { MemoryStore } from '../../../control/store/memory.js';
 import { generate } from '../../../executors/llm/direct.js';
 import { mediaUrl } from '../../../executors/llm/multimodal.js';
 import { TaskGraph, randomHex } from '../../../functions/sdk/index.js';
 import { LLMTask } from '../../../functions/tasks/llm.js';
-import { chatRequestSchema } from '../../../functions/tasks/openai.js';
+import { chatRequestSchema } from '../../../lib/openai.js';
 import { tensor } from '../../../sidecar/tensor.js';
 import { deployTask } from '../../helpers/executors.js';
 import { launchExecutor, llm, postChat, userPrompt } from '../../helpers/llm.js';

@@ -6,7 +6,7 @@
  */
 import test from 'ava';
 import { taskIdOf } from '../../../control/store/task-id.js';
-import type { ExecutorRoute, Store } from '../../../control/store/types.js';
+import type { ExecutorRoute, Store } from '../../../lib/store.js';
 import { newTaskRecord } from '../../../control/resources/task-records.js';
 import { waitHealthy } from '../../../control/taskmanager/health.js';
 import type { UnitTask } from '../../../functions/sdk/index.js';

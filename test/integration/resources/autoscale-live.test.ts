@@ -1,5 +1,5 @@
 /**
- * Issue 11's live autoscaling tests: real `up`-style platforms (startPlatform: the in-memory Store, echo executors as
+ * Live autoscaling tests: real `up`-style platforms (startPlatform: the in-memory Store, echo executors as
  * child processes), echo tasks of exact capacity (serviceTimeMs + maxConcurrency: one executor serves
  * maxConcurrency ÷ service time req/s), short windows and a fast tick. Load is open loop (a fixed request rate, each
  * request on its own) so offered load does not shrink when executors are short. Every wait is for an observable

@@ -4,7 +4,7 @@
  */
 import test from 'ava';
 import { waitUntil } from '../../../lib/wait.js';
-import { startCornserve } from '../../../control/cli/up.js';
+import { startCornserve } from '../../../control/compose/up.js';
 import { echoAppSource, startPlatform, type TestPlatform } from '../../helpers/platform.js';
 
 const fast = { tickMs: 300, autoscaler: { stableWindowMs: 4000, panicWindowMs: 1500, scaleDownDelayMs: 1000 } };

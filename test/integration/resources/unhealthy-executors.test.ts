@@ -6,7 +6,7 @@
  */
 import test from 'ava';
 import { Router } from '../../../control/dispatcher/routing.js';
-import type { ExecutorRoute } from '../../../control/store/types.js';
+import type { ExecutorRoute } from '../../../lib/store.js';
 import { TaskGraph } from '../../../functions/sdk/index.js';
 import { EncoderTask } from '../../../functions/tasks/encoder.js';
 import { ImageGeneratorTask } from '../../../functions/tasks/generator.js';

@@ -5,7 +5,7 @@
  */
 import test from 'ava';
 import { existsSync } from 'node:fs';
-import { startNodeSidecars, type NodeSidecars, type SidecarState } from '../../../control/cli/sidecars.js';
+import { startNodeSidecars, type NodeSidecars, type SidecarState } from '../../../control/compose/sidecars.js';
 import { SidecarClient } from '../../../sidecar/client/client.js';
 import { listSegments } from '../../../sidecar/shm/segment.js';
 import { waitUntil } from '../../../lib/wait.js';

@@ -82,7 +82,7 @@ test('cornserve plan --split-only writes a plan where every task has executors o
   const io = { out: (l: string) => void lines.push(l), err: (l: string) => void lines.push(l) };
   // The local-cpu preset's encoder is cheap next to its LLM: unrestricted, the planner keeps it inside (quick mllm test above).
   await planCommand(io).parseAsync(['--apps', 'functions/apps/mllm.ts', '--devices', '4', '--device', 'local-cpu', '--mix', 'text:0.5,image:0.5', '--slo', 'ttft_ms=3000,tpot_ms=100', '--duration', '20', '--split-only', '--out', out], { from: 'user' }).catch((e) => t.fail(String(e)));
-  const { parsePlan } = await import('../../../plan/schema.js');
+  const { parsePlan } = await import('../../../lib/plan.js');
   const { parse } = await import('yaml');
   const plan = parsePlan(parse(await readFile(out, 'utf8')));
   t.is(plan.mode, 'split');
@@ -96,7 +96,7 @@ test('cornserve plan writes a plan file whose executors fit the device budget', 
   const out = join(dir, 'plan.yaml');
   const io = { out: () => {}, err: () => {} };
   await planCommand(io).parseAsync(['--apps', 'functions/apps/mllm.ts', '--devices', '4', '--mix', 'text:0.5,image:0.5', '--slo', 'ttft_ms=3000,tpot_ms=100', '--duration', '20', '--out', out], { from: 'user' }).catch((e) => t.fail(String(e)));
-  const { parsePlan } = await import('../../../plan/schema.js');
+  const { parsePlan } = await import('../../../lib/plan.js');
   const { parse } = await import('yaml');
   const plan = parsePlan(parse(await readFile(out, 'utf8')));
   t.is(plan.app, 'mllm');

@@ -6,7 +6,7 @@
 import test from 'ava';
 import fc from 'fast-check';
 import { benchConfig, type RawBenchOptions } from '../../../bench/client/config.js';
-import { CliError } from '../../../control/cli/errors.js';
+import { CliError } from '../../../lib/cli-errors.js';
 import { requestDeadline } from '../../../control/gateway/deadline.js';
 import { BadRequestError } from '../../../control/gateway/errors.js';
 

@@ -1,7 +1,7 @@
 /** The chunk finder asks the Store only for recvs that keep waiting, and keeps asking while they wait. */
 import test from 'ava';
 import { MemoryStore } from '../../../control/store/memory.js';
-import type { TensorChunkMeta } from '../../../control/store/types.js';
+import type { TensorChunkMeta } from '../../../lib/store.js';
 import { ChunkFinder } from '../../../sidecar/server/finder.js';
 import { waitUntil } from '../../../lib/wait.js';
 import { sampleChunk } from '../../helpers/store-records.js';

@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import { stringify } from 'yaml';
 import { loadScenario, parseScenario } from '../../../sim/scenario/schema.js';
 import { simulate } from '../../../sim/run.js';
-import type { Plan } from '../../../plan/schema.js';
+import type { Plan } from '../../../lib/plan.js';
 
 const ENC = 'encoder:image';
 const LLM = 'llm:cornserve/tiny-vlm-a';

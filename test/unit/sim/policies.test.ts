@@ -1,32 +1,12 @@
 import test from 'ava';
-import * as policies from '../../../sim/policies.js';
-import { allocate } from '../../../control/resources/allocation.js';
-import { pickLeastOutstanding } from '../../../control/dispatcher/pick.js';
-import { wireDataForwards } from '../../../control/dispatcher/wiring.js';
-import { Scheduler } from '../../../executors/eric/engine/scheduler.js';
-import { RequestQueue } from '../../../executors/geri/engine/scheduler.js';
-import { admitCount } from '../../../executors/llm/admission.js';
-import { freeDevices } from '../../../control/resources/allocation.js';
-import { Autoscaler } from '../../../control/autoscaler/autoscaler.js';
-import { planPool } from '../../../control/autoscaler/pool.js';
-import { estimateCapacity } from '../../../control/autoscaler/capacity.js';
+import { pickLeastOutstanding } from '../../../policies/pick.js';
+import { Scheduler } from '../../../policies/eric-scheduler.js';
+import { RequestQueue } from '../../../policies/geri-scheduler.js';
+import { admitCount } from '../../../policies/admission.js';
 import { SimEncoder } from '../../../sim/executors/encoder.js';
 import { SimGenerator } from '../../../sim/executors/generator.js';
 import { IndependentDevice } from '../../../sim/engine/compute.js';
 import { EventQueue } from '../../../sim/engine/queue.js';
-
-test('the simulator decides with the live modules themselves (import identity, not copies)', (t) => {
-  t.is(policies.allocate, allocate);
-  t.is(policies.pickLeastOutstanding, pickLeastOutstanding);
-  t.is(policies.wireDataForwards, wireDataForwards);
-  t.is(policies.EricScheduler, Scheduler);
-  t.is(policies.GeriRequestQueue, RequestQueue);
-  t.is(policies.admitCount, admitCount);
-  t.is(policies.freeDevices, freeDevices);
-  t.is(policies.Autoscaler, Autoscaler);
-  t.is(policies.planPool, planPool);
-  t.is(policies.estimateCapacity, estimateCapacity);
-});
 
 test("the simulated encoder and generator hold the live schedulers' instances", (t) => {
   const events = new EventQueue();

@@ -3,7 +3,7 @@ import test from 'ava';
 import { scenarios } from '../../../experiment/disaggregation.js';
 import { parseScenario } from '../../../sim/scenario/schema.js';
 import { policyFromProfile, profileTasks } from '../../../sim/profile.js';
-import { sweepStopped } from '../../../control/autoscaler/frontier.js';
+import { sweepStopped } from '../../../policies/frontier.js';
 
 const anyToAny = () => parseScenario(scenarios(true).find((s) => s.name === 'any-to-any/poisson')!.raw);
 

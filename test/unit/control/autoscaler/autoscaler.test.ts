@@ -1,7 +1,7 @@
 import test from 'ava';
-import { Autoscaler, type TaskSnapshot } from '../../../../control/autoscaler/autoscaler.js';
-import type { AppLoad, AutoscalePolicy, TaskLoad } from '../../../../control/autoscaler/types.js';
-import { planPool } from '../../../../control/autoscaler/pool.js';
+import { Autoscaler, type TaskSnapshot } from '../../../../policies/autoscaler.js';
+import type { AppLoad, AutoscalePolicy, TaskLoad } from '../../../../lib/autoscale.js';
+import { planPool } from '../../../../policies/pool.js';
 
 const TICK = 2000;
 const fixed = (rps: number) => (taskId: string) => ({ taskId, perExecutorRps: rps, source: 'profile' as const });

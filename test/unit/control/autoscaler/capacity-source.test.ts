@@ -1,6 +1,6 @@
 import test from 'ava';
 import { CapacitySource } from '../../../../control/autoscaler/capacity-source.js';
-import { paretoFrontier } from '../../../../control/autoscaler/frontier.js';
+import { paretoFrontier } from '../../../../policies/frontier.js';
 import { MemoryStore } from '../../../../control/store/memory.js';
 import { sampleTask } from '../../../helpers/store-records.js';
 

@@ -1,7 +1,8 @@
 import test from 'ava';
-import { estimateCapacity, foldLiveSample, profileCapacityAt, profileLatencyAt, type ExecutorLiveStats } from '../../../../control/autoscaler/capacity.js';
-import { paretoFrontier } from '../../../../control/autoscaler/frontier.js';
-import type { ProfilePoint, TaskProfile } from '../../../../control/autoscaler/types.js';
+import { estimateCapacity, foldLiveSample, profileCapacityAt, profileLatencyAt } from '../../../../policies/capacity.js';
+import type { ExecutorLiveStats } from '../../../../lib/autoscale.js';
+import { paretoFrontier } from '../../../../policies/frontier.js';
+import type { ProfilePoint, TaskProfile } from '../../../../lib/autoscale.js';
 
 const pt = (concurrency: number, throughputRps: number, p50Ms: number, p99Ms: number): ProfilePoint => ({ devicesPerExecutor: 1, concurrency, throughputRps, p50Ms, p99Ms });
 // echo, 20 ms per request, 2 at once: 50 req/s at 1, 100 at 2 and beyond (latency grows by queueing).

@@ -1,6 +1,6 @@
 import test from 'ava';
-import { paretoFrontier, saturationPoint, sweepStopped } from '../../../../control/autoscaler/frontier.js';
-import type { ProfilePoint } from '../../../../control/autoscaler/types.js';
+import { paretoFrontier, saturationPoint, sweepStopped } from '../../../../policies/frontier.js';
+import type { ProfilePoint } from '../../../../lib/autoscale.js';
 
 const pt = (concurrency: number, throughputRps: number, p99Ms: number, devicesPerExecutor = 1): ProfilePoint => ({ devicesPerExecutor, concurrency, throughputRps, p50Ms: p99Ms / 2, p99Ms });
 

@@ -1,5 +1,5 @@
 import test from 'ava';
-import { planPool, type PoolTask } from '../../../../control/autoscaler/pool.js';
+import { planPool, type PoolTask } from '../../../../policies/pool.js';
 
 const task = (taskId: string, current: number, want: number, demandRps: number, min = 1): PoolTask => ({ taskId, current, want, min, devicesPerExecutor: 1, demandRps, perExecutorRps: 10 });
 

@@ -3,7 +3,7 @@ import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { readRequestData } from '../../../../control/cli/data.js';
-import { CliError } from '../../../../control/cli/errors.js';
+import { CliError } from '../../../../lib/cli-errors.js';
 
 let dir: string;
 test.before(async () => {

@@ -1,5 +1,5 @@
 import test from 'ava';
-import type { TaskInfo } from '../../../../control/cli/client.js';
+import type { TaskInfo } from '../../../../control/gateway/client.js';
 import { tasksTable } from '../../../../control/cli/commands.js';
 import { taskIdOf } from '../../../../control/store/index.js';
 import { EncoderTask } from '../../../../functions/tasks/encoder.js';

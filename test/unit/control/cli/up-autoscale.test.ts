@@ -1,5 +1,5 @@
 import test from 'ava';
-import { upAutoscaleOptions } from '../../../../control/cli/up.js';
+import { upAutoscaleOptions } from '../../../../control/compose/up.js';
 
 test('up autoscales with the default timings unless --no-autoscale', (t) => {
   t.deepEqual(upAutoscaleOptions({ autoscale: true }), {});

@@ -4,7 +4,7 @@ import { audioChunkLines, audioGeriDescriptor, imageGeriDescriptor, sseEvents } 
 import { descriptorFor } from '../../../../control/descriptors/registry.js';
 import { DataForward } from '../../../../functions/sdk/index.js';
 import { AudioGeneratorTask, ImageGeneratorTask } from '../../../../functions/tasks/generator.js';
-import { chatChunkSchema } from '../../../../functions/tasks/openai.js';
+import { chatChunkSchema } from '../../../../lib/openai.js';
 
 const imageTask = new ImageGeneratorTask({ modelId: 'cornserve/tiny-image-gen', maxBatchSize: 4 });
 const audioTask = new AudioGeneratorTask({ modelId: 'cornserve/tiny-audio-gen' });

@@ -2,7 +2,7 @@ import test from 'ava';
 import { DataForward } from '../../../../functions/sdk/index.js';
 import { LLMAnswerStatesTask, LLMEmbeddingTask, LLMTask, LLM_DTYPES } from '../../../../functions/tasks/llm.js';
 import { DTYPE_SUFFIX } from '../../../../executors/models/hf-folder.js';
-import { chatRequestSchema, type ChatRequest } from '../../../../functions/tasks/openai.js';
+import { chatRequestSchema, type ChatRequest } from '../../../../lib/openai.js';
 import { externalLlmDescriptor, externalLlmUrl, llamaCppDescriptor, llmDescriptor, sseData } from '../../../../control/descriptors/llm.js';
 import { descriptorFor } from '../../../../control/descriptors/registry.js';
 import express from 'express';

@@ -8,7 +8,7 @@ import { once } from 'node:events';
 import { createServer, type RequestListener } from 'node:http';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { callExecutor } from '../../../../control/dispatcher/executor-client.js';
-import { TaskFailedError } from '../../../../control/dispatcher/errors.js';
+import { TaskFailedError } from '../../../../lib/dispatch-errors.js';
 
 async function executor(t: { teardown(f: () => void): void }, listener: RequestListener): Promise<string> {
   const server = createServer(listener);

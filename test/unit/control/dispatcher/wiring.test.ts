@@ -3,8 +3,8 @@ import { DataForward, TaskGraph, type DataForwardJSON, type TaskInvocation } fro
 import { EncoderTask } from '../../../../functions/tasks/encoder.js';
 import { ImageGeneratorTask } from '../../../../functions/tasks/generator.js';
 import { LLMEmbeddingTask, LLMTask } from '../../../../functions/tasks/llm.js';
-import { GraphInvalidError } from '../../../../control/dispatcher/errors.js';
-import { wireDataForwards } from '../../../../control/dispatcher/wiring.js';
+import { GraphInvalidError } from '../../../../lib/dispatch-errors.js';
+import { wireDataForwards } from '../../../../policies/wiring.js';
 
 const encoder = new EncoderTask({ modality: 'image', modelIds: ['m'] });
 const llm = new LLMTask({ modelId: 'm' });

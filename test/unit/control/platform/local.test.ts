@@ -3,8 +3,8 @@ import { spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { createInterface } from 'node:readline';
 import { LocalPlatform } from '../../../../control/platform/local.js';
-import type { LaunchSpec } from '../../../../control/descriptors/types.js';
-import type { PlatformEvent } from '../../../../control/platform/types.js';
+import type { LaunchSpec } from '../../../../lib/descriptor.js';
+import type { PlatformEvent } from '../../../../lib/platform.js';
 import { waitUntil } from '../../../../lib/wait.js';
 import { isAlive, repoRoot } from '../../../helpers/repo.js';
 

@@ -9,8 +9,8 @@ import {
   freeDevices,
   freeOwner,
   type Inventory,
-} from '../../../../control/resources/allocation.js';
-import { CannotColocateError, DeviceOwnershipError, NotEnoughDevicesError } from '../../../../control/resources/errors.js';
+} from '../../../../policies/allocation.js';
+import { CannotColocateError, DeviceOwnershipError, NotEnoughDevicesError } from '../../../../lib/resource-errors.js';
 
 /** Inventory from a picture: one string per node, one char per device: '.' free, a letter = that owner. */
 function inv(picture: Record<string, string>): Inventory {

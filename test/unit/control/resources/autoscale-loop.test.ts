@@ -5,7 +5,7 @@
 import test from 'ava';
 import { RedisStore } from '../../../../control/store/redis.js';
 import { MemoryStore } from '../../../../control/store/memory.js';
-import type { Store } from '../../../../control/store/types.js';
+import type { Store } from '../../../../lib/store.js';
 import { AutoscaleLoop, type AutoscaleTarget } from '../../../../control/resources/autoscale-loop.js';
 import { counterNames, COUNTER_TTL_MS, LoadReader } from '../../../../control/autoscaler/signals.js';
 import { PROFILING_WEIGHT } from '../../../../control/taskmanager/profiler-run.js';

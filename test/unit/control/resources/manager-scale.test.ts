@@ -4,7 +4,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { echoDescriptor } from '../../../../control/descriptors/echo.js';
-import type { TaskDescriptor } from '../../../../control/descriptors/types.js';
+import type { TaskDescriptor } from '../../../../lib/descriptor.js';
 import { echo, flakyLaunch } from '../../../helpers/local-platform.js';
 import { waitUntil } from '../../../../lib/wait.js';
 

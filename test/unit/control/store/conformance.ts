@@ -7,8 +7,8 @@
  * tests drive both handles at once.
  */
 import test, { type ExecutionContext } from 'ava';
-import { StoreClosedError, StoreConflictError, StoreNotFoundError } from '../../../../control/store/errors.js';
-import type { Store, StoreChange } from '../../../../control/store/types.js';
+import { StoreClosedError, StoreConflictError, StoreNotFoundError } from '../../../../lib/store-errors.js';
+import type { Store, StoreChange } from '../../../../lib/store.js';
 import { waitUntil } from '../../../../lib/wait.js';
 import { sampleApp, sampleChunk, sampleRoute, sampleSidecar, sampleTask } from '../../../helpers/store-records.js';
 

@@ -1,10 +1,10 @@
 import test, { type ExecutionContext } from 'ava';
 import { Redis } from 'ioredis';
-import { STORE_RETRY_AFTER_S, StoreUnavailableError } from '../../../../control/store/errors.js';
+import { STORE_RETRY_AFTER_S, StoreUnavailableError } from '../../../../lib/store-errors.js';
 import { errorHeaders, toErrorBody } from '../../../../lib/http.js';
 import { storeKeys } from '../../../../control/store/keys.js';
 import { RedisStore } from '../../../../control/store/redis.js';
-import type { StoreChange } from '../../../../control/store/types.js';
+import type { StoreChange } from '../../../../lib/store.js';
 import { freePort } from '../../../../lib/net.js';
 import { waitUntil, withDeadline } from '../../../../lib/wait.js';
 import { uniquePrefix } from '../../../helpers/ids.js';

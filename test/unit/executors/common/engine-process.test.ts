@@ -3,7 +3,7 @@ import { rmSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import test from 'ava';
 import { EngineProcess } from '../../../../executors/common/engine-process.js';
-import { tensor, type Item } from '../../../../executors/common/protocol.js';
+import { tensor, type Item } from '../../../../lib/executor-protocol.js';
 import { logger } from '../../../../lib/log.js';
 import { waitUntil } from '../../../../lib/wait.js';
 import { isAlive } from '../../../helpers/repo.js';

@@ -1,5 +1,5 @@
 import test from 'ava';
-import { fromWire, reportsProducerFailure, toWire } from '../../../../executors/common/errors.js';
+import { fromWire, reportsProducerFailure, toWire } from '../../../../lib/executor-errors.js';
 import { toErrorBody } from '../../../../lib/http.js';
 import { SidecarError } from '../../../../sidecar/errors.js';
 

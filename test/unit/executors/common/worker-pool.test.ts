@@ -1,6 +1,6 @@
 import test from 'ava';
 import { WorkerPool } from '../../../../executors/common/worker-pool.js';
-import { tensor, type Item } from '../../../../executors/common/protocol.js';
+import { tensor, type Item } from '../../../../lib/executor-protocol.js';
 import { logger } from '../../../../lib/log.js';
 
 const SCRIPT = new URL('./fixtures/sum-worker.ts', import.meta.url);

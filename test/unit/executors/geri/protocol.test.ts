@@ -1,5 +1,5 @@
 import test from 'ava';
-import { toPcm16 } from '../../../../executors/geri/protocol.js';
+import { toPcm16 } from '../../../../lib/geri-protocol.js';
 
 /** The definition toPcm16 must keep bit for bit: clamp to [-1, 1], scale by 32767, Math.round. */
 const reference = (samples: Float32Array) => Int16Array.from(samples, (x) => Math.round(Math.min(1, Math.max(-1, x)) * 32767));

@@ -8,7 +8,7 @@ import { cp, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import test from 'ava';
-import type { ChatMessage } from '../../../../functions/tasks/openai.js';
+import type { ChatMessage } from '../../../../lib/openai.js';
 import { generate } from '../../../../executors/llm/direct.js';
 import { LlmModel } from '../../../../executors/llm/model.js';
 import { GraphBuilder } from '../../../../executors/models/onnx/graph-builder.js';

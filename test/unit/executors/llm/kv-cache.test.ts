@@ -1,5 +1,5 @@
 import test from 'ava';
-import { KvCache } from '../../../../executors/llm/kv-cache.js';
+import { KvCache } from '../../../../policies/kv-cache.js';
 
 const geo = { layers: 2, heads: 2, headDim: 4, maxPositions: 1000, granule: 16 };
 

@@ -5,7 +5,7 @@
  */
 import test from 'ava';
 import { generate, generateBatch } from '../../../../executors/llm/direct.js';
-import { copyMeter } from '../../../../executors/llm/kv-cache.js';
+import { copyMeter } from '../../../../policies/kv-cache.js';
 import { llm, samplePrompts, userPrompt } from '../../../helpers/llm.js';
 
 test('a decode step copies the logits, not the KV cache: bytes copied per token stay under one cached position plus the logits', async (t) => {

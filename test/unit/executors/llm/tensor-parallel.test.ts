@@ -7,7 +7,7 @@ import { generateBatch, newCache } from '../../../../executors/llm/direct.js';
 import { LlmModel } from '../../../../executors/llm/model.js';
 import { decode, prefill } from '../../../../executors/llm/steps.js';
 import { llm, llmDir, samplePrompts, userPrompt } from '../../../helpers/llm.js';
-import { EXECUTOR_ENV } from '../../../../control/descriptors/types.js';
+import { EXECUTOR_ENV } from '../../../../lib/descriptor.js';
 
 // Two devices, as the platform assigns a TP-2 executor (CPU "devices"; read when the first session opens).
 process.env[EXECUTOR_ENV.deviceOrdinals] = '0,1';

@@ -9,7 +9,7 @@
  */
 import test from 'ava';
 import { AutoModelForCausalLM, AutoProcessor, AutoTokenizer, RawImage, env } from '@huggingface/transformers';
-import type { ChatMessage } from '../../../../functions/tasks/openai.js';
+import type { ChatMessage } from '../../../../lib/openai.js';
 import { generate } from '../../../../executors/llm/direct.js';
 import type { HfTokenizer } from '../../../../executors/llm/hf-tokenizer.js';
 import { encoderManifest } from '../../../../executors/models/hf-encoder.js';
@@ -21,7 +21,7 @@ import { makeImage } from '../../../helpers/media.js';
 
 env.allowRemoteModels = false;
 
-/** transformers.js's types are loose under NodeNext (toolchain.md §9.1): the few calls used here, typed. */
+/** transformers.js's types are loose under NodeNext (its .d.ts re-exports through extensionless paths): the few calls used here, typed. */
 interface TjsTensor { dims: number[]; data: ArrayLike<number | bigint> }
 interface TjsTokenizer {
   apply_chat_template(messages: unknown[], o: { add_generation_prompt: boolean; tokenize?: boolean; return_dict?: boolean }): unknown;

@@ -6,7 +6,7 @@ import { type Env, applyStage, graphsForRank, loadRank, runStage, runTensorParal
 import { preprocessImage } from '../../../../executors/models/preprocess/image.js';
 import { preprocessVideo } from '../../../../executors/models/preprocess/video.js';
 import { visionFeeds } from '../../../../executors/models/vision-runs.js';
-import { EXECUTOR_ENV } from '../../../../control/descriptors/types.js';
+import { EXECUTOR_ENV } from '../../../../lib/descriptor.js';
 
 // Two devices, as the platform assigns a TP-2 executor (CPU "devices"; read when the first session opens).
 process.env[EXECUTOR_ENV.deviceOrdinals] = '0,1';

@@ -1,7 +1,7 @@
 import test from 'ava';
 import { CloudEventDispatcher } from '../../../../functions/runtime/cloudevent-dispatcher.js';
 import { openDispatcher } from '../../../../functions/runtime/dispatch-mode.js';
-import { upDispatchMode } from '../../../../control/cli/up.js';
+import { upDispatchMode } from '../../../../control/compose/up.js';
 
 const o = { appId: 'a', dispatcherUrl: 'http://127.0.0.1:1' };
 

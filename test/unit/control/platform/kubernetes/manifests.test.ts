@@ -4,8 +4,8 @@ import {
   appConfigMap, appFunctionUrl, appKnativeService, executorDeployment, executorService, imageRef, renderAppManifests,
 } from '../../../../../control/platform/kubernetes/manifests.js';
 import { MANIFEST_DEFAULTS, type ManifestOptions } from '../../../../../control/platform/kubernetes/options.js';
-import { EXECUTOR_ENV } from '../../../../../control/descriptors/types.js';
-import type { AppFunctionSpec, ExecutorSpec } from '../../../../../control/platform/types.js';
+import { EXECUTOR_ENV } from '../../../../../lib/descriptor.js';
+import type { AppFunctionSpec, ExecutorSpec } from '../../../../../lib/platform.js';
 import { validateManifest } from '../../../../helpers/kube-models.js';
 
 const opts: ManifestOptions = {

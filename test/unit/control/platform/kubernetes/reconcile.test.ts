@@ -2,9 +2,9 @@ import test from 'ava';
 import { desiredStateFromStore, planReconcile, type ClusterState } from '../../../../../control/platform/kubernetes/reconcile.js';
 import { appKnativeService, appConfigMap, executorDeployment, executorService } from '../../../../../control/platform/kubernetes/manifests.js';
 import { MemoryStore } from '../../../../../control/store/memory.js';
-import type { AppFunctionSpec, ExecutorSpec } from '../../../../../control/platform/types.js';
+import type { AppFunctionSpec, ExecutorSpec } from '../../../../../lib/platform.js';
 import type { KubeObject } from '../../../../../control/platform/kubernetes/client.js';
-import type { LaunchSpec } from '../../../../../control/descriptors/types.js';
+import type { LaunchSpec } from '../../../../../lib/descriptor.js';
 
 const launch: LaunchSpec = { kind: 'echo', entry: 'executors/echo/main.ts', image: 'cornserve/echo', args: [], devicesPerExecutor: 1 };
 const exec = (id: string): ExecutorSpec => ({ executorId: id, taskId: 't1', node: 'n1', devices: [{ node: 'n1', globalRank: 0, localRank: 0 }], launch });

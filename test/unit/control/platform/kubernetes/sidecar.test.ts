@@ -1,6 +1,6 @@
 import test from 'ava';
 import { sidecarArgs, sidecarTopology } from '../../../../../control/platform/kubernetes/sidecar.js';
-import { buildInventory } from '../../../../../control/resources/allocation.js';
+import { buildInventory } from '../../../../../policies/allocation.js';
 import type { KubeNodeDevices } from '../../../../../control/platform/kubernetes/discovery.js';
 
 const nodes: KubeNodeDevices[] = [

@@ -1,8 +1,8 @@
 import test from 'ava';
 import { EricEngine } from '../../../../../executors/eric/engine/engine.js';
 import { WorkerPool } from '../../../../../executors/common/worker-pool.js';
-import type { EngineInbound, ItemResult } from '../../../../../executors/common/protocol.js';
-import type { WireError } from '../../../../../executors/common/errors.js';
+import type { EngineInbound, ItemResult } from '../../../../../lib/executor-protocol.js';
+import type { WireError } from '../../../../../lib/executor-errors.js';
 import { logger } from '../../../../../lib/log.js';
 import { waitUntil } from '../../../../../lib/wait.js';
 

@@ -1,6 +1,6 @@
 import test from 'ava';
-import { Scheduler, type Batch } from '../../../../../executors/eric/engine/scheduler.js';
-import type { Item } from '../../../../../executors/common/protocol.js';
+import { Scheduler, type Batch } from '../../../../../policies/eric-scheduler.js';
+import type { Item } from '../../../../../lib/executor-protocol.js';
 
 const item = (id: string, modality: string, modelId = 'm1'): Item => ({ id, meta: { modality, modelId }, tensors: {} });
 const request = (requestId: string, items: Item[]) => ({ requestId, deadline: Date.now() + 60_000, items });

@@ -5,12 +5,12 @@
  * it runs form the next batch.
  */
 import test from 'ava';
-import { type Item, type ItemResult, type Tensors, tensor } from '../../../../../executors/common/protocol.js';
-import type { WireError } from '../../../../../executors/common/errors.js';
+import { type Item, type ItemResult, type Tensors, tensor } from '../../../../../lib/executor-protocol.js';
+import type { WireError } from '../../../../../lib/executor-errors.js';
 import { WorkerPool } from '../../../../../executors/common/worker-pool.js';
 import { CancelFlags } from '../../../../../executors/geri/cancel-flags.js';
 import { type EngineLink, GeriEngine } from '../../../../../executors/geri/engine/engine.js';
-import { EMBEDDINGS, PCM16, PNG } from '../../../../../executors/geri/protocol.js';
+import { EMBEDDINGS, PCM16, PNG } from '../../../../../lib/geri-protocol.js';
 import type { GeriWorkerData } from '../../../../../executors/geri/worker/worker.js';
 import { logger } from '../../../../../lib/log.js';
 import { embeddings } from '../../../../helpers/geri.js';

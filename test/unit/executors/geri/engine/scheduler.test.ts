@@ -3,7 +3,7 @@
  * one for one (same names, same cases); the rest cover the audio rule and what the port adds (cancel, expiry).
  */
 import test from 'ava';
-import { RequestQueue, type ScheduledRequest, Scheduler, SchedulerBatch } from '../../../../../executors/geri/engine/scheduler.js';
+import { RequestQueue, type ScheduledRequest, Scheduler, SchedulerBatch } from '../../../../../policies/geri-scheduler.js';
 
 const FAR = Date.now() + 3_600_000;
 

@@ -5,7 +5,7 @@
  * Item states: waiting → running (in a batch) → done. A request is finished when all its items are done.
  * Pure logic, no I/O.
  */
-import type { Item, ItemResult } from '../../common/protocol.js';
+import type { Item, ItemResult } from '../lib/executor-protocol.js';
 
 export interface EricItemMeta { modality: string; modelId: string }
 

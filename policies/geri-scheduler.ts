@@ -7,8 +7,8 @@
  * A request reaches the scheduler only once all its embeddings arrived (the router receives them first), so
  * a batch never waits on the sidecar.
  */
-import type { Item } from '../../common/protocol.js';
-import { type GenParams, compatible } from '../protocol.js';
+import type { Item } from '../lib/executor-protocol.js';
+import { type GenParams, compatible } from '../lib/geri-protocol.js';
 
 export interface ScheduledRequest {
   requestId: string;

@@ -3,7 +3,7 @@
  * has stopped gaining throughput, and where a profile saturates. The profiler (control/taskmanager/profiler.ts)
  * measures; this decides.
  */
-import type { ProfilePoint } from './types.js';
+import type { ProfilePoint } from '../lib/autoscale.js';
 
 /** `a` beats `b`: at least as much throughput at no more p99, and strictly better on one of them. */
 const beats = (a: ProfilePoint, b: ProfilePoint) =>

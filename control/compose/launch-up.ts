@@ -23,7 +23,7 @@ import { ManagedChild, type ExitInfo, type LogSink } from '../platform/child.js'
 
 const REPO_ROOT = fileURLToPath(new URL('../../', import.meta.url));
 const ORPHAN_GUARD = './control/platform/orphan-guard.ts';
-/** What `up` prints once the platform runs (control/cli/up-output.ts printBanner). */
+/** What `up` prints once the platform runs (control/compose/up-output.ts printBanner). */
 const BANNER = /Cornserve is up: gateway \S+\s+\(dispatcher (\S+),/;
 /** Bytes of stdout kept (the banner and the app usages: small) and of stderr shown in errors. */
 const STDOUT_KEEP = 64_000;

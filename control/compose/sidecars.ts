@@ -17,7 +17,7 @@ import { ManagedChild, stderrSink, type LogSink } from '../platform/child.js';
 import { Supervised, type Incarnation, type SupervisedOptions } from '../platform/supervised.js';
 import { removeSegmentsOf } from '../../sidecar/shm/segment.js';
 import { logger } from '../../lib/log.js';
-import type { NodeDevices } from '../platform/types.js';
+import type { NodeDevices } from '../../lib/platform.js';
 import { REPO_ROOT } from '../gateway/paths.js';
 import { makeOwnedTempDir } from '../../lib/temp-dirs.js';
 import { withDeadline } from '../../lib/wait.js';

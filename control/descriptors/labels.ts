@@ -3,9 +3,11 @@
  * plans and simulator scenarios use for it. One definition, so a plan the simulator wrote names the same tasks
  * the live platform runs (apply-plan maps labels back to deployed task ids).
  */
-import { descriptorFor } from '../control/descriptors/registry.js';
-import type { UnitTask } from '../functions/sdk/index.js';
-import type { StageKind } from '../sim/latency/models.js';
+import { descriptorFor } from './registry.js';
+import type { UnitTask } from '../../functions/sdk/index.js';
+
+/** The kinds of stage a unit task runs as (the simulator keeps one latency model per kind, sim/latency/models.ts). */
+export type StageKind = 'encoder' | 'llm' | 'generator' | 'echo';
 
 /** Root unit-task class → the stage whose latency model runs it. */
 export const STAGE_OF: Readonly<Record<string, StageKind>> = {

@@ -25,7 +25,7 @@
  * and the policy's target in-flight — perExecutorRps = target ÷ service time. For an {sloMs} policy the default
  * target in-flight is max(1, floor(sloMs ÷ service time)) (conservative: as if the executor served one at a time).
  */
-import type { AppLoad, AutoscalePolicy, TaskCapacity, TaskLoad } from './types.js';
+import type { AppLoad, AutoscalePolicy, TaskCapacity, TaskLoad } from '../lib/autoscale.js';
 
 export interface AutoscalerOptions {
   /** @default 60000 */

@@ -5,8 +5,8 @@
  * Descriptors are registered per root unit-task class; a task's `descriptor` field picks a named one
  * (null = the default). See registry.ts.
  */
-import type { UnitTask } from '../../functions/sdk/index.js';
-import type { DeviceRef } from '../store/types.js';
+import type { UnitTask } from '../functions/sdk/index.js';
+import type { DeviceRef } from './store.js';
 
 export interface LaunchSpec {
   /** Executor kind, for logs and image names: 'echo' | 'eric' | 'geri' | 'llm' | ... */

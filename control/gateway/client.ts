@@ -8,7 +8,7 @@
  * connection and never answers fails the command instead of hanging it.
  */
 import { ndjsonLines } from '../../functions/sdk/index.js';
-import { CliError } from './errors.js';
+import { CliError } from '../../lib/cli-errors.js';
 
 export interface RegistrationEvent {
   type: 'initial' | 'progress' | 'final' | 'error';

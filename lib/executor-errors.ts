@@ -4,47 +4,35 @@
  * rebuilt with `fromWire`, so a worker's MODEL_INPUT_CORRUPT reaches the HTTP client with its code and
  * status intact. Built on CornserveError, so lib/http's errorHandler answers them as-is (realm-safe marker).
  */
-import { CornserveError, isCornserveError } from '../../functions/sdk/errors.js';
+import { CornserveError, isCornserveError } from '../functions/sdk/errors.js';
+import { errorCatalogue } from './error-catalogue.js';
 
-export const ExecutorErrorCode = {
+const catalogue = errorCatalogue({
   /** The engine process exited (or never became ready); every pending request fails with this. */
-  ENGINE_DEAD: 'EXECUTOR_ENGINE_DEAD',
+  ENGINE_DEAD: ['EXECUTOR_ENGINE_DEAD', 503],
   /** The engine did not report ready within the start timeout. */
-  ENGINE_START_TIMEOUT: 'EXECUTOR_ENGINE_START_TIMEOUT',
+  ENGINE_START_TIMEOUT: ['EXECUTOR_ENGINE_START_TIMEOUT', 503],
   /** A request passed its deadline while queued or running. */
-  DEADLINE_EXCEEDED: 'EXECUTOR_DEADLINE_EXCEEDED',
+  DEADLINE_EXCEEDED: ['EXECUTOR_DEADLINE_EXCEEDED', 504],
   /** The request was cancelled (client went away, router shut down). */
-  CANCELLED: 'EXECUTOR_CANCELLED',
+  CANCELLED: ['EXECUTOR_CANCELLED', 503],
   /** A worker thread died or failed to start; the engine is fail-stop after this. */
-  WORKER_DIED: 'EXECUTOR_WORKER_DIED',
+  WORKER_DIED: ['EXECUTOR_WORKER_DIED', 503],
   /** A preprocessing thread crashed while handling an item (the item fails, the thread is replaced). */
-  PREPROCESS_CRASHED: 'EXECUTOR_PREPROCESS_CRASHED',
+  PREPROCESS_CRASHED: ['EXECUTOR_PREPROCESS_CRASHED', 500],
   /** Too many requests are queued; retry later. */
-  OVERLOADED: 'EXECUTOR_OVERLOADED',
+  OVERLOADED: ['EXECUTOR_OVERLOADED', 503],
   /** A message on an internal link did not match the protocol (a bug, or mismatched versions). */
-  PROTOCOL: 'EXECUTOR_PROTOCOL',
+  PROTOCOL: ['EXECUTOR_PROTOCOL', 500],
   /** A shared-memory ring or all-reduce was closed or aborted while in use. */
-  CHANNEL_CLOSED: 'EXECUTOR_CHANNEL_CLOSED',
+  CHANNEL_CLOSED: ['EXECUTOR_CHANNEL_CLOSED', 503],
   /** Anything else thrown inside an engine or worker. */
-  INTERNAL: 'EXECUTOR_INTERNAL',
+  INTERNAL: ['EXECUTOR_INTERNAL', 500],
   /** The x-cornserve-deadline header is not epoch milliseconds (executors/common/deadline.ts). */
-  BAD_DEADLINE: 'EXECUTOR_BAD_DEADLINE',
-} as const;
+  BAD_DEADLINE: ['EXECUTOR_BAD_DEADLINE', 400],
+});
+export const ExecutorErrorCode = catalogue.codes;
 export type ExecutorErrorCode = (typeof ExecutorErrorCode)[keyof typeof ExecutorErrorCode];
-
-const STATUS: Record<ExecutorErrorCode, number> = {
-  EXECUTOR_ENGINE_DEAD: 503,
-  EXECUTOR_ENGINE_START_TIMEOUT: 503,
-  EXECUTOR_DEADLINE_EXCEEDED: 504,
-  EXECUTOR_CANCELLED: 503,
-  EXECUTOR_WORKER_DIED: 503,
-  EXECUTOR_PREPROCESS_CRASHED: 500,
-  EXECUTOR_OVERLOADED: 503,
-  EXECUTOR_PROTOCOL: 500,
-  EXECUTOR_CHANNEL_CLOSED: 503,
-  EXECUTOR_INTERNAL: 500,
-  EXECUTOR_BAD_DEADLINE: 400,
-};
 
 /** An error as it travels over ZeroMQ or a shared-memory ring. */
 export interface WireError {
@@ -56,7 +44,7 @@ export interface WireError {
 
 export class ExecutorError extends CornserveError {
   constructor(code: ExecutorErrorCode | string, message: string, status?: number, details?: unknown) {
-    super(code, message, status ?? STATUS[code as ExecutorErrorCode] ?? 500, details);
+    super(code, message, status ?? catalogue.status(code) ?? 500, details);
   }
 }
 

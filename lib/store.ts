@@ -9,8 +9,7 @@
  * in both backends: concurrent callers never lose an update.
  */
 
-import type { TaskProfile } from '../autoscaler/types.js';
-import type { ExecutorLiveStats } from '../autoscaler/capacity.js';
+import type { ExecutorLiveStats, TaskProfile } from './autoscale.js';
 
 // ---------- apps ----------
 
@@ -73,8 +72,8 @@ export interface ExecutorRoute {
 
 // ---------- profiles and live service (autoscaling capacity) ----------
 
-export type { TaskProfile } from '../autoscaler/types.js';
-export type { ExecutorLiveStats } from '../autoscaler/capacity.js';
+export type { TaskProfile } from './autoscale.js';
+export type { ExecutorLiveStats } from './autoscale.js';
 
 // ---------- sidecar tensor metadata ----------
 

@@ -9,7 +9,7 @@
  * header by index. Headers are validated with zod where they enter a process or thread.
  */
 import { z } from 'zod';
-import { ExecutorErrorCode, executorError, type WireError } from './errors.js';
+import { ExecutorErrorCode, executorError, type WireError } from './executor-errors.js';
 
 // ---------- tensors ----------
 

@@ -2,8 +2,8 @@
  * Where processes run. `local` = child processes on this machine (the embedded default);
  * `kubernetes` = Deployments for executors and Knative Services for app functions.
  */
-import type { LaunchSpec } from '../descriptors/types.js';
-import type { DeviceRef, TaskDefinitionRecord, Unsubscribe } from '../store/types.js';
+import type { LaunchSpec } from './descriptor.js';
+import type { DeviceRef, TaskDefinitionRecord, Unsubscribe } from './store.js';
 
 export interface NodeDevices {
   node: string;

@@ -16,9 +16,9 @@
  *  STORE_UNAVAILABLE  503  the Store could not be read (Redis down); retry later (Retry-After: STORE_RETRY_AFTER_S)
  *  DISPATCH_CANCELLED 499  the caller went away (nobody reads this one; it is for logs and metrics)
  */
-import { CornserveError } from '../../functions/sdk/errors.js';
-import { redactInternal, redactJson } from '../../lib/redact.js';
-import { STORE_RETRY_AFTER_S, StoreError } from '../store/errors.js';
+import { CornserveError } from '../functions/sdk/errors.js';
+import { redactInternal, redactJson } from './redact.js';
+import { STORE_RETRY_AFTER_S, StoreError } from './store-errors.js';
 
 export type DispatcherErrorCode =
   | 'GRAPH_INVALID'

@@ -3,10 +3,10 @@
  * plan's app that carries it. Pure. Errors name the plan's field (PlanError); the resource manager then checks
  * what only it knows (devices per executor, the fit, autoscaling bounds) and applies all or nothing.
  */
-import type { PlanTarget } from '../control/resources/types.js';
-import { PlanError, type Plan } from './schema.js';
+import type { PlanTarget } from './types.js';
+import { PlanError, type Plan } from '../../lib/plan.js';
 
-/** A deployed task of the plan's app, with its label (plan/labels.ts). */
+/** A deployed task of the plan's app, with its label (control/descriptors/labels.ts). */
 export interface AppTask {
   taskId: string;
   label: string;

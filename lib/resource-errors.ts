@@ -1,7 +1,7 @@
 /**
  * Resource-manager errors: stable codes, HTTP statuses per docs/architecture.md §4. Callers branch on `code`.
  */
-import { CornserveError, isCornserveError } from '../../functions/sdk/errors.js';
+import { CornserveError, isCornserveError } from '../functions/sdk/errors.js';
 
 /** Fewer free devices in the whole inventory than asked for. 409. */
 export class NotEnoughDevicesError extends CornserveError {

@@ -3,7 +3,7 @@
  * Unknown fields are kept (passthrough) so requests built for OpenAI's API work unchanged.
  */
 import { z } from 'zod';
-import { tensorForward } from '../sdk/index.js';
+import { tensorForward } from '../functions/sdk/index.js';
 
 export const textPartSchema = z.object({ type: z.literal('text'), text: z.string() });
 const urlSchema = z.object({ url: z.string().min(1) });

@@ -3,7 +3,7 @@
  * that met it answers with (they are CornserveErrors, so every server's error reply maps them the same way).
  * Callers branch on `code` (or `instanceof`), never on message text.
  */
-import { CornserveError } from '../../functions/sdk/errors.js';
+import { CornserveError } from '../functions/sdk/errors.js';
 
 export type StoreErrorCode = 'STORE_UNAVAILABLE' | 'STORE_CONFLICT' | 'STORE_NOT_FOUND' | 'STORE_CLOSED';
 

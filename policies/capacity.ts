@@ -9,20 +9,7 @@
  * profile's latency at that concurrency by more than `margin`, the profile's figure is scaled by the ratio (latency
  * twice the profile's ⇒ half the capacity), and the source says 'live'.
  */
-import type { AutoscalePolicy, ProfilePoint, TaskCapacity, TaskProfile } from './types.js';
-
-/** One executor's live service, as the dispatcher observed it (EWMAs over its recent calls). */
-export interface ExecutorLiveStats {
-  executorId: string;
-  taskId: string;
-  /** EWMA of the call latency (ms), queueing inside the executor included. */
-  latencyMs: number;
-  /** EWMA of the executor's in-flight calls when a call started (this one included). */
-  concurrency: number;
-  /** Calls folded in so far. */
-  samples: number;
-  updatedAt: number; // epoch ms
-}
+import type { AutoscalePolicy, ExecutorLiveStats, ProfilePoint, TaskCapacity, TaskProfile } from '../lib/autoscale.js';
 
 export interface CapacityOptions {
   /** Live stats older than this are ignored. @default 30000 */

@@ -4,9 +4,9 @@
  * the node where the owner has fewer devices already (spread), then to the node name. Devices are taken in
  * local-rank order. Global ranks are contiguous from 0 in node order; local ranks per node from 0.
  */
-import type { DeviceRef, NodeInventory } from '../store/types.js';
-import type { NodeDevices } from '../platform/types.js';
-import { CannotColocateError, DeviceOwnershipError, NotEnoughDevicesError } from './errors.js';
+import type { DeviceRef, NodeInventory } from '../lib/store.js';
+import type { NodeDevices } from '../lib/platform.js';
+import { CannotColocateError, DeviceOwnershipError, NotEnoughDevicesError } from '../lib/resource-errors.js';
 
 export type Inventory = NodeInventory[];
 

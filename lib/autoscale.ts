@@ -1,6 +1,6 @@
 /**
  * The autoscaler's inputs and outputs, as plain data. The signals and profiles are gathered by I/O code
- * (dispatcher, gateway, task managers, profiler); the decisions are made by pure modules in this folder
+ * (dispatcher, gateway, task managers, profiler); the decisions are made by pure modules in policies/
  * (injected clock, no I/O), so the live resource manager and the simulator run the same decision code.
  */
 
@@ -73,4 +73,17 @@ export interface ScaleDecision {
   from: number; // executors before
   to: number; // executors after
   reason: string;
+}
+
+/** One executor's live service, as the dispatcher observed it (EWMAs over its recent calls). */
+export interface ExecutorLiveStats {
+  executorId: string;
+  taskId: string;
+  /** EWMA of the call latency (ms), queueing inside the executor included. */
+  latencyMs: number;
+  /** EWMA of the executor's in-flight calls when a call started (this one included). */
+  concurrency: number;
+  /** Calls folded in so far. */
+  samples: number;
+  updatedAt: number; // epoch ms
 }

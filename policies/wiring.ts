@@ -7,8 +7,8 @@
  * Forwards are found recursively in arrays and plain objects, as DataForward instances (typed graphs) or
  * as their JSON form (raw graphs). A graph whose forwards do not pair up is rejected before anything runs.
  */
-import { DataForward, isDataForwardJSON, type DataForwardJSON, type TaskGraph, type UnitTask } from '../../functions/sdk/index.js';
-import { GraphInvalidError } from './errors.js';
+import { DataForward, isDataForwardJSON, type DataForwardJSON, type TaskGraph, type UnitTask } from '../functions/sdk/index.js';
+import { GraphInvalidError } from '../lib/dispatch-errors.js';
 
 /** One occurrence of a forward in the graph, and how to fill in its ranks. */
 interface ForwardRef {

@@ -16,7 +16,7 @@ import { listen } from '../../lib/listen.js';
 import { descriptorFor } from '../descriptors/registry.js';
 import { TaskRegistry } from '../registry/task-registry.js';
 import { DEFAULT_APP_LAUNCH, KubernetesPlatform, desiredStateFromStore, kubernetesOptionsFromEnv, type ReconcileReport } from '../platform/kubernetes/index.js';
-import type { Platform } from '../platform/types.js';
+import type { Platform } from '../../lib/platform.js';
 import { ResourceManagerClient } from '../resources/client.js';
 import { ResourceManager } from '../resources/manager.js';
 import { buildResourceServer } from '../resources/server.js';
@@ -25,7 +25,7 @@ import type { Store } from '../store/index.js';
 import { logger } from '../../lib/log.js';
 import { exitOnSignal } from '../../lib/shutdown.js';
 import { compose, startGatewayParts, startLocalPlatform, type Closer } from './compose.js';
-import { CliError } from './errors.js';
+import { CliError } from '../../lib/cli-errors.js';
 
 export interface RunningRole {
   url: string;

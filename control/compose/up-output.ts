@@ -1,6 +1,6 @@
 /** What `cornserve up` prints: where things are, the admin token (once, when generated), how to call each app. */
 import type { AppEntry } from '../gateway/app-manager.js';
-import type { Io } from './commands.js';
+import type { Io } from '../../lib/io.js';
 
 const shellQuote = (s: string) => `'${s.replaceAll("'", `'\\''`)}'`;
 
