@@ -3,7 +3,7 @@
  * calling its own echo task with an exact capacity (serviceTimeMs 200, maxConcurrency 2: 10 req/s per executor).
  * Their demand swaps each 30 s phase: A high / B low, then B high / A low, then A high again (HIGH 24 req/s needs 3
  * executors, with 6 req/s of headroom to work off a queue; LOW 5 needs 1; an even 2+2 split cannot serve HIGH).
- * A 15 s lead-in at phase 0's rates comes first and is not counted (see LEAD_S). Three setups run on the same
+ * A 15 s run-in at phase 0's rates comes first and is not counted (see LEAD_S). Three setups run on the same
  * arrival schedule (the bench client's runner; one platform each, started fresh):
  * - autoscaler: `up` as users run it (autoscaling on, default policies min 1 / max pool / target 2, default
  *   60 s stable and 6 s panic windows, 2 s decisions: the product defaults, not shortened for the benchmark);
@@ -38,7 +38,7 @@ const PHASES = 3;
 /**
  * Before the measured phases every setup serves LEAD_S of phase 0's load, not counted: the measured run starts from
  * each setup's steady state (the oracle and the even split start at their splits; without it the autoscaler alone
- * would pay the platform's own start, 1+1 executors growing to 3+1, inside the goodput of the swaps). The lead-in's
+ * would pay the platform's own start, 1+1 executors growing to 3+1, inside the goodput of the swaps). The run-in's
  * adaptation is still reported ("start").
  */
 const LEAD_S = 15;
@@ -85,7 +85,7 @@ class Timeline {
       if (this.last.get(i) === line) return;
       this.last.set(i, line);
       const p = Math.floor((atMs / 1000 - LEAD_S) / PHASE_S);
-      const where = p < 0 ? `lead-in +${(atMs / 1000).toFixed(2)} s` : `phase ${p} +${((atMs - phaseStartMs(p)) / 1000).toFixed(2)} s`;
+      const where = p < 0 ? `run-in +${(atMs / 1000).toFixed(2)} s` : `phase ${p} +${((atMs - phaseStartMs(p)) / 1000).toFixed(2)} s`;
       process.stderr.write(`[timeline ${this.setup}] ${(atMs / 1000).toFixed(2)} s (${where}) ${APPS[i]!.name}: ${line}\n`);
     });
   }
@@ -95,7 +95,7 @@ interface SetupResult { records: RequestRecord[]; samples: Sample[]; adaptS: num
 
 /** Phase 0's rate for LEAD_S seconds, then the step schedule shifted by LEAD_S (the same for every setup). */
 function* withLeadIn(rates: readonly number[], rng: RandomSource): Generator<number, never> {
-  const lead = arrivalTimesMs({ rate: rates[0]!, burstiness: 1, pattern: { kind: 'constant' } }, rng.fork('lead-in'));
+  const lead = arrivalTimesMs({ rate: rates[0]!, burstiness: 1, pattern: { kind: 'constant' } }, rng.fork('run-in'));
   for (let t = lead.next().value; t < LEAD_S * 1000; t = lead.next().value) yield t;
   const steps = arrivalTimesMs({ rate: rates[0]!, burstiness: 1, pattern: { kind: 'step', rates: [...rates], periodS: PHASE_S } }, rng.fork('arrivals'));
   for (;;) yield steps.next().value + LEAD_S * 1000;
@@ -170,7 +170,7 @@ export async function runSetup(setup: Setup): Promise<SetupResult> {
     const startS = adaptedAfter(0, phaseStartMs(1), highIn(0));
     const splitAt = (ms: number) => [...samples].reverse().find((s) => s.atMs <= ms)?.ready.join('+') ?? '?';
     const splits = Array.from({ length: PHASES }, (_, p) => splitAt(phaseStartMs(p + 1) - 500)).join(', ');
-    // Only the measured phases count: requests scheduled during the lead-in are left out.
+    // Only the measured phases count: requests scheduled during the run-in are left out.
     const records = done.flatMap((d) => d.records).filter((r) => r.scheduledMs >= LEAD_S * 1000);
     return { records, samples, adaptS, startS, splits };
   } finally {
@@ -185,7 +185,7 @@ export async function run(): Promise<BenchResult[]> {
   const g = (s: SetupResult) => sloOutcome(s.records, SLO, durationS);
   const [ga, ge, go] = [g(r.autoscaler), g(r.even), g(r.oracle)];
   const fmtS = (xs: number[]) => xs.map((x) => (Number.isNaN(x) ? 'never' : `${x.toFixed(1)} s`)).join(' / ');
-  const conditions = `2 apps × echo ${SERVICE_MS} ms × ${MAX_CONCURRENCY} (10 req/s per executor), ${DEVICES} devices, ${PHASES} phases of ${PHASE_S} s at ${HIGH}/${LOW} req/s swapped, Poisson, after a ${LEAD_S} s lead-in at phase 0's rates (not counted); SLO E2EL ≤ ${SLO.e2el_ms} ms; default windows (60 s stable, 6 s panic); load average ${load0.toFixed(1)} → ${loadavg()[0]!.toFixed(1)} (2 cores, shared)`;
+  const conditions = `2 apps × echo ${SERVICE_MS} ms × ${MAX_CONCURRENCY} (10 req/s per executor), ${DEVICES} devices, ${PHASES} phases of ${PHASE_S} s at ${HIGH}/${LOW} req/s swapped, Poisson, after a ${LEAD_S} s run-in at phase 0's rates (not counted); SLO E2EL ≤ ${SLO.e2el_ms} ms; default windows (60 s stable, 6 s panic); load average ${load0.toFixed(1)} → ${loadavg()[0]!.toFixed(1)} (2 cores, shared)`;
   const describe = (name: string, s: SetupResult, o: ReturnType<typeof g>) =>
     `${name}: ${o.good}/${s.records.length} good, ${s.records.filter((x) => !x.ok).length} failed, ready executors A+B at each phase end ${s.splits}`;
   const notes = `${describe('autoscaler', r.autoscaler, ga)}; ${describe('even', r.even, ge)}; ${describe('oracle', r.oracle, go)}; ${conditions}`;
@@ -201,7 +201,7 @@ export async function run(): Promise<BenchResult[]> {
     {
       name: 'autoscale: adaptation, swap → 3 ready executors (worst swap)', figure: Math.max(...r.autoscaler.adaptS.slice(1)), unit: 's',
       baseline: Math.max(...r.oracle.adaptS.slice(1)), baselineName: 'oracle re-split by hand', ratio: Math.max(...r.autoscaler.adaptS.slice(1)) / Math.max(...r.oracle.adaptS.slice(1)), target: '≤ 10 s',
-      notes: `per swap (phase 0 — already adapted in the lead-in, swap 1, swap 2): autoscaler ${fmtS(r.autoscaler.adaptS)}, oracle ${fmtS(r.oracle.adaptS)}; platform start (lead-in, 1+1 → 3+1): autoscaler ${fmtS([r.autoscaler.startS])}; NaN/never = not reached within the phase's run; ratio = autoscaler / oracle (lower is better)`,
+      notes: `per swap (phase 0 — already adapted in the run-in, swap 1, swap 2): autoscaler ${fmtS(r.autoscaler.adaptS)}, oracle ${fmtS(r.oracle.adaptS)}; platform start (run-in, 1+1 → 3+1): autoscaler ${fmtS([r.autoscaler.startS])}; NaN/never = not reached within the phase's run; ratio = autoscaler / oracle (lower is better)`,
     },
   ];
 }

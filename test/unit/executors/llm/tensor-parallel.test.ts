@@ -9,7 +9,7 @@ import { decode, prefill } from '../../../../executors/llm/steps.js';
 import { llm, llmDir, samplePrompts, userPrompt } from '../../../helpers/llm.js';
 import { EXECUTOR_ENV } from '../../../../lib/descriptor.js';
 
-// Two devices, as the platform assigns a TP-2 executor (CPU "devices"; read when the first session opens).
+// Two devices, as the platform assigns a TP-2 executor (CPU "devices"; read when the first onnxruntime session is created).
 process.env[EXECUTOR_ENV.deviceOrdinals] = '0,1';
 
 const tp2 = (async () => LlmModel.load(await llmDir('tiny-lm-a'), { threads: 1, tensorParallel: 2 }))();

@@ -8,7 +8,7 @@ import { preprocessVideo } from '../../../../executors/models/preprocess/video.j
 import { visionFeeds } from '../../../../executors/models/vision-runs.js';
 import { EXECUTOR_ENV } from '../../../../lib/descriptor.js';
 
-// Two devices, as the platform assigns a TP-2 executor (CPU "devices"; read when the first session opens).
+// Two devices, as the platform assigns a TP-2 executor (CPU "devices"; read when the first onnxruntime session is created).
 process.env[EXECUTOR_ENV.deviceOrdinals] = '0,1';
 
 let single: LoadedModel;
