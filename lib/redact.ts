@@ -44,9 +44,12 @@ export function redactJson(value: unknown, also: string[] = [], keep: string[] =
 /** The URLs in a request the user sent (any depth), with their hosts: what redactInternal keeps when an error quotes them. */
 export function userAddresses(value: unknown): string[] {
   const found: string[] = [];
-  const visit = (v: unknown): void => {
+  // An explicit stack, not recursion: a request nested thousands deep must not overflow the caller's stack.
+  const pending: unknown[] = [value];
+  while (pending.length) {
+    const v = pending.pop();
     if (typeof v === 'string') {
-      if (!/^[a-z][a-z0-9+.-]*:\/\//i.test(v)) return;
+      if (!/^[a-z][a-z0-9+.-]*:\/\//i.test(v)) continue;
       found.push(v.slice(0, 200)); // errors quote a URL cut to 200 characters at most
       try {
         const u = new URL(v);
@@ -54,10 +57,9 @@ export function userAddresses(value: unknown): string[] {
       } catch {
         /* not a URL after all: the string alone is kept */
       }
-    } else if (Array.isArray(v)) v.forEach(visit);
-    else if (v && typeof v === 'object') Object.values(v).forEach(visit);
-  };
-  visit(value);
+    } else if (Array.isArray(v)) for (const x of v) pending.push(x);
+    else if (v && typeof v === 'object') for (const x of Object.values(v)) pending.push(x);
+  }
   return found;
 }
 

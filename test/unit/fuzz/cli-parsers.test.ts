@@ -5,12 +5,13 @@
  */
 import test from 'ava';
 import fc from 'fast-check';
+import { configureFuzz } from '../../helpers/fuzz.js';
 import { benchConfig, type RawBenchOptions } from '../../../bench/client/config.js';
 import { CliError } from '../../../lib/cli-errors.js';
 import { requestDeadline } from '../../../control/gateway/deadline.js';
 import { BadRequestError } from '../../../control/gateway/errors.js';
 
-fc.configureGlobal({ includeErrorInReport: true, numRuns: 300 });
+configureFuzz({ numRuns: 300 });
 
 const DEFAULTS: RawBenchOptions = {
   api: 'invoke', app: 'echo', requestRate: '10', burstiness: '1', pattern: 'constant', seed: '0', inputLen: '32', outputLen: '8', rangeRatio: '0',

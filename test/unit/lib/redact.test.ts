@@ -34,3 +34,9 @@ test('our addresses beside the user\'s host are still redacted (its port is not 
   const keep = userAddresses({ url: 'http://127.0.0.1/cat.png' });
   t.is(redactInternal('http://127.0.0.1/cat.png failed: connect ECONNREFUSED 127.0.0.1:41234', [], keep), 'http://127.0.0.1/cat.png failed: connect ECONNREFUSED <internal address>');
 });
+
+test('userAddresses walks a request nested 100,000 deep without overflowing the stack', (t) => {
+  let deep: unknown = 'http://example.com/a.png';
+  for (let i = 0; i < 100_000; i++) deep = [deep];
+  t.deepEqual(userAddresses(deep).sort(), ['example.com', 'example.com', 'http://example.com/a.png'].sort());
+});
