@@ -35,16 +35,24 @@ test('--force rebuilds byte-identical files', async (t) => {
 });
 
 const HF_LAYOUT = ['tiny-qwen2', 'tiny-qwen2-merged', 'tiny-qwen2-pair', 'tiny-qwen2-vl', 'tiny-clip', 'tiny-siglip', 'tiny-whisper'];
+/** Folders holding one GGUF file (llama.cpp's layout): no manifest, the file's own header says what it is. */
+const GGUF_LAYOUT = ['tiny-llama-gguf'];
 
 test('every built model has a valid manifest (or, in the Hugging Face layout, config.json and ONNX parts) and a stamp', async (t) => {
   const out = await tmp();
   await buildModels({ out });
   const names = (await readdir(out)).filter((n) => !n.startsWith('.')).sort();
-  t.deepEqual(names, ['tiny-audio', 'tiny-audio-gen', 'tiny-image-gen', 'tiny-lm-a', 'tiny-lm-b', ...HF_LAYOUT, 'tiny-vision'].sort());
+  t.deepEqual(names, ['tiny-audio', 'tiny-audio-gen', 'tiny-image-gen', 'tiny-lm-a', 'tiny-lm-b', ...HF_LAYOUT, ...GGUF_LAYOUT, 'tiny-vision'].sort());
   for (const n of names) {
     t.is((await readFile(join(out, n, STAMP_FILE), 'utf8')).trim().length, 16);
     if (HF_LAYOUT.includes(n)) {
       t.true(await isHfFolder(join(out, n)), n);
+      continue;
+    }
+    if (GGUF_LAYOUT.includes(n)) {
+      const ggufs = (await readdir(join(out, n))).filter((f) => f.endsWith('.gguf'));
+      t.is(ggufs.length, 1, n);
+      t.is((await readFile(join(out, n, ggufs[0]!))).subarray(0, 4).toString('latin1'), 'GGUF', n);
       continue;
     }
     const m = await loadManifest(join(out, n));
