@@ -21,7 +21,8 @@ async function citing(name: string): Promise<string[]> {
   }
 }
 
-for (const doc of ['DESIGN.md', 'STYLE.md', 'toolchain.md']) {
+// The names are assembled so that this file does not cite them itself.
+for (const doc of ['DESIGN', 'STYLE', 'toolchain'].map((name) => `${name}.md`)) {
   test(`no tracked file cites ${doc}, which is not in the repository`, async (t) => {
     t.false(existsSync(join(repoRoot, doc)), `${doc} is in the repository now: this test can go`);
     t.deepEqual(await citing(doc), []);
@@ -34,5 +35,5 @@ test('the architecture page the code cites exists', async (t) => {
 });
 
 test('no tracked file names a path of the machine it was built on', async (t) => {
-  t.deepEqual(await citing('/work/'), []);
+  t.deepEqual(await citing(['', 'work', ''].join('/')), []);
 });
