@@ -39,3 +39,13 @@ export function buildProjector(g: GraphBuilder, p: ParamStore, prefix: string, d
 export function idSlug(modelId: string): string {
   return modelId.replace(/^.*\//, '').replace(/[^A-Za-z0-9_.-]/g, '_');
 }
+
+/** A decoder's size, as both the ONNX (Hugging Face layout) and the GGUF builders take it; weights seeded by `seed`. */
+export interface DecoderShape {
+  seed: number;
+  hidden: number;
+  heads: number;
+  kvHeads: number;
+  layers: number;
+  intermediate: number;
+}

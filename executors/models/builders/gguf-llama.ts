@@ -12,17 +12,11 @@
 import { writeGguf, gguf, type GgufTensor, type GgufValue } from '../gguf/writer.js';
 import { ParamStore } from '../onnx/layers.js';
 import { CHATML_TEMPLATE, MERGES, hfVocab } from './hf-decoder.js';
-import type { BuiltModel } from './common.js';
+import type { BuiltModel, DecoderShape } from './common.js';
 
-export interface GgufLlamaSpec {
+export interface GgufLlamaSpec extends DecoderShape {
   folder: string;
   file: string;
-  seed: number;
-  hidden: number;
-  heads: number;
-  kvHeads: number;
-  layers: number;
-  intermediate: number;
   context: number;
   /** general.architecture (a test writes one llama.cpp does not know). */
   architecture?: string;

@@ -21,16 +21,10 @@
 import { GraphBuilder, attr } from '../onnx/graph-builder.js';
 import { float16Bytes } from '../onnx/float16.js';
 import { ParamStore, linear } from '../onnx/layers.js';
-import type { BuiltModel } from './common.js';
+import type { BuiltModel, DecoderShape } from './common.js';
 
-export interface HfDecoderSpec {
+export interface HfDecoderSpec extends DecoderShape {
   folder: string;
-  seed: number;
-  hidden: number;
-  heads: number;
-  kvHeads: number;
-  layers: number;
-  intermediate: number;
   /** Split export (embed_tokens.onnx + decoder_model_merged.onnx taking inputs_embeds). */
   inputsEmbeds?: boolean;
   /** Extra special tokens (e.g. the Qwen2-VL vision markers). */
