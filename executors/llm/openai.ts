@@ -113,3 +113,19 @@ export function completion(id: string, model: string, text: string, reason: Fini
     usage: u, ...extra,
   };
 }
+
+/**
+ * Max completion tokens for a prompt of `promptTokens`: what the request asks (it must fit), else the rest of the
+ * context. `context` names whose context it is in the refusal ("this model's", "this executor's … per sequence").
+ */
+export function maxTokensFor(
+  ctx: number, asked: { max_completion_tokens?: number | undefined; max_tokens?: number | undefined }, promptTokens: number,
+  context: { owner: string; per?: string },
+): number {
+  const per = context.per ? ` ${context.per}` : '';
+  if (promptTokens >= ctx) throw llmErrors.contextTooLong(`the prompt has ${promptTokens} tokens; ${context.owner} context is ${ctx}${per}`);
+  const max = asked.max_completion_tokens ?? asked.max_tokens;
+  if (max === undefined) return ctx - promptTokens;
+  if (promptTokens + max > ctx) throw llmErrors.contextTooLong(`prompt (${promptTokens} tokens) + max tokens (${max}) exceed ${context.owner} context of ${ctx} tokens${per}`);
+  return max;
+}

@@ -25,7 +25,7 @@ import { createLlmMetrics } from './metrics.js';
 import type { LlmModel } from './model.js';
 import type { InProcessEncoders } from './encoders.js';
 import { mediaRefs, resolveEmbeddings } from './multimodal.js';
-import { ChunkWriter, completion, completionId, hiddenStatesForward, parseExecutorRequest, usage, writeSse, type ExecutorRequest } from './openai.js';
+import { ChunkWriter, completion, completionId, hiddenStatesForward, maxTokensFor, parseExecutorRequest, usage, writeSse, type ExecutorRequest } from './openai.js';
 import { buildPrompt, renderChat, type MediaEmbedding, type Prompt } from './prompt.js';
 import { hopBodyLimitBytes } from '../../lib/body-limit.js';
 
@@ -50,19 +50,6 @@ export interface LlmServer {
   close(): Promise<void>;
 }
 
-
-
-/** Max completion tokens for a prompt; the prompt plus them must fit the model's context. */
-function maxTokensFor(model: LlmModel, body: ExecutorRequest, prompt: Prompt): number {
-  const ctx = model.config.maxPositions;
-  if (prompt.n >= ctx) throw llmErrors.contextTooLong(`the prompt has ${prompt.n} tokens; this model's context is ${ctx}`);
-  const asked = body.max_completion_tokens ?? body.max_tokens;
-  if (asked === undefined) return ctx - prompt.n;
-  if (prompt.n + asked > ctx) {
-    throw llmErrors.contextTooLong(`prompt (${prompt.n} tokens) + max tokens (${asked}) exceed this model's context of ${ctx} tokens`);
-  }
-  return asked;
-}
 
 
 export function buildLlmServer(opts: LlmServerOptions): LlmServer {
@@ -142,7 +129,7 @@ export function buildLlmServer(opts: LlmServerOptions): LlmServer {
       const base: EngineRequest = {
         prompt, deadline, signal: cancel.signal,
         gen: {
-          maxTokens: forward && !forward.generated ? 1 : maxTokensFor(model, body, prompt), temperature: body.temperature ?? 1, topP: body.top_p ?? 1,
+          maxTokens: forward && !forward.generated ? 1 : maxTokensFor(model.config.maxPositions, body, prompt.n, { owner: "this model's" }), temperature: body.temperature ?? 1, topP: body.top_p ?? 1,
           ...(body.seed !== undefined ? { seed: body.seed } : {}), stop: stop.filter((s) => s.length > 0), ignoreEos: body.ignore_eos ?? false,
         },
       };

@@ -14,7 +14,7 @@ import { ExecutorErrorCode } from '../../../lib/executor-errors.js';
 import { healthRoute } from '../../common/health.js';
 import { llmErrors, openAIErrorHandler, toOpenAIError } from '../errors.js';
 import { createLlmMetrics } from '../metrics.js';
-import { ChunkWriter, completion, completionId, parseExecutorRequest, usage, writeSse, type ExecutorRequest } from '../openai.js';
+import { ChunkWriter, completion, completionId, maxTokensFor, parseExecutorRequest, usage, writeSse, type ExecutorRequest } from '../openai.js';
 import { GgufChat } from './chat.js';
 import { GgufEngine, type GgufRequest } from './engine.js';
 import type { LoadedGguf } from './model.js';
@@ -36,16 +36,6 @@ export interface GgufServer {
   app: express.Express;
   engine: GgufEngine;
   close(): Promise<void>;
-}
-
-
-/** Max completion tokens: the prompt plus them must fit one sequence's context. */
-function maxTokensFor(ctx: number, body: ExecutorRequest, promptTokens: number): number {
-  if (promptTokens >= ctx) throw llmErrors.contextTooLong(`the prompt has ${promptTokens} tokens; this executor's context is ${ctx} per sequence`);
-  const asked = body.max_completion_tokens ?? body.max_tokens;
-  if (asked === undefined) return ctx - promptTokens;
-  if (promptTokens + asked > ctx) throw llmErrors.contextTooLong(`prompt (${promptTokens} tokens) + max tokens (${asked}) exceed this executor's context of ${ctx} tokens per sequence`);
-  return asked;
 }
 
 
@@ -97,7 +87,7 @@ export function buildGgufServer(opts: GgufServerOptions): GgufServer {
       const ids = chat.prompt(body.messages);
       const stop = body.stop === undefined ? [] : typeof body.stop === 'string' ? [body.stop] : body.stop;
       const base: GgufRequest = {
-        ids, deadline, signal: cancel.signal, maxTokens: maxTokensFor(loaded.contextSize, body, ids.length),
+        ids, deadline, signal: cancel.signal, maxTokens: maxTokensFor(loaded.contextSize, body, ids.length, { owner: "this executor's", per: 'per sequence' }),
         temperature: body.temperature ?? 1, topP: body.top_p ?? 1, ...(body.seed !== undefined ? { seed: body.seed } : {}),
         stop: stop.filter((s) => s.length > 0), ignoreEos: body.ignore_eos ?? false,
       };
