@@ -5,34 +5,11 @@
  * status intact. Built on CornserveError, so lib/http's errorHandler answers them as-is (realm-safe marker).
  */
 import { CornserveError, isCornserveError } from '../functions/sdk/errors.js';
-import { errorCatalogue } from './error-catalogue.js';
+import { errorCatalogue, type CodeOf } from './error-catalogue.js';
 
-const catalogue = errorCatalogue({
-  /** The engine process exited (or never became ready); every pending request fails with this. */
-  ENGINE_DEAD: ['EXECUTOR_ENGINE_DEAD', 503],
-  /** The engine did not report ready within the start timeout. */
-  ENGINE_START_TIMEOUT: ['EXECUTOR_ENGINE_START_TIMEOUT', 503],
-  /** A request passed its deadline while queued or running. */
-  DEADLINE_EXCEEDED: ['EXECUTOR_DEADLINE_EXCEEDED', 504],
-  /** The request was cancelled (client went away, router shut down). */
-  CANCELLED: ['EXECUTOR_CANCELLED', 503],
-  /** A worker thread died or failed to start; the engine is fail-stop after this. */
-  WORKER_DIED: ['EXECUTOR_WORKER_DIED', 503],
-  /** A preprocessing thread crashed while handling an item (the item fails, the thread is replaced). */
-  PREPROCESS_CRASHED: ['EXECUTOR_PREPROCESS_CRASHED', 500],
-  /** Too many requests are queued; retry later. */
-  OVERLOADED: ['EXECUTOR_OVERLOADED', 503],
-  /** A message on an internal link did not match the protocol (a bug, or mismatched versions). */
-  PROTOCOL: ['EXECUTOR_PROTOCOL', 500],
-  /** A shared-memory ring or all-reduce was closed or aborted while in use. */
-  CHANNEL_CLOSED: ['EXECUTOR_CHANNEL_CLOSED', 503],
-  /** Anything else thrown inside an engine or worker. */
-  INTERNAL: ['EXECUTOR_INTERNAL', 500],
-  /** The x-cornserve-deadline header is not epoch milliseconds (executors/common/deadline.ts). */
-  BAD_DEADLINE: ['EXECUTOR_BAD_DEADLINE', 400],
-});
+const catalogue = errorCatalogue('EXECUTOR');
 export const ExecutorErrorCode = catalogue.codes;
-export type ExecutorErrorCode = (typeof ExecutorErrorCode)[keyof typeof ExecutorErrorCode];
+export type ExecutorErrorCode = CodeOf<typeof ExecutorErrorCode>;
 
 /** An error as it travels over ZeroMQ or a shared-memory ring. */
 export interface WireError {

@@ -8,34 +8,11 @@ import type { Logger } from '../../lib/log.js';
 import { DEADLINE_HEADER } from '../../functions/sdk/dispatch.js';
 import { producerFailureDetails } from '../../lib/executor-errors.js';
 import { isModelError } from '../models/errors.js';
-import { errorCatalogue } from '../../lib/error-catalogue.js';
+import { errorCatalogue, type CodeOf } from '../../lib/error-catalogue.js';
 
-const catalogue = errorCatalogue({
-  /** The request does not match the chat-completions schema or asks for something unsupported (n > 1, ...). */
-  BAD_REQUEST: ['LLM_BAD_REQUEST', 400],
-  /** prompt + max tokens do not fit the model's context. */
-  CONTEXT_TOO_LONG: ['LLM_CONTEXT_TOO_LONG', 400],
-  /** A multimodal part this executor cannot use: a plain URL (no encoder inside), or an unserved modality. */
-  MULTIMODAL_UNSUPPORTED: ['LLM_MULTIMODAL_UNSUPPORTED', 400],
-  /** Embeddings received from the sidecar do not fit the model (wrong hidden size, not a float tensor). */
-  EMBEDDING_MISMATCH: ['LLM_EMBEDDING_MISMATCH', 400],
-  /** `model` names a model this executor does not serve. */
-  MODEL_NOT_FOUND: ['LLM_MODEL_NOT_FOUND', 404],
-  /** The waiting queue is full. */
-  OVERLOADED: ['LLM_OVERLOADED', 503],
-  /** The request's deadline passed before it finished. */
-  DEADLINE_EXCEEDED: ['LLM_DEADLINE_EXCEEDED', 504],
-  /** Receiving embeddings from / sending hidden states to the sidecar failed. */
-  SIDECAR_FAILED: ['LLM_SIDECAR_FAILED', 502],
-  /** The model folder (manifest, graphs, tokenizer) is not a usable LLM. */
-  MODEL_INVALID: ['LLM_MODEL_INVALID', 500],
-  /** The request was cancelled (client went away, server stopping). */
-  CANCELLED: ['LLM_CANCELLED', 503],
-  /** onnxruntime failed while running a step. */
-  RUN_FAILED: ['LLM_RUN_FAILED', 500],
-});
+const catalogue = errorCatalogue('LLM');
 export const LlmErrorCode = catalogue.codes;
-export type LlmErrorCode = (typeof LlmErrorCode)[keyof typeof LlmErrorCode];
+export type LlmErrorCode = CodeOf<typeof LlmErrorCode>;
 
 export class LlmError extends CornserveError {
   constructor(code: LlmErrorCode, message: string, readonly param: string | null = null, details?: unknown) {

@@ -2,28 +2,11 @@
  * Errors of the model layer (loader, catalog, preprocessing, runners). Each has a stable code and the HTTP
  * status an executor should answer with. `isModelError` is realm-safe (worker threads load their own copy).
  */
-import { errorCatalogue } from '../../lib/error-catalogue.js';
+import { errorCatalogue, type CodeOf } from '../../lib/error-catalogue.js';
 
-const catalogue = errorCatalogue({
-  /** No model folder serves the model id / modality, or a folder has no manifest. */
-  NOT_FOUND: ['MODEL_NOT_FOUND', 404],
-  /** manifest.json is missing a field or has a wrong one; the message names the field. */
-  MANIFEST_INVALID: ['MODEL_MANIFEST_INVALID', 500],
-  /** A graph file does not match what the manifest says (missing file, input or output names). */
-  MANIFEST_MISMATCH: ['MODEL_MANIFEST_MISMATCH', 500],
-  /** Input bytes cannot be decoded (corrupt or truncated image / WAV). */
-  INPUT_CORRUPT: ['MODEL_INPUT_CORRUPT', 422],
-  /** Input exceeds a limit of the model (pixels, frames, seconds, output size). */
-  INPUT_TOO_LARGE: ['MODEL_INPUT_TOO_LARGE', 413],
-  /** Input decodes but is not acceptable (wrong shape, empty, bad parameter). */
-  INPUT_INVALID: ['MODEL_INPUT_INVALID', 400],
-  /** The model does not serve this model id or modality. */
-  UNSUPPORTED: ['MODEL_UNSUPPORTED', 400],
-  /** onnxruntime failed while running a graph. */
-  RUN_FAILED: ['MODEL_RUN_FAILED', 500],
-});
+const catalogue = errorCatalogue('MODEL');
 export const ModelErrorCode = catalogue.codes;
-export type ModelErrorCode = (typeof ModelErrorCode)[keyof typeof ModelErrorCode];
+export type ModelErrorCode = CodeOf<typeof ModelErrorCode>;
 
 const MARK = Symbol.for('cornserve.ModelError');
 
