@@ -15,7 +15,7 @@ interface Plan {
   /** The other buffer of the ping-pong. */
   re: Float64Array;
   im: Float64Array;
-  /** One butterfly's r inputs and outputs (generic and radix-5 stages). */
+  /** One butterfly's r inputs and outputs (the generic stages). */
   aRe: Float64Array;
   aIm: Float64Array;
   bRe: Float64Array;
