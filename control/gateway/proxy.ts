@@ -141,7 +141,7 @@ export function openUpstream(opts: UpstreamOptions & { signal: CutSignal }): Pro
 export function forward(res: ServerResponse, opts: ForwardOptions): Promise<number> {
   // What the client sent (its URLs) stays as written in an error that quotes it; read only when an error is relayed.
   let words: string[] | undefined;
-  const userWords = () => (words ??= userAddresses(parsedOrNull(opts.body)));
+  const redact = (text: string) => redactInternal(text, [], (words ??= userAddresses(parsedOrNull(opts.body))));
   return new Promise((resolve) => {
     let settled = false;
     let upstreamRes: UpstreamReply | undefined;
@@ -154,15 +154,7 @@ export function forward(res: ServerResponse, opts: ForwardOptions): Promise<numb
     };
     const fail = (err: unknown) => {
       if (settled) return;
-      const { status, body } = toErrorBody(err);
-      body.error.message = redactInternal(body.error.message, [], userWords());
-      if (!res.headersSent) {
-        sendJson(res, status, body, errorHeaders(err));
-      } else if (!res.writableEnded) {
-        // A stream ends with an error line; a half-sent JSON body cannot be repaired, so the connection is cut.
-        if (!String(res.getHeader('content-type') ?? '').includes('ndjson')) res.destroy();
-        else res.end(`${JSON.stringify(body)}\n`);
-      }
+      sendFailure(res, err, redact);
       finish();
     };
 
@@ -186,73 +178,31 @@ export function forward(res: ServerResponse, opts: ForwardOptions): Promise<numb
     const onReply = (up: UpstreamReply | WholeReply) => {
       const stream = up instanceof Readable ? up : undefined;
       upstreamRes = stream;
-      const status = up.statusCode ?? 502;
-      res.statusCode = status;
-      for (const h of PASSED_HEADERS) if (up.headers[h] !== undefined) res.setHeader(h, up.headers[h]!);
-      const streaming = String(up.headers['content-type'] ?? '').includes('ndjson');
-      if (status >= 400 && !streaming) return relayError(up);
+      const streaming = passHead(res, up);
+      if (res.statusCode >= 400 && !streaming) return relayError(res, up, redact, opts.onErrorCode, finish, fail);
       if (!stream && !streaming) {
         res.end((up as WholeReply).body); // node:http sends the length of a body written whole
         return finish();
       }
       if (up.headers['content-length'] !== undefined) res.setHeader('content-length', up.headers['content-length']);
       if (streaming) res.flushHeaders();
-      // A stream is passed on in whole lines (so an error line added by fail() never lands inside one); its
-      // `{"error": ...}` line (its last) is redacted.
-      const pass = (chunk: Buffer) => {
-        if (!res.write(chunk) && stream) {
-          stream.pause();
-          res.once('drain', () => stream.resume());
-        }
-      };
-      let held: Buffer | undefined;
-      const take = (chunk: Buffer) => {
-        if (!streaming) return pass(chunk);
-        let buf = held ? Buffer.concat([held, chunk]) : chunk;
-        const lines = buf.lastIndexOf(0x0a) + 1;
-        held = lines < buf.length ? buf.subarray(lines) : undefined;
-        buf = buf.subarray(0, lines);
-        while (buf.length > 0) {
-          const at = errorLineStart(buf);
-          if (at < 0) return pass(buf);
-          if (at > 0) pass(buf.subarray(0, at));
-          const nl = buf.indexOf(0x0a, at);
-          pass(Buffer.from(redactInternal(buf.subarray(at, nl + 1).toString('utf8'), [], userWords())));
-          buf = buf.subarray(nl + 1);
-        }
-      };
-      const end = () => {
-        res.end(held && errorLineStart(held) === 0 ? redactInternal(held.toString('utf8'), [], userWords()) : held);
-        finish();
-      };
+      const body = bodyWriter(res, streaming, stream, redact);
       if (!stream) {
-        take((up as WholeReply).body); // a stream that came whole: its lines, then its end
-        return end();
+        body.take((up as WholeReply).body); // a stream that came whole: its lines, then its end
+        body.end();
+        return finish();
       }
-      stream.on('data', take);
-      stream.on('end', end);
+      stream.on('data', body.take);
+      stream.on('end', () => {
+        body.end();
+        finish();
+      });
       stream.on('error', (err) => fail(err));
       stream.on('aborted', () => fail(new Error('the upstream connection closed mid-reply')));
     };
     req.on('response', onReply);
     req.on('whole', onReply);
 
-    /** An error reply (small): read whole, counted by code, redacted, sent. */
-    const relayError = (up: UpstreamReply | WholeReply) => {
-      const relay = (text: string) => {
-        opts.onErrorCode?.(errorCodeOf(text));
-        const body = redactInternal(text, [], userWords());
-        res.setHeader('content-length', Buffer.byteLength(body));
-        res.end(body);
-        finish();
-      };
-      if (!(up instanceof Readable)) return relay(up.body.toString('utf8'));
-      const parts: Buffer[] = [];
-      up.on('data', (chunk: Buffer) => parts.push(chunk));
-      up.on('end', () => relay(Buffer.concat(parts).toString('utf8')));
-      up.on('error', (err) => fail(err));
-      up.on('aborted', () => fail(new Error('the upstream connection closed mid-reply')));
-    };
     // A cut (unregister, shutdown drain) answers with its reason; the upstream request is dropped.
     const cut = () => {
       fail(opts.signal!.reason);
@@ -263,6 +213,77 @@ export function forward(res: ServerResponse, opts: ForwardOptions): Promise<numb
     opts.signal?.addEventListener('abort', cut, { once: true });
     req.end(opts.body);
   });
+}
+
+/** The upstream's status and passed headers onto the client's reply; true when the reply is an NDJSON stream. */
+function passHead(res: ServerResponse, up: UpstreamReply | WholeReply): boolean {
+  res.statusCode = up.statusCode ?? 502;
+  for (const h of PASSED_HEADERS) if (up.headers[h] !== undefined) res.setHeader(h, up.headers[h]!);
+  return String(up.headers['content-type'] ?? '').includes('ndjson');
+}
+
+/** `err` to the client: as the error reply, or a stream's last line; a half-sent JSON body cannot be repaired, so it is cut. */
+function sendFailure(res: ServerResponse, err: unknown, redact: (text: string) => string): void {
+  const { status, body } = toErrorBody(err);
+  body.error.message = redact(body.error.message);
+  if (!res.headersSent) {
+    sendJson(res, status, body, errorHeaders(err));
+  } else if (!res.writableEnded) {
+    if (!String(res.getHeader('content-type') ?? '').includes('ndjson')) res.destroy();
+    else res.end(`${JSON.stringify(body)}\n`);
+  }
+}
+
+/**
+ * Writes a reply's body to the client as it comes, pausing `stream` while the client's socket is full. A stream is
+ * passed on in whole lines (so an error line added by sendFailure never lands inside one); its `{"error": ...}` line
+ * (its last) is redacted. `end` writes what is held back and ends the reply.
+ */
+function bodyWriter(res: ServerResponse, streaming: boolean, stream: Readable | undefined, redact: (text: string) => string) {
+  const pass = (chunk: Buffer | string) => {
+    if (!res.write(chunk) && stream) {
+      stream.pause();
+      res.once('drain', () => stream.resume());
+    }
+  };
+  let held: Buffer | undefined;
+  const take = (chunk: Buffer) => {
+    if (!streaming) return pass(chunk);
+    let buf = held ? Buffer.concat([held, chunk]) : chunk;
+    const lines = buf.lastIndexOf(0x0a) + 1;
+    held = lines < buf.length ? buf.subarray(lines) : undefined;
+    buf = buf.subarray(0, lines);
+    while (buf.length > 0) {
+      const at = errorLineStart(buf);
+      if (at < 0) return pass(buf);
+      if (at > 0) pass(buf.subarray(0, at));
+      const nl = buf.indexOf(0x0a, at);
+      pass(Buffer.from(redact(buf.subarray(at, nl + 1).toString('utf8'))));
+      buf = buf.subarray(nl + 1);
+    }
+  };
+  const end = () => res.end(held && errorLineStart(held) === 0 ? redact(held.toString('utf8')) : held);
+  return { take, end };
+}
+
+/** An error reply (small): read whole, counted by code, redacted, sent; then `done`. */
+function relayError(
+  res: ServerResponse, up: UpstreamReply | WholeReply, redact: (text: string) => string, onErrorCode: ((code: string) => void) | undefined,
+  done: () => void, fail: (err: unknown) => void,
+): void {
+  const relay = (text: string) => {
+    onErrorCode?.(errorCodeOf(text));
+    const body = redact(text);
+    res.setHeader('content-length', Buffer.byteLength(body));
+    res.end(body);
+    done();
+  };
+  if (!(up instanceof Readable)) return relay(up.body.toString('utf8'));
+  const parts: Buffer[] = [];
+  up.on('data', (chunk: Buffer) => parts.push(chunk));
+  up.on('end', () => relay(Buffer.concat(parts).toString('utf8')));
+  up.on('error', (err) => fail(err));
+  up.on('aborted', () => fail(new Error('the upstream connection closed mid-reply')));
 }
 
 /** A whole reply as the stream openUpstream()'s callers read (the OpenAI route parses the body itself). */

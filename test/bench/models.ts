@@ -5,7 +5,8 @@
  *  - a batch of 8 images (one packed run) vs 8 single-image runs, per image;
  *  - the in-process TP-2 reference runner vs the single encoder graph;
  *  - encodeAudio 5 s WAV (decode + resample + log-mel + encoder) vs the encoder + projector runs alone;
- *  - Whisper's log-mel features of a 30 s clip (n_fft 400, mixed-radix FFT) vs transformers.js's WhisperFeatureExtractor;
+ *  - Whisper's log-mel features of a 30 s clip (n_fft 400, mixed-radix FFT) vs transformers.js's WhisperFeatureExtractor,
+ *    and vs the same features by a direct 400-point DFT per frame;
  *  - generateImage 256x256, 4 steps (incl. PNG) vs the prior/denoise/decoder runs alone;
  *  - generateAudio streamed in chunks of 50 (+4 context) vs one-shot, 200 frames.
  * Run alone: node --import tsx test/bench/models.ts
@@ -20,6 +21,7 @@ import { preprocessAudio } from '../../executors/models/preprocess/audio.js';
 import { encodeWav } from '../../executors/models/preprocess/wav.js';
 import { whisperFeatures } from '../../executors/models/preprocess/whisper-features.js';
 import { encoderManifest } from '../../executors/models/hf-encoder.js';
+import { directWhisperFeatures } from '../helpers/direct-dft.js';
 import { AutoFeatureExtractor, env as transformersEnv } from '@huggingface/transformers';
 import { loadRank, runTensorParallel } from '../../executors/models/tensor-parallel.js';
 import { Prng } from '../../executors/models/onnx/prng.js';
@@ -72,6 +74,8 @@ export async function run(): Promise<BenchResult[]> {
   const extractor = await AutoFeatureExtractor.from_pretrained(whisperDir);
   out.push(await compare('audio Whisper log-mel features, 30 s clip (→ [80, 3000])', 10, async () => whisperFeatures(clip30, wpre, 30),
     'transformers.js WhisperFeatureExtractor, same clip', () => extractor(clip30), 'n_fft 400 by the mixed-radix FFT on the packed real frame (200 = 4·2·5·5)'));
+  out.push(await compare('audio Whisper log-mel features, 30 s clip, per clip', 3, async () => whisperFeatures(clip30, wpre, 30),
+    'direct 400-point DFT per frame, same clip', async () => directWhisperFeatures(clip30, wpre, 30), 'target ≤ 30 ms per clip on a quiet machine'));
 
   const igen = await loadModel(await modelDir('tiny-image-gen'), opts);
   const emb = randomEmbeddings(16, 256);

@@ -1,64 +1,160 @@
 /**
- * FFT of any size (in place) and the power spectrum of a real frame; plans cached per size. A power of two takes
- * the iterative radix-2 path; any other size (Whisper's n_fft = 400, a 200 = 4·2·5·5-point FFT in powerSpectrum)
- * a mixed-radix recursion in the manner of KISS FFT (decimation in time over the size's factors, 4 first, then 2, 3,
- * 5, ..., each with its butterfly), O(n·Σ factors) instead of the direct DFT's O(n²); a prime size degenerates to that
- * DFT, still correct. No npm FFT fits: fft.js (the well-kept one) takes powers of two only.
+ * FFT of any size (in place) and the power spectrum of a real frame; plans cached per size. Every size takes the same
+ * iterative Stockham autosort path (decimation in frequency over the size's factors, 4 first, then 2, 3, 5, ..., each
+ * stage reading one buffer and writing the other in natural order, so there is neither recursion nor a digit-reversal
+ * pass): O(n·Σ factors) instead of the direct DFT's O(n²). Radices 2, 4 and 5 have their butterflies written out (KISS
+ * FFT's 5-point one), any other factor a generic p-point DFT, so a prime size degenerates to that DFT, still correct.
+ * No npm FFT fits: fft.js (the well-kept one) takes powers of two only.
  */
 
-const cache = new Map<number, { cos: Float64Array; sin: Float64Array; rev: Uint32Array }>();
+/** One stage: radix r over sub-sequences of length n = r·m read with stride s; tw holds W_N^{p·k·s} for p < m, 0 < k < r. */
+interface Stage { r: number; m: number; s: number; twRe: Float64Array; twIm: Float64Array }
 
-function plan(n: number) {
-  let p = cache.get(n);
-  if (p) return p;
-  const cos = new Float64Array(n / 2);
-  const sin = new Float64Array(n / 2);
-  for (let i = 0; i < n / 2; i++) {
-    cos[i] = Math.cos((2 * Math.PI * i) / n);
-    sin[i] = -Math.sin((2 * Math.PI * i) / n);
+interface Plan {
+  stages: Stage[];
+  /** The other buffer of the ping-pong. */
+  re: Float64Array;
+  im: Float64Array;
+  /** One butterfly's r inputs and outputs (the generic stages). */
+  aRe: Float64Array;
+  aIm: Float64Array;
+  bRe: Float64Array;
+  bIm: Float64Array;
+  /** W_r^j of the generic stages, indexed by r: cos and −sin of 2πj/r. */
+  roots: Map<number, { cos: Float64Array; sin: Float64Array }>;
+}
+
+const plans = new Map<number, Plan>();
+
+function factorise(n: number): number[] {
+  const out: number[] = [];
+  for (const p of [4, 2]) while (n % p === 0) (out.push(p), (n /= p));
+  for (let p = 3; n > 1; p += 2) {
+    if (p * p > n) p = n;
+    while (n % p === 0) (out.push(p), (n /= p));
   }
-  const bits = Math.log2(n);
-  const rev = new Uint32Array(n);
-  for (let i = 0; i < n; i++) {
-    let r = 0;
-    for (let b = 0; b < bits; b++) r |= ((i >> b) & 1) << (bits - 1 - b);
-    rev[i] = r;
+  return out;
+}
+
+function plan(size: number): Plan {
+  let pl = plans.get(size);
+  if (pl) return pl;
+  const factors = factorise(size);
+  const stages: Stage[] = [];
+  const roots = new Map<number, { cos: Float64Array; sin: Float64Array }>();
+  let n = size;
+  let s = 1;
+  for (const r of factors) {
+    const m = n / r;
+    const twRe = new Float64Array(m * (r - 1));
+    const twIm = new Float64Array(m * (r - 1));
+    for (let p = 0; p < m; p++) {
+      for (let k = 1; k < r; k++) {
+        const a = (-2 * Math.PI * ((p * k * s) % size)) / size;
+        twRe[p * (r - 1) + k - 1] = Math.cos(a);
+        twIm[p * (r - 1) + k - 1] = Math.sin(a);
+      }
+    }
+    stages.push({ r, m, s, twRe, twIm });
+    if (r !== 2 && r !== 4 && r !== 5 && !roots.has(r)) {
+      roots.set(r, { cos: Float64Array.from({ length: r }, (_, j) => Math.cos((2 * Math.PI * j) / r)), sin: Float64Array.from({ length: r }, (_, j) => -Math.sin((2 * Math.PI * j) / r)) });
+    }
+    n = m;
+    s *= r;
   }
-  p = { cos, sin, rev };
-  cache.set(n, p);
-  return p;
+  const maxR = Math.max(1, ...factors);
+  pl = {
+    stages, roots, re: new Float64Array(size), im: new Float64Array(size),
+    aRe: new Float64Array(maxR), aIm: new Float64Array(maxR), bRe: new Float64Array(maxR), bIm: new Float64Array(maxR),
+  };
+  plans.set(size, pl);
+  return pl;
 }
 
 /** In-place forward DFT of (re, im), X[k] = Σ x[n] e^{-2πikn/N}, for any length. */
 export function fft(re: Float64Array, im: Float64Array): void {
-  const n = re.length;
-  if (n < 2) return;
-  if ((n & (n - 1)) !== 0) return mixedRadix(re, im);
-  const { cos, sin, rev } = plan(n);
-  for (let i = 0; i < n; i++) {
-    const j = rev[i]!;
-    if (j > i) {
-      [re[i], re[j]] = [re[j]!, re[i]!];
-      [im[i], im[j]] = [im[j]!, im[i]!];
+  const size = re.length;
+  if (size < 2) return;
+  const pl = plan(size);
+  let xr = re, xi = im, yr = pl.re, yi = pl.im;
+  for (const st of pl.stages) {
+    if (st.r === 4) radix4(st, xr, xi, yr, yi);
+    else if (st.r === 2) radix2(st, xr, xi, yr, yi);
+    else if (st.r === 5) radix5(st, xr, xi, yr, yi);
+    else radixAny(st, pl, xr, xi, yr, yi);
+    const tr = xr, ti = xi;
+    (xr = yr), (xi = yi), (yr = tr), (yi = ti);
+  }
+  if (xr !== re) (re.set(xr), im.set(xi));
+}
+
+/**
+ * y[q + s·(r·p + k)] = W_N^{p·k·s} · Σ_j x[q + s·(p + j·m)] · W_r^{j·k}: the r-point DFT of each decimated group,
+ * twiddled, written where the next stage (m, s·r) reads it.
+ */
+function radix4({ m, s, twRe, twIm }: Stage, xr: Float64Array, xi: Float64Array, yr: Float64Array, yi: Float64Array): void {
+  const sm = s * m;
+  for (let p = 0; p < m; p++) {
+    const w1r = twRe[3 * p]!, w1i = twIm[3 * p]!, w2r = twRe[3 * p + 1]!, w2i = twIm[3 * p + 1]!, w3r = twRe[3 * p + 2]!, w3i = twIm[3 * p + 2]!;
+    for (let q = 0, i = s * p, o = 4 * s * p; q < s; q++, i++, o++) {
+      const a0r = xr[i]!, a0i = xi[i]!, a1r = xr[i + sm]!, a1i = xi[i + sm]!;
+      const a2r = xr[i + 2 * sm]!, a2i = xi[i + 2 * sm]!, a3r = xr[i + 3 * sm]!, a3i = xi[i + 3 * sm]!;
+      const pr = a0r + a2r, pi = a0i + a2i, mr = a0r - a2r, mi = a0i - a2i;
+      const qr = a1r + a3r, qi = a1i + a3i, nr = a1r - a3r, ni = a1i - a3i;
+      yr[o] = pr + qr; yi[o] = pi + qi;
+      const b1r = mr + ni, b1i = mi - nr; // (a0 − a2) − i·(a1 − a3)
+      const b2r = pr - qr, b2i = pi - qi;
+      const b3r = mr - ni, b3i = mi + nr; // (a0 − a2) + i·(a1 − a3)
+      yr[o + s] = b1r * w1r - b1i * w1i; yi[o + s] = b1r * w1i + b1i * w1r;
+      yr[o + 2 * s] = b2r * w2r - b2i * w2i; yi[o + 2 * s] = b2r * w2i + b2i * w2r;
+      yr[o + 3 * s] = b3r * w3r - b3i * w3i; yi[o + 3 * s] = b3r * w3i + b3i * w3r;
     }
   }
-  for (let size = 2; size <= n; size <<= 1) {
-    const half = size >> 1;
-    const stride = n / size;
-    for (let start = 0; start < n; start += size) {
-      for (let k = 0; k < half; k++) {
-        const wr = cos[k * stride]!;
-        const wi = sin[k * stride]!;
-        const a = start + k;
-        const b = a + half;
-        const tr = re[b]! * wr - im[b]! * wi;
-        const ti = re[b]! * wi + im[b]! * wr;
-        re[b] = re[a]! - tr;
-        im[b] = im[a]! - ti;
-        re[a] = re[a]! + tr;
-        im[a] = im[a]! + ti;
+}
+
+function radix2({ m, s, twRe, twIm }: Stage, xr: Float64Array, xi: Float64Array, yr: Float64Array, yi: Float64Array): void {
+  const sm = s * m;
+  for (let p = 0; p < m; p++) {
+    const wr = twRe[p]!, wi = twIm[p]!;
+    for (let q = 0, i = s * p, o = 2 * s * p; q < s; q++, i++, o++) {
+      const ar = xr[i]!, ai = xi[i]!, br = xr[i + sm]!, bi = xi[i + sm]!;
+      yr[o] = ar + br; yi[o] = ai + bi;
+      const dr = ar - br, di = ai - bi;
+      yr[o + s] = dr * wr - di * wi; yi[o + s] = dr * wi + di * wr;
+    }
+  }
+}
+
+/** Any radix but 2, 4 and 5: a direct r-point DFT through the plan's scratch. */
+function radixAny(st: Stage, pl: Plan, xr: Float64Array, xi: Float64Array, yr: Float64Array, yi: Float64Array): void {
+  const { r, m, s, twRe, twIm } = st;
+  const { aRe, aIm, bRe, bIm } = pl;
+  const root = pl.roots.get(r);
+  const sm = s * m;
+  for (let p = 0; p < m; p++) {
+    for (let q = 0, i = s * p, o = r * s * p; q < s; q++, i++, o++) {
+      for (let j = 0; j < r; j++) (aRe[j] = xr[i + j * sm]!, (aIm[j] = xi[i + j * sm]!));
+      dftSmall(r, root!.cos, root!.sin, aRe, aIm, bRe, bIm);
+      yr[o] = bRe[0]!; yi[o] = bIm[0]!;
+      for (let k = 1; k < r; k++) {
+        const wr = twRe[p * (r - 1) + k - 1]!, wi = twIm[p * (r - 1) + k - 1]!;
+        yr[o + k * s] = bRe[k]! * wr - bIm[k]! * wi;
+        yi[o + k * s] = bRe[k]! * wi + bIm[k]! * wr;
       }
     }
+  }
+}
+
+function dftSmall(r: number, cos: Float64Array, sin: Float64Array, aRe: Float64Array, aIm: Float64Array, bRe: Float64Array, bIm: Float64Array): void {
+  for (let k = 0; k < r; k++) {
+    let sr = 0, si = 0;
+    for (let j = 0; j < r; j++) {
+      const w = (j * k) % r;
+      sr += aRe[j]! * cos[w]! - aIm[j]! * sin[w]!;
+      si += aRe[j]! * sin[w]! + aIm[j]! * cos[w]!;
+    }
+    bRe[k] = sr;
+    bIm[k] = si;
   }
 }
 
@@ -84,12 +180,19 @@ export function powerSpectrum(frame: Float64Array, out = new Float64Array(frame.
   if (frame.length % 2 !== 0) throw new Error(`powerSpectrum needs an even frame length, got ${frame.length}`);
   const h = frame.length / 2;
   for (let j = 0; j < h; j++) (frame[j] = frame[2 * j]!, (im[j] = frame[2 * j + 1]!)); // in order: reads at 2j ≥ j
-  const zr = frame.subarray(0, h);
-  const zi = im.subarray(0, h);
+  return packedPowerSpectrum(frame.subarray(0, h), im.subarray(0, h), out);
+}
+
+/**
+ * powerSpectrum of a real frame already split into its even samples (zr) and odd samples (zi), n/2 each (both
+ * overwritten), so a caller that windows the frame can split it in the same pass.
+ */
+export function packedPowerSpectrum(zr: Float64Array, zi: Float64Array, out = new Float64Array(zr.length + 1)): Float64Array {
+  const h = zr.length;
   fft(zr, zi);
   out[0] = (zr[0]! + zi[0]!) ** 2;
   out[h] = (zr[0]! - zi[0]!) ** 2;
-  const { cos, sin } = halfTwiddle(frame.length);
+  const { cos, sin } = halfTwiddle(2 * h);
   for (let k = 1; k < h; k++) {
     const ar = zr[k]!, ai = zi[k]!, br = zr[h - k]!, bi = -zi[h - k]!; // Z[k], conj Z[h−k]
     const er = (ar + br) / 2, ei = (ai + bi) / 2;
@@ -102,127 +205,34 @@ export function powerSpectrum(frame: Float64Array, out = new Float64Array(frame.
   return out;
 }
 
-interface MixedPlan {
-  /** Radices, outermost first: 4s, then 2s, 3s, 5s and any larger primes. */
-  factors: number[];
-  /** W_n^k = cos[k] + i·sin[k] = e^{-2πik/n}, k < n. */
-  cos: Float64Array;
-  sin: Float64Array;
-  /** The input, copied (the recursion reads it while writing re/im). */
-  inRe: Float64Array;
-  inIm: Float64Array;
-  /** One butterfly's p twiddled inputs. */
-  tRe: Float64Array;
-  tIm: Float64Array;
-}
-
-const mixedPlans = new Map<number, MixedPlan>();
-
-function factorise(n: number): number[] {
-  const out: number[] = [];
-  for (const p of [4, 2]) while (n % p === 0) (out.push(p), (n /= p));
-  for (let p = 3; n > 1; p += 2) {
-    if (p * p > n) p = n;
-    while (n % p === 0) (out.push(p), (n /= p));
-  }
-  return out;
-}
-
-function mixedPlan(n: number): MixedPlan {
-  let p = mixedPlans.get(n);
-  if (p) return p;
-  const factors = factorise(n);
-  const cos = new Float64Array(n);
-  const sin = new Float64Array(n);
-  for (let k = 0; k < n; k++) {
-    cos[k] = Math.cos((2 * Math.PI * k) / n);
-    sin[k] = -Math.sin((2 * Math.PI * k) / n);
-  }
-  const maxP = Math.max(...factors);
-  p = { factors, cos, sin, inRe: new Float64Array(n), inIm: new Float64Array(n), tRe: new Float64Array(maxP), tIm: new Float64Array(maxP) };
-  mixedPlans.set(n, p);
-  return p;
-}
-
-function mixedRadix(re: Float64Array, im: Float64Array): void {
-  const pl = mixedPlan(re.length);
-  pl.inRe.set(re);
-  pl.inIm.set(im);
-  stage(pl, re, im, 0, 0, 1, re.length, 0);
-}
-
-/**
- * out[o .. o+len) = DFT_len of in[i], in[i+stride], ... (len = the product of factors[f..]). Each of the p = factors[f]
- * decimated subsequences is transformed into its slice out[o + q·m .. +m), m = len/p; then for each k < m the p values
- * Y_q[k]·W_len^{qk} go through a p-point DFT into out[o + k + m·s], s < p (twiddles from the size-n table: W_len^j =
- * W_n^{j·stride}). Radices 2, 4 and 5 have their butterflies written out (KISS FFT's), any other a generic one.
- */
-function stage(pl: MixedPlan, outRe: Float64Array, outIm: Float64Array, o: number, i: number, stride: number, len: number, f: number): void {
-  const { inRe, inIm } = pl;
-  if (len === 1) {
-    outRe[o] = inRe[i]!;
-    outIm[o] = inIm[i]!;
-    return;
-  }
-  const p = pl.factors[f]!;
-  const m = len / p;
-  for (let q = 0; q < p; q++) stage(pl, outRe, outIm, o + q * m, i + q * stride, stride * p, m, f + 1);
-  const { cos, sin, tRe, tIm } = pl;
-  for (let k = 0; k < m; k++) {
-    // t_q = Y_q[k] · W_n^{q·k·stride} (q·k·stride < len·stride = n)
-    for (let q = 0, w = 0; q < p; q++, w += k * stride) {
-      const a = o + q * m + k;
-      const xr = outRe[a]!;
-      const xi = outIm[a]!;
-      tRe[q] = xr * cos[w]! - xi * sin[w]!;
-      tIm[q] = xr * sin[w]! + xi * cos[w]!;
-    }
-    const at = o + k;
-    if (p === 4) {
-      const ar = tRe[0]! + tRe[2]!, ai = tIm[0]! + tIm[2]!, br = tRe[0]! - tRe[2]!, bi = tIm[0]! - tIm[2]!;
-      const cr = tRe[1]! + tRe[3]!, ci = tIm[1]! + tIm[3]!, dr = tRe[1]! - tRe[3]!, di = tIm[1]! - tIm[3]!;
-      outRe[at] = ar + cr; outIm[at] = ai + ci;
-      outRe[at + m] = br + di; outIm[at + m] = bi - dr; // b − i·d
-      outRe[at + 2 * m] = ar - cr; outIm[at + 2 * m] = ai - ci;
-      outRe[at + 3 * m] = br - di; outIm[at + 3 * m] = bi + dr; // b + i·d
-    } else if (p === 2) {
-      outRe[at] = tRe[0]! + tRe[1]!; outIm[at] = tIm[0]! + tIm[1]!;
-      outRe[at + m] = tRe[0]! - tRe[1]!; outIm[at + m] = tIm[0]! - tIm[1]!;
-    } else if (p === 5) {
-      butterfly5(tRe, tIm, outRe, outIm, at, m);
-    } else {
-      const pStep = cos.length / p; // W_p^r = W_n^{r·n/p}
-      for (let s = 0; s < p; s++) {
-        let sr = tRe[0]!;
-        let si = tIm[0]!;
-        for (let q = 1; q < p; q++) {
-          const w = ((q * s) % p) * pStep;
-          sr += tRe[q]! * cos[w]! - tIm[q]! * sin[w]!;
-          si += tRe[q]! * sin[w]! + tIm[q]! * cos[w]!;
-        }
-        outRe[at + m * s] = sr;
-        outIm[at + m * s] = si;
-      }
-    }
-  }
-}
-
 /** W_5 = e^{-2πi/5} and W_5²: the constants of the 5-point butterfly. */
 const Y1R = Math.cos((2 * Math.PI) / 5), Y1I = -Math.sin((2 * Math.PI) / 5);
 const Y2R = Math.cos((4 * Math.PI) / 5), Y2I = -Math.sin((4 * Math.PI) / 5);
 
-/** The 5-point DFT of t (KISS FFT's kf_bfly5): the conjugate-symmetric pairs (1, 4) and (2, 3) share their products. */
-function butterfly5(tRe: Float64Array, tIm: Float64Array, outRe: Float64Array, outIm: Float64Array, at: number, m: number): void {
-  const r0 = tRe[0]!, i0 = tIm[0]!;
-  const r7 = tRe[1]! + tRe[4]!, i7 = tIm[1]! + tIm[4]!, r10 = tRe[1]! - tRe[4]!, i10 = tIm[1]! - tIm[4]!;
-  const r8 = tRe[2]! + tRe[3]!, i8 = tIm[2]! + tIm[3]!, r9 = tRe[2]! - tRe[3]!, i9 = tIm[2]! - tIm[3]!;
-  outRe[at] = r0 + r7 + r8; outIm[at] = i0 + i7 + i8;
-  const r5 = r0 + r7 * Y1R + r8 * Y2R, i5 = i0 + i7 * Y1R + i8 * Y2R;
-  const r6 = i10 * Y1I + i9 * Y2I, i6 = -(r10 * Y1I + r9 * Y2I);
-  outRe[at + m] = r5 - r6; outIm[at + m] = i5 - i6;
-  outRe[at + 4 * m] = r5 + r6; outIm[at + 4 * m] = i5 + i6;
-  const r11 = r0 + r7 * Y2R + r8 * Y1R, i11 = i0 + i7 * Y2R + i8 * Y1R;
-  const r12 = -i10 * Y2I + i9 * Y1I, i12 = r10 * Y2I - r9 * Y1I;
-  outRe[at + 2 * m] = r11 + r12; outIm[at + 2 * m] = i11 + i12;
-  outRe[at + 3 * m] = r11 - r12; outIm[at + 3 * m] = i11 - i12;
+/** Radix 5 with KISS FFT's kf_bfly5 butterfly: the conjugate-symmetric pairs (1, 4) and (2, 3) share their products. */
+function radix5({ m, s, twRe, twIm }: Stage, xr: Float64Array, xi: Float64Array, yr: Float64Array, yi: Float64Array): void {
+  const sm = s * m;
+  for (let p = 0; p < m; p++) {
+    const t = 4 * p;
+    const w1r = twRe[t]!, w1i = twIm[t]!, w2r = twRe[t + 1]!, w2i = twIm[t + 1]!;
+    const w3r = twRe[t + 2]!, w3i = twIm[t + 2]!, w4r = twRe[t + 3]!, w4i = twIm[t + 3]!;
+    for (let q = 0, i = s * p, o = 5 * s * p; q < s; q++, i++, o++) {
+      const r0 = xr[i]!, i0 = xi[i]!;
+      const a1r = xr[i + sm]!, a1i = xi[i + sm]!, a2r = xr[i + 2 * sm]!, a2i = xi[i + 2 * sm]!;
+      const a3r = xr[i + 3 * sm]!, a3i = xi[i + 3 * sm]!, a4r = xr[i + 4 * sm]!, a4i = xi[i + 4 * sm]!;
+      const r7 = a1r + a4r, i7 = a1i + a4i, r10 = a1r - a4r, i10 = a1i - a4i;
+      const r8 = a2r + a3r, i8 = a2i + a3i, r9 = a2r - a3r, i9 = a2i - a3i;
+      yr[o] = r0 + r7 + r8; yi[o] = i0 + i7 + i8;
+      const r5 = r0 + r7 * Y1R + r8 * Y2R, i5 = i0 + i7 * Y1R + i8 * Y2R;
+      const r6 = i10 * Y1I + i9 * Y2I, i6 = -(r10 * Y1I + r9 * Y2I);
+      const r11 = r0 + r7 * Y2R + r8 * Y1R, i11 = i0 + i7 * Y2R + i8 * Y1R;
+      const r12 = -i10 * Y2I + i9 * Y1I, i12 = r10 * Y2I - r9 * Y1I;
+      const b1r = r5 - r6, b1i = i5 - i6, b4r = r5 + r6, b4i = i5 + i6;
+      const b2r = r11 + r12, b2i = i11 + i12, b3r = r11 - r12, b3i = i11 - i12;
+      yr[o + s] = b1r * w1r - b1i * w1i; yi[o + s] = b1r * w1i + b1i * w1r;
+      yr[o + 2 * s] = b2r * w2r - b2i * w2i; yi[o + 2 * s] = b2r * w2i + b2i * w2r;
+      yr[o + 3 * s] = b3r * w3r - b3i * w3i; yi[o + 3 * s] = b3r * w3i + b3i * w3r;
+      yr[o + 4 * s] = b4r * w4r - b4i * w4i; yi[o + 4 * s] = b4r * w4i + b4i * w4r;
+    }
+  }
 }

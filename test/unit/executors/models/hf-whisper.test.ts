@@ -11,6 +11,8 @@ import { loadModel } from '../../../../executors/models/loader.js';
 import { encodeAudio } from '../../../../executors/models/run.js';
 import { preprocessAudio, wavToSamples } from '../../../../executors/models/preprocess/audio.js';
 import { encodeWav } from '../../../../executors/models/preprocess/wav.js';
+import { whisperFeatures } from '../../../../executors/models/preprocess/whisper-features.js';
+import { directWhisperFeatures } from '../../../helpers/direct-dft.js';
 import { maxAbsDiff } from '../../../helpers/eric.js';
 import { tone } from '../../../helpers/media.js';
 import { modelDir } from '../../../helpers/models.js';
@@ -24,7 +26,7 @@ const clip = () => {
   return encodeWav([a.map((v, i) => v + b[i]! * Math.cos(i / 3000))], 16000, 'float32');
 };
 
-test('Whisper input_features [80, 3000] equal transformers.js WhisperFeatureExtractor within 1e-4', async (t) => {
+test('Whisper input_features [80, 3000] equal transformers.js WhisperFeatureExtractor within 1e-5', async (t) => {
   t.timeout(120_000);
   const dir = await modelDir('tiny-whisper');
   const pre = (await encoderManifest(dir, ['w'])).preprocessing.audio!;
@@ -34,7 +36,16 @@ test('Whisper input_features [80, 3000] equal transformers.js WhisperFeatureExtr
   const extractor = await AutoFeatureExtractor.from_pretrained(dir);
   const { input_features } = await extractor(wavToSamples(wav, pre));
   t.deepEqual(input_features.dims, [1, 80, 3000]);
-  t.true(maxAbsDiff(ours.data, input_features.data as Float32Array) <= 1e-4);
+  t.true(maxAbsDiff(ours.data, input_features.data as Float32Array) <= 1e-5);
+});
+
+test('Whisper features by the mixed-radix FFT equal the direct 400-point DFT within 1e-5', async (t) => {
+  const pre = (await encoderManifest(await modelDir('tiny-whisper'), ['w'])).preprocessing.audio!;
+  const samples = wavToSamples(clip(), pre);
+  const fast = whisperFeatures(samples, pre, 2);
+  const direct = directWhisperFeatures(samples, pre, 2);
+  t.deepEqual([fast.nMels, fast.frames], [80, 200]);
+  t.true(maxAbsDiff(fast.data, direct.data) <= 1e-5, `max |Δ| ${maxAbsDiff(fast.data, direct.data)}`);
 });
 
 test('a Whisper folder is served as an audio encoder: input_features [1, 80, 3000] → last_hidden_state [1500, d_model]', async (t) => {
