@@ -10,8 +10,11 @@ import { KubernetesPlatform } from '../../../control/platform/kubernetes/platfor
 import type { KubernetesPlatformInit } from '../../../control/platform/kubernetes/options.js';
 import type { ExecutorSpec, PlatformEvent } from '../../../lib/platform.js';
 import { waitUntil } from '../../../lib/wait.js';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { useLocalCluster } from '../../kube/fixture.js';
-import type { ProcessKubelet } from '../../kube/kubelet.js';
+import { REPO_ROOT, type ProcessKubelet } from '../../kube/kubelet.js';
+import { startKnativeStandIn } from '../../kube/knative.js';
 
 const kube = useLocalCluster(test);
 let node: ProcessKubelet;
@@ -38,6 +41,7 @@ async function platformIn(namespace: string, over: Partial<KubernetesPlatformIni
   const platform = new KubernetesPlatform({
     kubeConfig: kube().cluster.kubeConfig(),
     namespace,
+    dispatcherUrl: `http://dispatcher.${namespace}.svc.cluster.local:8000`,
     readyTimeoutMs: 90_000,
     pollIntervalMs: 100,
     watchRetryMs: 200,
@@ -143,4 +147,39 @@ test.serial('the pod watch resumes after the API server restarts and reports an 
   await waitUntil('executor-exited after the restart', () => events.some((e) => e.kind === 'executor-exited'), { timeoutMs: 60_000 });
   await platform.waitForExecutorReady(spec.executorId);
   t.is(events.filter((e) => e.kind === 'executor-exited').length, 1);
+});
+
+const echoApp = (appId: string, image = 'cornserve/app-runtime') => ({
+  appId,
+  name: 'echo',
+  source: readFileSync(join(REPO_ROOT, 'functions/apps/echo.ts'), 'utf8'),
+  launch: { kind: 'app-runtime', entry: 'functions/runtime/main.ts', image, args: [], devicesPerExecutor: 0, healthPath: '/health' },
+});
+
+test.serial('an app function becomes Ready through its Knative Service and its pod serves the app', async (t) => {
+  const ns = await kube().namespace('app');
+  const knative = await startKnativeStandIn(kube().cluster.kubeConfig(), ns);
+  t.teardown(() => knative.stop());
+  const { platform } = await platformIn(ns);
+  t.teardown(() => platform.shutdown());
+  const app = await platform.deployAppFunction(echoApp('app-1'));
+  t.is(app.url, `http://cs-app-echo.${ns}.svc.cluster.local`);
+  const pods = await core().listNamespacedPod({ namespace: ns, labelSelector: 'serving.knative.dev/service=cs-app-echo' });
+  t.is(pods.items.length, 1);
+  const health = await fetch(`http://${pods.items[0]!.status!.podIP}:8080/health`);
+  t.is(health.status, 200);
+});
+
+test.serial('an app function whose image cannot be pulled fails with Knative\'s reason and is removed again', async (t) => {
+  const ns = await kube().namespace('badapp');
+  const knative = await startKnativeStandIn(kube().cluster.kubeConfig(), ns);
+  t.teardown(() => knative.stop());
+  const { platform } = await platformIn(ns);
+  t.teardown(() => platform.shutdown());
+  const err = await t.throwsAsync(platform.deployAppFunction(echoApp('app-2', 'cornserve/no-such-image')));
+  t.like(err, { code: 'KUBE_DEPLOY_FAILED' });
+  t.regex(err!.message, /ErrImagePull: image .*cornserve\/no-such-image.* is not known/);
+  // The Knative Service is deleted; the real garbage collector removes the Deployment it owned.
+  await waitUntil('the revision Deployment collected', async () => (await apps().listNamespacedDeployment({ namespace: ns })).items.length === 0, { timeoutMs: 60_000 });
+  t.pass();
 });
