@@ -199,7 +199,6 @@ export async function startLocalCluster(o: ClusterOptions = {}): Promise<LocalCl
       `--service-account-private-key-file=${join(dir, 'sa.key')}`,
       `--root-ca-file=${join(dir, 'ca.crt')}`,
       '--use-service-account-credentials=false',
-      '--controllers=*,-nodeipam,-route,-cloud-node-lifecycle,-service',
       '--node-monitor-period=1s',
       `--node-monitor-grace-period=${o.nodeGraceSeconds ?? 40}s`,
       '--concurrent-deployment-syncs=5',
