@@ -16,7 +16,8 @@ import { useLocalCluster } from '../../kube/fixture.js';
 import { REPO_ROOT, type ProcessKubelet } from '../../kube/kubelet.js';
 import { startKnativeStandIn } from '../../kube/knative.js';
 
-const kube = useLocalCluster(test);
+// A lost node is noticed after 8 s without heartbeats and its pods are evicted 3 s later (defaults: 40 s, 300 s).
+const kube = useLocalCluster(test, { nodeGraceSeconds: 8, evictionSeconds: 3 });
 let node: ProcessKubelet;
 test.before(async () => {
   node = await kube().kubelet({ node: 'gpu-a', gpus: 4, labels: { 'nvidia.com/gpu.present': 'true' } });
@@ -182,4 +183,19 @@ test.serial('an app function whose image cannot be pulled fails with Knative\'s 
   // The Knative Service is deleted; the real garbage collector removes the Deployment it owned.
   await waitUntil('the revision Deployment collected', async () => (await apps().listNamespacedDeployment({ namespace: ns })).items.length === 0, { timeoutMs: 60_000 });
   t.pass();
+});
+
+test.serial('an executor on a node that stops heartbeating is reported gone once Kubernetes evicts its pod', async (t) => {
+  const ns = await kube().namespace('nodeloss');
+  const lost = await kube().kubelet({ node: 'gpu-b', gpus: 2, labels: { 'nvidia.com/gpu.present': 'true' } });
+  const { platform, events } = await platformIn(ns);
+  t.teardown(() => platform.shutdown());
+  const spec = echoSpec({ node: 'gpu-b', devices: [{ node: 'gpu-b', globalRank: 4, localRank: 0 }] });
+  await platform.startExecutor(spec);
+  await platform.waitForExecutorReady(spec.executorId);
+  await lost.fail();
+  const exit = await waitUntil('executor-exited after the node was lost', () => events.find((e) => e.kind === 'executor-exited'), { timeoutMs: 90_000, intervalMs: 200 });
+  t.like(exit, { executorId: spec.executorId, expected: false });
+  const nodes = await platform.listNodes();
+  t.deepEqual(nodes.map((n) => n.node), ['gpu-a'], 'the lost node is no longer offered for placement');
 });
