@@ -55,11 +55,12 @@ fi
 work="$cache_root/build-kubernetes-$version"
 mkdir -p "$work"
 cd "$work"
-tree="$(find . -maxdepth 1 -type d -name "kubernetes-$version*" | head -n1)"
+# Bookworm's source version is "1.20.5+really1.20.2": the tree unpacks as kubernetes-1.20.5+really1.20.2.
+tree="$(find . -maxdepth 1 -type d -name "kubernetes-*$version*" | head -n1)"
 if [ -z "$tree" ]; then
   say "fetching the Debian source of kubernetes $version into $work"
-  apt-get source -qq "kubernetes=$version*" >/dev/null 2>&1 || apt-get source -qq kubernetes
-  tree="$(find . -maxdepth 1 -type d -name "kubernetes-*" | head -n1)"
+  apt-get source -qq kubernetes
+  tree="$(find . -maxdepth 1 -type d -name "kubernetes-*$version*" | head -n1)"
 fi
 [ -n "$tree" ] || { say "no source tree after apt-get source"; exit 1; }
 tree="$(cd "$tree" && pwd)"
