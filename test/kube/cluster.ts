@@ -112,6 +112,8 @@ export async function startLocalCluster(o: ClusterOptions = {}): Promise<LocalCl
   const logDir = o.logDir ?? dir;
   const procs = new Map<Server, ChildProcess>();
   let stopped = false;
+  /** Servers being restarted on purpose: their exit is not news. */
+  const restarting = new Set<Server>();
   const killAll = () => {
     for (const p of procs.values()) if (p.exitCode === null) p.kill('SIGKILL');
   };
@@ -138,7 +140,7 @@ export async function startLocalCluster(o: ClusterOptions = {}): Promise<LocalCl
     p.unref();
     procs.set(name, p);
     p.once('exit', (code, signal) => {
-      if (!stopped && procs.get(name) === p) process.stderr.write(`[local-cluster] ${name} exited (${code ?? signal}); see ${join(logDir, `${name}.log`)}\n`);
+      if (!stopped && !restarting.has(name) && procs.get(name) === p) process.stderr.write(`[local-cluster] ${name} exited (${code ?? signal}); see ${join(logDir, `${name}.log`)}\n`);
     });
     return p;
   };
@@ -230,9 +232,14 @@ export async function startLocalCluster(o: ClusterOptions = {}): Promise<LocalCl
     token,
     kubeConfig,
     async restartApiServer() {
-      await stopOne('kube-apiserver');
-      await sleep(200);
-      await startApiServer();
+      restarting.add('kube-apiserver');
+      try {
+        await stopOne('kube-apiserver');
+        await sleep(200);
+        await startApiServer();
+      } finally {
+        restarting.delete('kube-apiserver');
+      }
     },
     kubectl(args, input) {
       return new Promise((resolve, reject) => {
