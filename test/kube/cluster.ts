@@ -190,7 +190,6 @@ export async function startLocalCluster(o: ClusterOptions = {}): Promise<LocalCl
       '--initial-advertise-peer-urls', `http://127.0.0.1:${etcdPeer}`,
       '--initial-cluster', `default=http://127.0.0.1:${etcdPeer}`,
       '--name', 'default',
-      '--unsafe-no-fsync',
     ]);
     await startApiServer();
     launch('kube-controller-manager', join(bin, 'kube-controller-manager'), [
