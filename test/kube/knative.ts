@@ -100,8 +100,11 @@ export async function startKnativeStandIn(kc: KubeConfig, namespace: string): Pr
 
   const setStatus = async (ksvc: KnativeService, ready: { status: 'True' | 'False' | 'Unknown'; reason?: string; message?: string }) => {
     const now = new Date().toISOString();
+    // Status writes need the current resourceVersion (custom resources allow no unconditional update).
+    const current = (await custom.getNamespacedCustomObject({ group: GROUP, version: 'v1', namespace, plural: 'services', name: ksvc.metadata.name })) as KnativeService;
+    if (current.metadata.uid !== ksvc.metadata.uid || current.metadata.generation !== ksvc.metadata.generation) return;
     const body = {
-      ...ksvc,
+      ...current,
       status: {
         observedGeneration: ksvc.metadata.generation,
         url: `http://${ksvc.metadata.name}.${namespace}.svc.cluster.local`,
