@@ -30,8 +30,10 @@ for (const overlay of ['local', 'prod']) {
   test.serial(`the ${overlay} overlay passes a server-side-apply dry run on the real API server`, async (t) => {
     const objs = await rendered(overlay);
     const { cluster } = kube();
-    // A dry run creates nothing, so namespaced objects need their namespace (and custom resources their CRD) for real.
-    const first = objs.filter((o) => o.kind === 'Namespace' || o.kind === 'CustomResourceDefinition');
+    // A dry run creates nothing, so namespaced objects need their namespace (and custom resources their CRD) for
+    // real. The prod overlay leaves the namespace to the operator (docs/kubernetes.md), so it is made here.
+    const namespace: Obj = { apiVersion: 'v1', kind: 'Namespace', metadata: { name: 'cornserve' } };
+    const first = [namespace, ...objs.filter((o) => o.kind === 'CustomResourceDefinition')];
     await cluster.kubectl(['apply', '--server-side', '-f', '-'], first.map((o) => stringify(o)).join('---\n'));
     const out = await cluster.kubectl(
       ['apply', '--server-side', '--dry-run=server', '--field-manager=cornserve-test', '-f', '-'],
