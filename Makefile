@@ -3,7 +3,7 @@ SHELL := /bin/bash
 NODE := node --import tsx
 export ONNXRUNTIME_NODE_INSTALL := skip
 
-.PHONY: all deps redis-server kubectl models run test typecheck layers bench experiment gpu-check doctor clean
+.PHONY: all deps redis-server kubectl models run test typecheck layers bench experiment gpu-check doctor clean kube-binaries cluster-up
 
 all: test
 
@@ -46,7 +46,16 @@ LAYER_FOLDERS := lib policies functions executors sidecar control knative bench 
 layers: deps
 	npx depcruise --config .dependency-cruiser.cjs --output-type err-long $(LAYER_FOLDERS)
 
-test: deps redis-server kubectl models typecheck
+# kube-apiserver, controller-manager and scheduler 1.20 built from Debian's source (about 8 minutes once; cached
+# in ~/.cache/cornserve/kubernetes-1.20.2) plus etcd: the local cluster of test/integration/kubernetes-real.
+kube-binaries:
+	bash test/kube/build-binaries.sh
+
+# A local cluster with process-kubelet GPU nodes for trying the platform by hand; prints the kubeconfig path.
+cluster-up: deps kube-binaries
+	$(NODE) test/kube/cluster-up.ts
+
+test: deps redis-server kubectl models typecheck kube-binaries
 	bash test/run-tests.sh
 
 # make run PORT=8080 DEVICES=4: another gateway port (when 8000 is taken) or number of virtual devices.

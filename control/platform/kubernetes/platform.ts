@@ -279,7 +279,9 @@ export class KubernetesPlatform implements Platform {
       return;
     }
     const restarts = podRestarts(pod);
-    const failed = podFailed(pod);
+    // A pod marked for deletion behind our back is gone for serving at once; on a lost node (taint-based
+    // eviction) nothing confirms the deletion, so it may never reach DELETED.
+    const failed = podFailed(pod) ?? (pod.metadata.deletionTimestamp ? { code: null, signal: null, reason: 'pod is being deleted' } : undefined);
     this.pods.set(uid, { restarts, failed: memo.failed || !!failed });
     if (failed && !memo.failed) this.podGone(pod, failed);
     else if (restarts > memo.restarts) this.podGone(pod, lastExit(pod) ?? { code: null, signal: null, reason: 'restarted' }, true);
