@@ -3,7 +3,7 @@ SHELL := /bin/bash
 NODE := node --import tsx
 export ONNXRUNTIME_NODE_INSTALL := skip
 
-.PHONY: all deps redis-server kubectl models run test typecheck layers bench experiment gpu-check doctor clean kube-binaries cluster-up
+.PHONY: all deps redis-server kubectl models run test typecheck layers bench experiment gpu-check doctor clean kube-binaries cluster-up test-kubernetes
 
 all: test
 
@@ -55,8 +55,12 @@ kube-binaries:
 cluster-up: deps kube-binaries
 	$(NODE) test/kube/cluster-up.ts
 
-test: deps redis-server kubectl models typecheck kube-binaries
+test: deps redis-server kubectl models typecheck
 	bash test/run-tests.sh
+
+# The platform against a real Kubernetes control plane (docs/kubernetes.md); builds the servers once.
+test-kubernetes: deps kube-binaries
+	bash test/run-tests.sh --config ava.kubernetes.config.mjs
 
 # make run PORT=8080 DEVICES=4: another gateway port (when 8000 is taken) or number of virtual devices.
 PORT ?= 8000
