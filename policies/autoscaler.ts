@@ -100,6 +100,7 @@ interface TaskSample {
   unsent: number;
   held: number;
   queueDepth: number;
+  executorInFlight: number | undefined;
 }
 
 interface AppSample {
@@ -116,6 +117,8 @@ interface WindowStats {
   unsent: number;
   /** Requests waiting in the task's executors past their concurrency (their own report), at the window's last sample. */
   queued: number;
+  /** Requests the executors hold (their own report), at the window's last sample; undefined when not reported. */
+  executorInFlight: number | undefined;
   appDemandRps: number;
   samples: number;
 }
@@ -204,7 +207,7 @@ export class Autoscaler {
       // (held ones included) is no load of ours — a count left behind, a routing weight — and must drive no decision.
       const sent = this.sentWithin(l.taskId, l.at) + (l.arrivalRps * l.windowMs) / 1000;
       const inFlight = Math.min(l.inFlight, Math.max(sent, l.held));
-      this.state(l.taskId).samples.push({ at: l.at, windowMs: l.windowMs, arrivalRps: l.arrivalRps, inFlight, unsent: l.inFlight - inFlight, held: l.held, queueDepth: l.queueDepth ?? 0 });
+      this.state(l.taskId).samples.push({ at: l.at, windowMs: l.windowMs, arrivalRps: l.arrivalRps, inFlight, unsent: l.inFlight - inFlight, held: l.held, queueDepth: l.queueDepth ?? 0, executorInFlight: l.executorInFlight });
     }
     for (const a of apps) {
       push(this.appSamples, a.appId, { at: a.at, windowMs: a.windowMs, requestRps: a.requestRps });
@@ -244,7 +247,7 @@ export class Autoscaler {
     const read = (w: WindowStats, over: string): Reading => ({ stats: w, x: need(w), over });
     const stable = read(stableStats, `${o.stableWindowMs / 1000} s`);
     const short = read(stats(o.panicWindowMs), `${o.panicWindowMs / 1000} s`);
-    const latest = read(stats(TICK_SLICE_MS), 'the latest tick');
+    const latest = this.now(stats(TICK_SLICE_MS), need, this.targetInFlight(t, st));
     // The panic figure also counts the latest tick alone: a step (an app's rate × its graph) shows there on the first
     // tick after it, while the panic window's mean still mixes in the seconds before the step.
     const panicRead = latest.x > short.x ? latest : short;
@@ -297,6 +300,20 @@ export class Autoscaler {
     if (from < min) return want(min, `below min ${min}`, false, stable.stats);
     if (from > max) return want(max, `above max ${max}`, false, stable.stats);
     return want(from, `steady: ${described(stable)}`, false, stable.stats);
+  }
+
+  /**
+   * The latest tick's reading: what the load needs now. Rates are read by ticks, so the latest may still mix in the
+   * time before a step; the requests the executors hold show it at once (a queue building is demand now, not after a
+   * window), whatever the capacity source. They count at the target per executor when the executors report them
+   * (live: GET /load; simulated: what each executor holds). The dispatcher's in-flight does not stand in for them
+   * here (it counts invocations still waiting for their producers). The reason names the figure used.
+   */
+  private now(w: WindowStats, need: (w: WindowStats) => number, target: number): Reading {
+    const byLoad = need(w);
+    const held = w.executorInFlight;
+    if (held === undefined || held / target <= byLoad + EPS) return { stats: w, x: byLoad, over: 'the latest tick' };
+    return { stats: w, x: held / target, over: `the latest tick (${fmt(held)} held at the executors ÷ target ${fmt(target)}, above the rate's ${fmt(byLoad)})` };
   }
 
   /** Executors a window's load needs, given the task's capacity per executor and target in-flight. */
@@ -363,7 +380,7 @@ export class Autoscaler {
     }
     const appCount = [...this.graphs.keys()].reduce((a, app) => a + (this.appSamples.get(app) ?? []).filter((s) => s.at > from && s.at <= now).length, 0);
     const last = samples[samples.length - 1];
-    return { arrivalRps, inFlight: mean((s) => s.inFlight), held: last?.held ?? 0, unsent: last?.unsent ?? 0, queued: last?.queueDepth ?? 0, appDemandRps, samples: samples.length + appCount };
+    return { arrivalRps, inFlight: mean((s) => s.inFlight), held: last?.held ?? 0, unsent: last?.unsent ?? 0, queued: last?.queueDepth ?? 0, executorInFlight: last?.executorInFlight, appDemandRps, samples: samples.length + appCount };
   }
 
   /** The times of the samples (task and app) that fall in the stable window. */

@@ -155,7 +155,8 @@ test('a task still starting executors gets more at once when the next tick sees 
       await started; // ...and are ready only later
     },
   };
-  let now = Math.floor(Date.now() / 1000) * 1000 + 500;
+  // Just past a second's start: the first read covers the two seconds before and almost nothing of the open one.
+  let now = Math.floor(Date.now() / 1000) * 1000 + 1;
   const loop = new AutoscaleLoop(store, target, { now: () => now, capacity: (taskId) => ({ taskId, perExecutorRps: 10, source: 'profile' }) });
   t.teardown(async () => {
     release();
