@@ -13,7 +13,11 @@
  *     report queued past their concurrency add the executors that would drain them within 5 s;
  *   in-flight counts at most the invocations sent to the task over the stable window (a reading above that is not
  *     load of ours, e.g. a profiler's routing weight, and is named in the reason, never acted on).
- * Panic (KPA): entered when the panic window needs ≥ panicThreshold (2) × the current executors; while in
+ * The latest tick alone is read too (what the load needs now): its rates, and the requests the executors hold by their
+ *   own report (TaskLoad.executorInFlight) at the target per executor when that is more — a queue building is demand
+ *   now, whatever the capacity source; the reason says which figure was used. It enters panic and weighs a full pool.
+ * Per task the state is one TaskState: its samples, observed service time, panic mode and scale-down delay (KPA's pieces).
+ * Panic (KPA): entered when the panic window (or the latest tick) needs ≥ panicThreshold (2) × the current executors; while in
  * panic (until a stable window without the condition) the count only rises, to ceil(x_panic).
  * Otherwise the count follows max(ceil(x_stable), ceil(x over the panic window)) upwards at once (a rise below the
  * panic threshold is followed within the panic window, not a stable window late); downwards only when even x_stable × (1 + tolerance)
@@ -81,7 +85,8 @@ export interface TaskWant {
    * in-flight at the target per executor × capacity when more. What a full pool weighs its devices by: a task whose
    * load just fell keeps its executors a stable window long by its own decision, but its spare capacity is judged by
    * the load it has now, so a task whose load just rose gets the devices at once. In-flight counts because it shows
-   * a step on the first tick (rates are read by complete seconds, so the latest rate may still be the old one).
+   * a step on the first tick (the latest sample may still mix in the time before the step); so do the requests the
+   * executors hold, when they report them (see now()).
    */
   currentDemandRps: number;
   capacity: TaskCapacity | undefined;
@@ -305,15 +310,18 @@ export class Autoscaler {
   /**
    * The latest tick's reading: what the load needs now. Rates are read by ticks, so the latest may still mix in the
    * time before a step; the requests the executors hold show it at once (a queue building is demand now, not after a
-   * window), whatever the capacity source. They count at the target per executor when the executors report them
+   * window), whatever the capacity source. They count at the target per executor, when that is panicThreshold × the
+   * rate's need or more, and when the executors report them
    * (live: GET /load; simulated: what each executor holds). The dispatcher's in-flight does not stand in for them
    * here (it counts invocations still waiting for their producers). The reason names the figure used.
    */
   private now(w: WindowStats, need: (w: WindowStats) => number, target: number): Reading {
     const byLoad = need(w);
     const held = w.executorInFlight;
-    if (held === undefined || held / target <= byLoad + EPS) return { stats: w, x: byLoad, over: 'the latest tick' };
-    return { stats: w, x: held / target, over: `the latest tick (${fmt(held)} held at the executors ÷ target ${fmt(target)}, above the rate's ${fmt(byLoad)})` };
+    // Only a clear step leads (panicThreshold × the rate's need): in-flight at a steady rate swings with every burst,
+    // and one tick's burst must not move devices between tasks.
+    if (held === undefined || held / target < this.options.panicThreshold * byLoad || held / target <= byLoad + EPS) return { stats: w, x: byLoad, over: 'the latest tick' };
+    return { stats: w, x: held / target, over: `the latest tick (${fmt(held)} held at the executors ÷ target ${fmt(target)}, over ${this.options.panicThreshold}× the rate's ${fmt(byLoad)})` };
   }
 
   /** Executors a window's load needs, given the task's capacity per executor and target in-flight. */
