@@ -81,12 +81,11 @@ export interface TaskWant {
   /** Demand (req/s) the decision used (the panic window's in panic, else the stable window's). */
   demandRps: number;
   /**
-   * Demand (req/s) now, from the latest tick alone: its arrival rate (or app rate × invocations per request), or its
-   * in-flight at the target per executor × capacity when more. What a full pool weighs its devices by: a task whose
-   * load just fell keeps its executors a stable window long by its own decision, but its spare capacity is judged by
-   * the load it has now, so a task whose load just rose gets the devices at once. In-flight counts because it shows
-   * a step on the first tick (the latest sample may still mix in the time before the step); so do the requests the
-   * executors hold, when they report them (see now()).
+   * Demand (req/s) now: its arrival rate (or app rate × invocations per request) over the last RECENT_MS, or its need now
+   * × capacity when more (in-flight without a measured capacity; the requests the executors hold on a clear step, see
+   * now()). What a full pool weighs its devices by: a task whose load just fell keeps its executors a stable window
+   * long by its own decision, but its spare capacity is judged by the load it has now, so a task whose load just rose
+   * gets the devices at once.
    */
   currentDemandRps: number;
   capacity: TaskCapacity | undefined;
@@ -133,6 +132,11 @@ const EPS = 1e-9;
 const BACKLOG_DRAIN_MS = 5_000;
 /** A window short enough to hold one sample (the per-tick figure). */
 const TICK_SLICE_MS = 1;
+/**
+ * The rate a full pool weighs a task by is read over this long: a single short tick's rate is too noisy to move devices
+ * by (at 500 ms ticks, 24 req/s reads anywhere from 12 to 36), while a step still shows within it.
+ */
+const RECENT_MS = 2_000;
 
 /** KPA's panic mode: entered when the short window needs panicThreshold × the current count, held a stable window. */
 class PanicMode {
@@ -183,6 +187,8 @@ interface Reading {
   x: number;
   /** Where the figure comes from, for the reason ("6 s", "the latest tick"). */
   over: string;
+  /** The requests held at the executors gave the figure (see now()). */
+  held?: boolean;
 }
 
 export class Autoscaler {
@@ -253,6 +259,7 @@ export class Autoscaler {
     const stable = read(stableStats, `${o.stableWindowMs / 1000} s`);
     const short = read(stats(o.panicWindowMs), `${o.panicWindowMs / 1000} s`);
     const latest = this.now(stats(TICK_SLICE_MS), need, this.targetInFlight(t, st));
+    const recent = stats(RECENT_MS);
     // The panic figure also counts the latest tick alone: a step (an app's rate × its graph) shows there on the first
     // tick after it, while the panic window's mean still mixes in the seconds before the step.
     const panicRead = latest.x > short.x ? latest : short;
@@ -264,7 +271,7 @@ export class Autoscaler {
       from,
       to,
       demandRps: demandOf(basis),
-      currentDemandRps: Math.max(demandOf(latest.stats), capacity ? latest.x * capacity.perExecutorRps : 0),
+      currentDemandRps: Math.max(demandOf(recent), capacity ? Math.max(need(recent), latest.held ? latest.x : 0) * capacity.perExecutorRps : 0),
       capacity,
       panic,
       apps: this.appsOf(t.taskId),
@@ -321,7 +328,7 @@ export class Autoscaler {
     // Only a clear step leads (panicThreshold × the rate's need): in-flight at a steady rate swings with every burst,
     // and one tick's burst must not move devices between tasks.
     if (held === undefined || held / target < this.options.panicThreshold * byLoad || held / target <= byLoad + EPS) return { stats: w, x: byLoad, over: 'the latest tick' };
-    return { stats: w, x: held / target, over: `the latest tick (${fmt(held)} held at the executors ÷ target ${fmt(target)}, over ${this.options.panicThreshold}× the rate's ${fmt(byLoad)})` };
+    return { stats: w, x: held / target, held: true, over: `the latest tick (${fmt(held)} held at the executors ÷ target ${fmt(target)}, over ${this.options.panicThreshold}× the rate's ${fmt(byLoad)})` };
   }
 
   /** Executors a window's load needs, given the task's capacity per executor and target in-flight. */
