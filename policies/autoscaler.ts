@@ -137,6 +137,8 @@ const TICK_SLICE_MS = 1;
  * by (at 500 ms ticks, 24 req/s reads anywhere from 12 to 36), while a step still shows within it.
  */
 const RECENT_MS = 2_000;
+/** The requests held at the executors lead when their queue is more than the executors serve in this long (see now()). */
+const QUEUE_LEAD_MS = 1_000;
 
 /** KPA's panic mode: entered when the short window needs panicThreshold × the current count, held a stable window. */
 class PanicMode {
@@ -258,7 +260,7 @@ export class Autoscaler {
     const read = (w: WindowStats, over: string): Reading => ({ stats: w, x: need(w), over });
     const stable = read(stableStats, `${o.stableWindowMs / 1000} s`);
     const short = read(stats(o.panicWindowMs), `${o.panicWindowMs / 1000} s`);
-    const latest = this.now(stats(TICK_SLICE_MS), need, this.targetInFlight(t, st));
+    const latest = this.now(stats(TICK_SLICE_MS), need, this.targetInFlight(t, st), t.executors, capacity);
     const recent = stats(RECENT_MS);
     // The panic figure also counts the latest tick alone: a step (an app's rate × its graph) shows there on the first
     // tick after it, while the panic window's mean still mixes in the seconds before the step.
@@ -317,18 +319,20 @@ export class Autoscaler {
   /**
    * The latest tick's reading: what the load needs now. Rates are read by ticks, so the latest may still mix in the
    * time before a step; the requests the executors hold show it at once (a queue building is demand now, not after a
-   * window), whatever the capacity source. They count at the target per executor, when that is panicThreshold × the
-   * rate's need or more, and when the executors report them
+   * window), whatever the capacity source. They count at the target per executor when their queue beyond that target
+   * is more than the executors serve in QUEUE_LEAD_MS, and when the executors report them
    * (live: GET /load; simulated: what each executor holds). The dispatcher's in-flight does not stand in for them
    * here (it counts invocations still waiting for their producers). The reason names the figure used.
    */
-  private now(w: WindowStats, need: (w: WindowStats) => number, target: number): Reading {
+  private now(w: WindowStats, need: (w: WindowStats) => number, target: number, executors: number, capacity: TaskCapacity | undefined): Reading {
     const byLoad = need(w);
     const held = w.executorInFlight;
-    // Only a clear step leads (panicThreshold × the rate's need): in-flight at a steady rate swings with every burst,
-    // and one tick's burst must not move devices between tasks.
-    if (held === undefined || held / target < this.options.panicThreshold * byLoad || held / target <= byLoad + EPS) return { stats: w, x: byLoad, over: 'the latest tick' };
-    return { stats: w, x: held / target, held: true, over: `the latest tick (${fmt(held)} held at the executors ÷ target ${fmt(target)}, over ${this.options.panicThreshold}× the rate's ${fmt(byLoad)})` };
+    // Only a clear step leads: the requests held beyond the executors' target must be more than they serve in
+    // QUEUE_LEAD_MS. A burst at a steady rate (a few requests more for a moment) must not move devices between tasks.
+    const perSecond = capacity && capacity.perExecutorRps > 0 ? capacity.perExecutorRps : 0;
+    const step = held !== undefined && perSecond > 0 && held - executors * target > executors * perSecond * (QUEUE_LEAD_MS / 1000);
+    if (!step || held / target <= byLoad + EPS) return { stats: w, x: byLoad, over: 'the latest tick' };
+    return { stats: w, x: held / target, held: true, over: `the latest tick (${fmt(held)} held at the executors ÷ target ${fmt(target)}, above the rate's ${fmt(byLoad)})` };
   }
 
   /** Executors a window's load needs, given the task's capacity per executor and target in-flight. */

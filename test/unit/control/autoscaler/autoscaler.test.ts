@@ -243,3 +243,16 @@ test('requests the executors hold at their steady level add nothing to a measure
   const decisions = run(scaler, counts, policy, 2_000, 60_000, (now) => ({ tasks: [{ ...load('echo', now, 24, 5), executorInFlight: 4.8 }], apps: [] }));
   t.deepEqual(decisions, []);
 });
+
+test('a burst held at the executors at a low steady rate moves no devices', (t) => {
+  const live = (taskId: string) => ({ taskId, perExecutorRps: 10, source: 'live' as const });
+  const scaler = new Autoscaler({ stableWindowMs: 60_000, panicWindowMs: 6_000 }, live);
+  const policy = { min: 1, max: 4, target: 2 };
+  // 5 req/s on one executor of 10 req/s; for one tick it holds 4 (2 queued past its concurrency): a burst, not a step.
+  for (let at = 500; at <= 60_000; at += 500) scaler.observe([{ ...load('b', at, 5, 1), windowMs: 500, executorInFlight: 1 }], []);
+  scaler.observe([{ ...load('b', 60_500, 5, 4), windowMs: 500, executorInFlight: 4, queueDepth: 2 }], []);
+  const [w] = scaler.decide(60_500, [{ taskId: 'b', executors: 1, policy }]);
+  t.is(w!.to, 1, w!.reason);
+  t.false(w!.panic);
+  t.true(w!.currentDemandRps < 10, `weighs ${w!.currentDemandRps} req/s on a full pool`);
+});
