@@ -37,6 +37,8 @@ export const llmModelSchema = z.object({
   decodeLarge: quad3.extend({ from: z.number().int().positive() }).strict().optional(),
   /** KV-cache capacity of one executor, tokens (device memory minus weights, over bytes per token). */
   kvTokens: z.number().int().positive(),
+  /** Tokens per KV-cache block (vLLM's default block size): admission and decode take whole blocks. */
+  kvBlockSize: z.number().int().positive().default(16),
   maxBatch: z.number().int().positive().default(32),
   maxPrefillTokens: z.number().int().positive().default(4096),
   padMultiple: z.number().int().positive().default(1),
