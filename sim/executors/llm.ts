@@ -24,6 +24,7 @@ export class SimLlm extends SimExecutor {
   readonly #waiting: Waiting[] = [];
   readonly #running: Seq[] = [];
   readonly totalBlocks: number;
+  readonly blockSize: number;
   #freeBlocks: number;
   /** The most KV blocks ever held at once (≤ totalBlocks). */
   maxBlocksUsed = 0;
@@ -33,6 +34,7 @@ export class SimLlm extends SimExecutor {
   /** inlineEncoder: the encoder model when this executor runs its requests' encoders itself (monolithic). */
   constructor(id: string, node: number, private readonly events: EventQueue, private readonly compute: Compute, private readonly model: LlmModel, private readonly inlineEncoder?: EncoderModel) {
     super(id, node, 1);
+    this.blockSize = model.kvBlockSize;
     this.totalBlocks = Math.floor(model.kvTokens / model.kvBlockSize);
     this.#freeBlocks = this.totalBlocks;
   }

@@ -29,6 +29,8 @@ export const encoderModelSchema = z.object({
   /** LLM prompt tokens per unit (a 2 × 2 patch merge: 0.25); absent = 1. */
   llmTokensPerUnit: z.number().positive().optional(),
   maxBatchSize: z.number().int().positive().optional(),
+  /** Images cut into tiles (InternVL's dynamic tiling): units = tiles × (size ÷ patchSize)². */
+  tile: z.object({ size: z.number().int().positive(), maxTiles: z.number().int().positive(), thumbnail: z.boolean() }).strict().optional(),
 }).strict();
 
 export const llmModelSchema = z.object({
