@@ -74,6 +74,7 @@ bench: deps models
 # The disaggregation experiment in the simulator (docs/experiment.md); QUICK=1 for the short version.
 experiment: deps
 	$(NODE) control/cli/main.ts experiment disaggregation $(if $(QUICK),--quick,) --result-dir experiment-results/disaggregation
+	$(NODE) control/cli/main.ts experiment reference $(if $(QUICK),--quick,) --result-dir experiment-results/reference
 
 # What this machine has and lacks (GPUs, providers, libraries, Redis, model folders); exit 1 lists the fixes.
 doctor: deps

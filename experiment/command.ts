@@ -70,6 +70,37 @@ export function experimentCommand(io: Io): Command {
       await writeFile(`${o.resultDir}/summary.md`, `# Disaggregation experiment${o.quick ? ' (quick)' : ''}\n\n${json.conditions}\n\n${table}\n\n${ends.map((l) => `- ${l}`).join('\n')}\n\n${plots.filter((p) => p.endsWith('.png')).map((p) => `![${p}](${p})`).join('\n')}\n`);
       io.out(`\nresults: ${o.resultDir}/ (results.json, summary.md${plots.length ? `, ${plots.length} plot files` : ''})`);
     });
+  cmd.command('reference')
+    .description("the reference system's own benchmark workloads (InternVL3-38B, Qwen2.5-VL-32B) with device memory on: monolithic vs encoder + LLM, equal devices and encoder devices not charged")
+    .option('--quick', '30 simulated s per run instead of 120')
+    .option('--only <name>', 'one workload by name')
+    .option('--result-dir <dir>', 'where results.json and summary.md go', 'experiment-results/reference')
+    .addHelpText('after', `
+Workloads: ${'internvl3-38b/a40, internvl3-38b/a100 (run_compare), defaults/12xa40 (the benchmark defaults), qwen2.5-vl-32b-tput (test_32b_tput)'}.
+Model sizes from sim/memory/models.yaml, device memory and latency rows from sim/presets/gpus.yaml. See docs/experiment.md.`)
+    .action(async (o: { quick?: boolean; only?: string; resultDir: string }) => {
+      const [{ REFERENCE_WORKLOADS, runReference, referenceTable }, { mkdir, writeFile }, { writeJsonFile }] = await Promise.all([
+        import('./reference.js'), import('node:fs/promises'), import('../bench/report/json-file.js'),
+      ]);
+      const chosen = REFERENCE_WORKLOADS.filter((w) => o.only === undefined || w.name === o.only);
+      if (!chosen.length) throw new CliError(`--only: unknown workload '${o.only}' (known: ${REFERENCE_WORKLOADS.map((w) => w.name).join(', ')})`);
+      await mkdir(o.resultDir, { recursive: true });
+      const results = [];
+      for (const w of chosen) {
+        io.err(`experiment: ${w.name} (${w.source}; ${w.model} on ${w.devices} × ${w.device})`);
+        try {
+          results.push(await runReference(w, Boolean(o.quick), io.err));
+        } catch (e) {
+          if (e instanceof Error && ['ScenarioError', 'ModelOutputError', 'PlanError'].includes(e.name)) throw new CliError(`${w.name}: ${e.message}`);
+          throw e;
+        }
+      }
+      const table = referenceTable(results);
+      io.out(table);
+      await writeJsonFile(`${o.resultDir}/results.json`, { experiment: 'reference', quick: Boolean(o.quick), workloads: results });
+      await writeFile(`${o.resultDir}/summary.md`, `# The reference's workloads, memory on${o.quick ? ' (quick)' : ''}\n\n${table}\n`);
+      io.out(`\nresults: ${o.resultDir}/ (results.json, summary.md)`);
+    });
   cmd.command('live-crosscheck')
     .description('one small configuration on the live local platform (tiny models, 4 devices): monolithic vs disaggregated at a few rates, and the simulator (preset local-cpu) on the same scenario; prints live vs simulated')
     .option('--rates <list>', 'request rates (req/s)', '2,4,8')

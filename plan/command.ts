@@ -85,7 +85,8 @@ export function planCommand(io: Io): Command {
         if (e instanceof Error && ['ScenarioError', 'ModelOutputError', 'PlanError'].includes(e.name)) throw new CliError(e.message);
         throw e;
       }
-      const { plan, search } = out;
+      const { plan, search, unfit } = out;
+      for (const why of unfit) io.err(`left out (does not fit): ${why}`);
       io.err(`screened ${search.screened} plans, simulated ${search.evaluated.length}:`);
       for (const c of [...search.evaluated].sort((a, b) => b.goodputRps - a.goodputRps)) {
         const mode = c.mode === 'split' && Object.values(c.replicas).some((n) => n === 0) ? 'mixed' : c.mode;

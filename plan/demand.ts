@@ -4,7 +4,7 @@
  * floor: its latency on an idle system, which no plan can beat (the infeasibility check). Pure.
  */
 import { decodeMs, encoderMs, generatorMs, llmTokensOf, prefillMs, type StageKind, type StageModels } from '../sim/latency/models.js';
-import type { SimGraph } from '../sim/apps/record.js';
+import type { SimGraph, SimTask } from '../sim/apps/record.js';
 import { modelsAtTp } from '../sim/latency/tensor-parallel.js';
 import { unitsOf } from '../sim/run.js';
 import type { RequestKind, RequestSpec } from '../bench/workload/mix.js';
@@ -68,7 +68,8 @@ function invocationCost(stage: StageKind, models: StageModels, units: number, pr
 
 /** Demand of `specs` (a sample of the mix) on the app whose graphs per kind are `byKind`. */
 /** `tp`: tensor-parallel degree per label (× its task's devices; sim/latency/tensor-parallel.ts scales its latency). */
-export function demandOf(byKind: ReadonlyMap<RequestKind, readonly SimGraph[]>, specs: readonly RequestSpec[], models: StageModels, tp: Readonly<Record<string, number>> = {}): Demand {
+/** `modelsOf`: an executor's models at degree k (with device memory on, its KV cache too: sim/run.ts executorModelsFor). */
+export function demandOf(byKind: ReadonlyMap<RequestKind, readonly SimGraph[]>, specs: readonly RequestSpec[], models: StageModels, tp: Readonly<Record<string, number>> = {}, modelsOf: (t: SimTask, k: number) => StageModels = (t, k) => modelsAtTp(models, t.stage, k)): Demand {
   const stages = new Map<string, StageDemand>();
   const floors = new Map<RequestKind, KindFloor & { n: number }>();
   for (const spec of specs) {
@@ -84,7 +85,7 @@ export function demandOf(byKind: ReadonlyMap<RequestKind, readonly SimGraph[]>, 
         const t = inv.task;
         const encUnits = inv.producers.reduce((a, p) => a + (g.invocations[p]!.task.stage === 'encoder' ? units : 0), 0);
         const k = tp[t.label] ?? 1;
-        const c = invocationCost(t.stage, modelsAtTp(models, t.stage, k), units, spec.inputTokens + llmTokensOf(models.encoder, encUnits), spec.outputTokens, t.config);
+        const c = invocationCost(t.stage, modelsOf(t, k), units, spec.inputTokens + llmTokensOf(models.encoder, encUnits), spec.outputTokens, t.config);
         const s = stages.get(t.label) ?? { label: t.label, stage: t.stage, devicesPerExecutor: t.devicesPerExecutor * k, workMs: 0 };
         s.workMs += c.work * s.devicesPerExecutor;
         if (t.stage === 'encoder') {

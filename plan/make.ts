@@ -3,7 +3,8 @@
  * (analytic screen, then the simulator's goodput for the best candidates) → a plan with its explanation.
  */
 import { allocate, buildInventory, type Inventory } from '../policies/allocation.js';
-import { recordApp } from '../sim/run.js';
+import { executorModelsFor, recordApp } from '../sim/run.js';
+import { ScenarioError } from '../sim/apps/record.js';
 import type { SimTask } from '../sim/apps/record.js';
 import type { Scenario } from '../sim/scenario/schema.js';
 import { nextSpec, type RequestSpec } from '../bench/workload/mix.js';
@@ -17,17 +18,31 @@ import { supportsTp } from '../sim/latency/tensor-parallel.js';
 /** Requests sampled from the mix to estimate demand (same generator and seed as the run's). */
 const DEMAND_SAMPLE = 2000;
 
-export async function demandFor(sc: Scenario, o: { tp?: boolean; devices?: number } = {}): Promise<{ demand: Demand; tasks: Map<string, SimTask>; variants: TpVariant[] }> {
+/**
+ * The demand of the scenario's mix at tensor-parallel degree 1 and, with `tp`, at every variant. With device
+ * memory on, each LLM's decode batch is bounded by the KV cache its devices leave; a variant whose executor does
+ * not fit is left out and its reason (which device runs out of what) kept in `unfit`. When the degree-1 plan does
+ * not fit, that reason is the error.
+ */
+export async function demandFor(sc: Scenario, o: { tp?: boolean; devices?: number } = {}): Promise<{ demand: Demand; tasks: Map<string, SimTask>; variants: TpVariant[]; unfit: string[] }> {
   const tasks = new Map<string, SimTask>();
   const byKind = await recordApp(sc, tasks);
   const rng = new RandomSource(sc.workload.seed).fork('mix');
   const specs: RequestSpec[] = Array.from({ length: DEMAND_SAMPLE }, (_, i) => nextSpec(i, sc.workload.mix, rng));
-  const demand = demandOf(byKind, specs, sc.models);
-  const variants = o.tp ? tpAssignments([...tasks.values()], o.devices ?? Infinity).map((tp) => {
-    const d = demandOf(byKind, specs, sc.models, tp);
-    return { devicesPerExecutor: Object.fromEntries(d.stages.map((s) => [s.label, s.devicesPerExecutor])), demand: d };
+  const modelsOf = executorModelsFor(sc, false);
+  const demand = demandOf(byKind, specs, sc.models, {}, modelsOf);
+  const unfit: string[] = [];
+  const variants = o.tp ? tpAssignments([...tasks.values()], o.devices ?? Infinity).flatMap((tp) => {
+    try {
+      const d = demandOf(byKind, specs, sc.models, tp, modelsOf);
+      return [{ devicesPerExecutor: Object.fromEntries(d.stages.map((s) => [s.label, s.devicesPerExecutor])), demand: d }];
+    } catch (e) {
+      if (!(e instanceof ScenarioError)) throw e;
+      unfit.push(`${Object.entries(tp).map(([l, k]) => `${l} TP ${k}`).join(', ')}: ${e.message}`);
+      return [];
+    }
   }) : [];
-  return { demand, tasks, variants };
+  return { demand, tasks, variants, unfit };
 }
 
 /**
@@ -66,10 +81,10 @@ export function placementOf(sc: Scenario, c: Candidate, devicesPer: Record<strin
   });
 }
 
-export interface PlanOutcome { plan: Plan; search: SearchResult; demand: Demand }
+export interface PlanOutcome { plan: Plan; search: SearchResult; demand: Demand; /** Tensor-parallel variants left out because an executor does not fit its devices, with why. */ unfit: string[] }
 
 export async function makePlan(sc: Scenario, o: { devices: number; minRateRps?: number; fineCandidates?: number; monolithic?: boolean; colocate?: boolean; tp?: boolean; appName: string }): Promise<PlanOutcome> {
-  const { demand, variants } = await demandFor(sc, { tp: o.tp ?? false, devices: o.devices });
+  const { demand, variants, unfit } = await demandFor(sc, { tp: o.tp ?? false, devices: o.devices });
   const search = await searchPlan(
     { demand, variants, devices: o.devices, ...(sc.workload.slo ? { slo: sc.workload.slo } : {}), ...(o.minRateRps !== undefined ? { minRateRps: o.minRateRps } : {}), ...(o.fineCandidates !== undefined ? { fineCandidates: o.fineCandidates } : {}), ...(o.monolithic !== undefined ? { monolithic: o.monolithic } : {}), ...(o.colocate !== undefined ? { colocate: o.colocate } : {}) },
     (c) => goodputOf(sc, c, c.screenRateRps * 0.8),
@@ -86,5 +101,5 @@ export async function makePlan(sc: Scenario, o: { devices: number; minRateRps?: 
     placement: placementOf(sc, b, devicesPer),
     explanation: { screenRateRps: b.screenRateRps, goodputRps: b.goodputRps, bottleneck: b.bottleneck, headroom: search.headroom },
   };
-  return { plan, search, demand };
+  return { plan, search, demand, unfit };
 }

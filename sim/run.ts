@@ -28,6 +28,8 @@ import type { Scenario } from './scenario/schema.js';
 import { modelsAtTp } from './latency/tensor-parallel.js';
 import { SimAutoscaling, type Pool, type ScaleEvent } from './autoscale.js';
 import type { DeviceRef } from '../lib/store.js';
+import { tilesOf } from './memory/specs.js';
+import { checkEncoderFits, checkGeneratorFits, encoderLoad, largestRequest, llmKvTokens } from './memory/fit.js';
 
 export interface Invariants {
   /** Executors that ever ran more batches at once than their capacity. */
@@ -52,6 +54,8 @@ export interface SimOutcome {
   wallMs: number;
   /** Why the run stopped before its end (Ctrl-C, or an error inside the simulation): the results are partial. */
   stoppedBy?: string;
+  /** Per LLM task label: KV-cache tokens per executor, the most blocks any executor held of its total, preemptions in all. */
+  memory?: Record<string, { kvTokens: number; totalBlocks: number; maxBlocksUsed: number; preemptions: number }>;
 }
 
 export interface SimOptions {
@@ -111,7 +115,7 @@ export function nodeCompute(sc: Scenario, events: EventQueue): { of(node: number
 export function unitsOf(spec: RequestSpec, models: StageModels): number {
   const m = models.encoder;
   if (!m) return 0;
-  const patches = (w: number, h: number) => Math.ceil(w / m.patchSize) * Math.ceil(h / m.patchSize);
+  const patches = (w: number, h: number) => (m.tile ? tilesOf(w, h, m.tile) * (m.tile.size / m.patchSize) ** 2 : Math.ceil(w / m.patchSize) * Math.ceil(h / m.patchSize));
   if (spec.image) return patches(spec.image.width, spec.image.height);
   if (spec.video) return spec.video.frames * patches(spec.video.width, spec.video.height);
   if (spec.audioSeconds !== undefined) return Math.ceil(spec.audioSeconds * m.audioUnitsPerSecond);
@@ -136,7 +140,31 @@ export async function recordApp(sc: Scenario, tasks: Map<string, SimTask>): Prom
   return byKind;
 }
 
-function deploy(sc: Scenario, tasks: Map<string, SimTask>, events: EventQueue, computeOf: (node: number) => Compute): { executors: Map<string, SimExecutor[]>; pool: Pool } {
+/**
+ * The models one executor of a task runs with on `tp` × its task's devices: the tensor-parallel latency factors
+ * and, with memory on, the KV cache its devices leave (less its encoder's share when the encoder runs inside it).
+ * Refused before the run when the component does not fit or the workload's largest request exceeds the cache.
+ */
+export function executorModelsFor(sc: Scenario, inlineEncoder: boolean): (t: SimTask, tp: number) => StageModels {
+  const mem = sc.memory;
+  const w = sc.workload.mix;
+  const largest = mem ? largestRequest(w.mix.map((m) => m.kind), w, sc.models, (spec) => unitsOf(spec, sc.models)) : undefined;
+  return (t, tp) => {
+    const models = modelsAtTp(sc.models, t.stage, tp);
+    if (!mem || !largest) return models;
+    const devices = tp * t.devicesPerExecutor;
+    if (t.stage === 'encoder' && models.encoder) checkEncoderFits(mem, t.label, devices, encoderLoad(models.encoder.maxBatchSize ?? 1, largest.units));
+    if (t.stage === 'generator') checkGeneratorFits(mem, t.label, devices);
+    if (t.stage !== 'llm' || !models.llm) return models;
+    const llm = models.llm;
+    // Inside the LLM the encoder's peak is the images of one full prefill (vLLM profiles the encoder at its token budget).
+    const perItem = llmTokensOf(models.encoder, largest.units);
+    const colocated = inlineEncoder && largest.units > 0 ? encoderLoad(Math.min(llm.maxBatch, Math.floor(llm.maxPrefillTokens / Math.max(1, perItem))), largest.units) : undefined;
+    return { ...models, llm: { ...llm, kvTokens: llmKvTokens(mem, t.label, llm, devices, largest, colocated) } };
+  };
+}
+
+function deploy(sc: Scenario, tasks: Map<string, SimTask>, events: EventQueue, computeOf: (node: number) => Compute): { executors: Map<string, SimExecutor[]>; pool: Pool; modelsOf: (t: SimTask) => StageModels } {
   const labels = new Map([...tasks.values()].map((t) => [t.label, t]));
   const from = sc.deployment.planSource;
   for (const label of Object.keys(sc.deployment.replicas)) {
@@ -163,6 +191,8 @@ function deploy(sc: Scenario, tasks: Map<string, SimTask>, events: EventQueue, c
     executors.set(t.taskId, []);
     if (![...tasks.values()].some((c) => c.stage === 'llm' || c.stage === 'generator')) throw new ScenarioError(`deployment: encoder ${t.label} runs inside its consumer, which needs an LLM or generator task`);
   }
+  const atTp = executorModelsFor(sc, [...tasks.values()].some(inlined));
+  const modelsOf = (t: SimTask) => atTp(t, devicesPer(t) / t.devicesPerExecutor);
   const auto = sc.deployment.autoscaler;
   const wanted = [...tasks.values()].filter((t) => !inlined(t)).map((t) => ({ t, n: auto ? (sc.deployment.replicas[t.label] ?? (auto.policies[t.label] ?? auto.policy).min) : sc.deployment.replicas[t.label] ?? sc.deployment.default }));
   const held = new Map<SimExecutor, DeviceRef[]>();
@@ -176,7 +206,7 @@ function deploy(sc: Scenario, tasks: Map<string, SimTask>, events: EventQueue, c
         const a = node === undefined ? allocate(inv, devicesPer(t), t.taskId) : allocate([inv[node]!], devicesPer(t), t.taskId);
         inv = node === undefined ? a.inventory : inv.map((x, k) => (k === node ? a.inventory[0]! : x));
         const at = Number(a.devices[0]!.node.slice('node-'.length));
-        const ex = makeExecutor(t, `${t.label}#${i}`, at, events, modelsAtTp(sc.models, t.stage, devicesPer(t) / t.devicesPerExecutor), computeOf(at));
+        const ex = makeExecutor(t, `${t.label}#${i}`, at, events, modelsOf(t), computeOf(at));
         held.set(ex, a.devices);
         list.push(ex);
       } catch (e) {
@@ -186,7 +216,7 @@ function deploy(sc: Scenario, tasks: Map<string, SimTask>, events: EventQueue, c
     }
     executors.set(t.taskId, list);
   }
-  return { executors, pool: { inventory: inv, devices: sc.cluster.nodes * sc.cluster.devicesPerNode, held } };
+  return { executors, pool: { inventory: inv, devices: sc.cluster.nodes * sc.cluster.devicesPerNode, held }, modelsOf };
 }
 
 export async function simulate(sc: Scenario, o: SimOptions = {}): Promise<SimOutcome> {
@@ -197,7 +227,7 @@ export async function simulate(sc: Scenario, o: SimOptions = {}): Promise<SimOut
   const tasks = new Map<string, SimTask>();
   const byKind = await recordApp(sc, tasks);
   const compute = nodeCompute(sc, events);
-  const { executors, pool } = deploy(sc, tasks, events, compute.of);
+  const { executors, pool, modelsOf } = deploy(sc, tasks, events, compute.of);
   const everyExecutor = [...executors.values()].flat();
   const autoscaling = sc.deployment.autoscaler
     ? new SimAutoscaling(
@@ -205,7 +235,7 @@ export async function simulate(sc: Scenario, o: SimOptions = {}): Promise<SimOut
       [...tasks.values()].filter((t) => executors.get(t.taskId)!.length > 0),
       executors,
       pool,
-      (t, id, node) => makeExecutor(t, id, node, events, sc.models, compute.of(node)),
+      (t, id, node) => makeExecutor(t, id, node, events, modelsOf(t), compute.of(node)),
       sc.deployment.autoscaler,
       { appId: sc.name, invocationsPerRequest: invocationsPerRequest(byKind, sc) },
       everyExecutor,
@@ -382,7 +412,23 @@ export async function simulate(sc: Scenario, o: SimOptions = {}): Promise<SimOut
     ? { ...runResults(settings, records, ranOut), ...stream.aggregates(), requests_total: ended, requests_kept: records.length, in_flight_timeline: timeline.points() }
     : runResults(settings, records, ranOut);
   const deployment = [...tasks.values()].map((t) => ({ label: t.label, taskId: t.taskId, stage: t.stage, executors: executors.get(t.taskId)!.length, nodes: executors.get(t.taskId)!.map((e) => e.node) }));
-  return { results, invariants, deployment, scaling: autoscaling?.decisions ?? [], events: events.processed, requests: index, wallMs, ...(stoppedBy ? { stoppedBy } : {}) };
+  return { results, invariants, deployment, scaling: autoscaling?.decisions ?? [], events: events.processed, requests: index, wallMs, ...(stoppedBy ? { stoppedBy } : {}), memory: kvUse(tasks, executors) };
+}
+
+/** What the LLM executors' KV caches held, per task label. */
+function kvUse(tasks: Map<string, SimTask>, executors: Map<string, SimExecutor[]>): NonNullable<SimOutcome['memory']> {
+  const out: NonNullable<SimOutcome['memory']> = {};
+  for (const t of tasks.values()) {
+    const llms = executors.get(t.taskId)!.filter((e): e is SimLlm => e instanceof SimLlm);
+    if (!llms.length) continue;
+    out[t.label] = {
+      kvTokens: llms[0]!.totalBlocks * llms[0]!.blockSize,
+      totalBlocks: llms[0]!.totalBlocks,
+      maxBlocksUsed: Math.max(...llms.map((e) => e.maxBlocksUsed)),
+      preemptions: llms.reduce((a, e) => a + e.preemptions, 0),
+    };
+  }
+  return out;
 }
 
 /** Mean invocations of each task per app request, over the request mix (the gateway's graph shape for the autoscaler). */

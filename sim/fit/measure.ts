@@ -176,6 +176,8 @@ export function fitSamples(samples: FitOutcome['samples'], g: ModelGeometry): St
       prefill: nonNegative((o) => fitPrefill(prefillSamples, o)),
       decode: nonNegative((o) => fitDecode(decodeSamples, o)),
       kvTokens: LLM_MAX_BATCH * maxPositions,
+      // The live engine holds maxBatch whole slots, so its slot limit binds before these blocks do.
+      kvBlockSize: 16,
       maxBatch: LLM_MAX_BATCH,
       maxPrefillTokens: LLM_MAX_PREFILL_TOKENS,
       padMultiple,

@@ -29,6 +29,8 @@ export const encoderModelSchema = z.object({
   /** LLM prompt tokens per unit (a 2 × 2 patch merge: 0.25); absent = 1. */
   llmTokensPerUnit: z.number().positive().optional(),
   maxBatchSize: z.number().int().positive().optional(),
+  /** Images cut into tiles (InternVL's dynamic tiling): units = tiles × (size ÷ patchSize)². */
+  tile: z.object({ size: z.number().int().positive(), maxTiles: z.number().int().positive(), thumbnail: z.boolean() }).strict().optional(),
 }).strict();
 
 export const llmModelSchema = z.object({
@@ -37,6 +39,8 @@ export const llmModelSchema = z.object({
   decodeLarge: quad3.extend({ from: z.number().int().positive() }).strict().optional(),
   /** KV-cache capacity of one executor, tokens (device memory minus weights, over bytes per token). */
   kvTokens: z.number().int().positive(),
+  /** Tokens per KV-cache block (vLLM's default block size): admission and decode take whole blocks. */
+  kvBlockSize: z.number().int().positive().default(16),
   maxBatch: z.number().int().positive().default(32),
   maxPrefillTokens: z.number().int().positive().default(4096),
   padMultiple: z.number().int().positive().default(1),

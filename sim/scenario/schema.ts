@@ -14,6 +14,10 @@ import { ScenarioError } from '../apps/record.js';
 import type { AutoscaleSettings } from '../autoscale.js';
 import { probeModels, stageModelsSchema, type StageModels } from '../latency/models.js';
 import { parsePlan, type Plan } from '../../lib/plan.js';
+import { GIB } from '../memory/budget.js';
+import { checkLlmFits, type ScenarioMemory } from '../memory/fit.js';
+import { modelsFor } from '../memory/scale.js';
+import { loadModelSpecs } from '../memory/specs.js';
 
 export { ScenarioError };
 
@@ -88,6 +92,9 @@ const scenarioSchema = z.object({
   models: z.partialRecord(z.enum(['encoder', 'llm', 'generator', 'echo']), z.record(z.string(), z.unknown())).optional(),
   /** The gateway → app function hops per request; default: the preset's host.requestMs, else MEASURED_OVERHEAD_MS. */
   overheadMs: z.number().nonnegative().optional(),
+  /** Device memory on: the model's sizes (sim/memory/models.yaml) give every executor its weights, activations and
+   *  KV cache, and scale the preset's latency rows to the model. */
+  memory: z.object({ model: z.string().min(1), utilization: z.number().positive().max(1).default(0.9) }).strict().optional(),
 }).strict();
 
 export interface Scenario {
@@ -118,6 +125,8 @@ export interface Scenario {
   /** Per invocation, the app function → executor hop and its reply, ms (CPU work on the executor's node's shared
    *  cores); 0 unless the preset measured it (host.invocationMs). */
   invocationOverheadMs: number;
+  /** Device memory (a `memory` block): absent = no memory limit beyond the preset's kvTokens. */
+  memory?: ScenarioMemory;
 }
 
 export interface Overrides { durationS?: number; seed?: number; rate?: number }
@@ -133,9 +142,12 @@ export const hostSchema = z.object({
 }).strict();
 export type HostModel = z.infer<typeof hostSchema>;
 
-export interface DevicePreset { source: string; models: StageModels; host?: HostModel }
+/** A device's memory, GiB, and where the figure comes from. */
+const deviceMemorySchema = z.object({ gib: z.number().positive(), source: z.string().min(1) }).strict();
 
-const presetsSchema = z.object({ devices: z.record(z.string(), z.object({ source: z.string(), models: stageModelsSchema, host: hostSchema.optional() }).strict()) });
+export interface DevicePreset { source: string; models: StageModels; host?: HostModel; memory?: z.infer<typeof deviceMemorySchema> }
+
+const presetsSchema = z.object({ devices: z.record(z.string(), z.object({ source: z.string(), memory: deviceMemorySchema.optional(), models: stageModelsSchema, host: hostSchema.optional() }).strict()) });
 
 export async function loadPresets(): Promise<Record<string, DevicePreset>> {
   const out: Record<string, DevicePreset> = {};
@@ -160,13 +172,15 @@ export async function parseScenario(raw: unknown, overrides: Overrides = {}, bas
   const presets = await loadPresets();
   const preset = presets[s.cluster.device];
   if (!preset) throw new ScenarioError(`cluster.device: unknown preset '${s.cluster.device}' (known: ${Object.keys(presets).join(', ')})`);
-  const models: StageModels = { ...preset.models };
+  const memory = s.memory ? memoryOf(s.memory, s.cluster.device, preset, presets) : undefined;
+  const models: StageModels = memory ? modelsFor(preset.models, memory.spec) : { ...preset.models };
   for (const [k, v] of Object.entries(s.models ?? {})) {
     const merged = stageModelsSchema.safeParse({ [k]: { ...(models[k as keyof StageModels] ?? {}), ...(v as object) } });
     if (!merged.success) throw new ScenarioError(`models.${k}: ${issuesText(merged.error)}`);
     Object.assign(models, merged.data);
   }
   probeModels(models, `models (device ${s.cluster.device})`);
+  if (memory && models.llm) checkLlmFits(memory, models.llm, s.cluster.devicesPerNode);
   const cores = s.cluster.cores ?? preset.host?.cores;
   const cluster: Scenario['cluster'] = { ...s.cluster, ...(cores !== undefined ? { cores } : {}) };
   const overheadMs = s.overheadMs ?? preset.host?.requestMs ?? MEASURED_OVERHEAD_MS;
@@ -204,7 +218,8 @@ export async function parseScenario(raw: unknown, overrides: Overrides = {}, bas
   if (unknownKeys.length) throw new ScenarioError(`workload.${unknownKeys[0]}: unknown option`);
   const d = s.deployment;
   if (d.autoscaler && d.mode !== 'autoscaler') throw new ScenarioError(`deployment.autoscaler: only for mode autoscaler (mode is ${d.mode})`);
-  if (d.mode === 'plan') return { name: s.name, cluster, app: s.app, deployment: await planDeployment(d, s.cluster, baseDir), workload, models, ...host };
+  const mem = memory ? { memory } : {};
+  if (d.mode === 'plan') return { name: s.name, cluster, app: s.app, deployment: await planDeployment(d, s.cluster, baseDir), workload, models, ...host, ...mem };
   if (d.file !== undefined || d.plan !== undefined) throw new ScenarioError(`deployment.${d.file !== undefined ? 'file' : 'plan'}: only for mode plan (mode is ${d.mode})`);
   const a = d.mode === 'autoscaler' ? (d.autoscaler ?? scenarioSchema.shape.deployment.unwrap().shape.autoscaler.unwrap().parse({})) : undefined;
   const deployment: Scenario['deployment'] = {
@@ -213,7 +228,16 @@ export async function parseScenario(raw: unknown, overrides: Overrides = {}, bas
     default: d.default,
     ...(a ? { autoscaler: { tickMs: a.tickS * 1000, coldStartMs: a.coldStartS * 1000, policy: a.policy, policies: a.policies, options: a.options } } : {}),
   };
-  return { name: s.name, cluster, app: s.app, deployment, workload, models, ...host };
+  return { name: s.name, cluster, app: s.app, deployment, workload, models, ...host, ...mem };
+}
+
+/** A `memory` block → the model's sizes and the device's memory; an unknown model or a preset without memory is refused. */
+function memoryOf(m: { model: string; utilization: number }, deviceName: string, preset: DevicePreset, presets: Record<string, DevicePreset>): ScenarioMemory {
+  const specs = loadModelSpecs();
+  const spec = specs[m.model];
+  if (!spec) throw new ScenarioError(`memory.model: unknown model '${m.model}' (known: ${Object.keys(specs).join(', ')})`);
+  if (!preset.memory) throw new ScenarioError(`cluster.device: preset '${deviceName}' has no memory size, which memory.model needs (presets with one: ${Object.entries(presets).filter(([, p]) => p.memory).map(([n]) => n).join(', ')})`);
+  return { model: m.model, spec, deviceName, device: { bytes: preset.memory.gib * GIB, utilization: m.utilization } };
 }
 
 /** A scenario file, or a built-in one by name. */

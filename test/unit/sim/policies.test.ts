@@ -22,12 +22,10 @@ test('the executor pick takes the least outstanding and rotates among ties', (t)
   t.is(pickLeastOutstanding([], 0), undefined);
 });
 
-test('admission stops at the slot limit, at the padded prefill budget and at the KV budget', (t) => {
-  const view = (n: number) => ({ n, needsSlot: true, kvTokens: n + 10 });
+test('admission stops at the slot limit and at the padded prefill budget', (t) => {
+  const view = (n: number) => ({ n, needsSlot: true });
   const limits = { maxBatch: 4, maxPrefillTokens: 64, padMultiple: 16 };
   t.is(admitCount([8, 8, 8, 8, 8], 2, limits, view), 2, 'two free slots');
   t.is(admitCount([8, 8, 8, 8, 8], 0, limits, view), 4, '4 × 16 padded tokens fit in 64');
   t.is(admitCount([8, 40], 0, limits, view), 1, '2 × 48 padded tokens exceed 64');
-  t.is(admitCount([8, 8, 8], 0, { ...limits, freeKvTokens: 40 }, view), 2, 'each holds 18 KV tokens');
-  t.is(admitCount([100], 0, { ...limits, freeKvTokens: 5 }, view), 1, 'an idle engine always admits its first request');
 });

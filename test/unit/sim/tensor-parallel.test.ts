@@ -33,7 +33,7 @@ test('an LLM executor at tensor-parallel 2 prefills faster than at TP1, by the T
 });
 
 test('the TP models scale prefill and encoder by the large-batch factor, decode by the small one, KV capacity by the degree', (t) => {
-  const base = { encoder: { a: 10, b: 1, patchSize: 14, audioUnitsPerSecond: 50, bytesPerUnit: 1 }, llm: { prefill: { a: 10, b: 1, c: 0 }, decode: { a: 20, b: 1, c: 1 }, kvTokens: 1000, maxBatch: 32, maxPrefillTokens: 4096, padMultiple: 1, bytesPerToken: 0 } };
+  const base = { encoder: { a: 10, b: 1, patchSize: 14, audioUnitsPerSecond: 50, bytesPerUnit: 1 }, llm: { prefill: { a: 10, b: 1, c: 0 }, decode: { a: 20, b: 1, c: 1 }, kvTokens: 1000, kvBlockSize: 16, maxBatch: 32, maxPrefillTokens: 4096, padMultiple: 1, bytesPerToken: 0 } };
   const llm = modelsAtTp(base, 'llm', 4).llm!;
   t.is(llm.prefill.a, 10 * TP_FACTORS.large[4]!);
   t.is(llm.decode.a, 20 * TP_FACTORS.small[4]!);
