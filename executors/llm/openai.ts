@@ -32,8 +32,11 @@ export function parseExecutorRequest(body: unknown): ExecutorRequest {
   throw llmErrors.badRequest(r.error.issues.map((i) => `${i.path.map(String).join('.') || '(body)'}: ${i.message}`).join('; '), param);
 }
 
-/** One SSE event `data: …` (a string as is, anything else as JSON). */
-export const writeSse = (res: Response, data: unknown) => res.write(`data: ${typeof data === 'string' ? data : JSON.stringify(data)}\n\n`);
+/** One SSE event's text, `data: …` (a string as is, anything else as JSON). */
+export const sseEvent = (data: unknown) => `data: ${typeof data === 'string' ? data : JSON.stringify(data)}\n\n`;
+
+/** Writes one SSE event. */
+export const writeSse = (res: Response, data: unknown) => res.write(sseEvent(data));
 
 /**
  * The hidden-state forward a request asks for, if any. Ranks may be a JSON string (the reference sends str(list)).
