@@ -25,7 +25,7 @@ import { createLlmMetrics, type LlmMetrics } from './metrics.js';
 import type { LlmModel } from './model.js';
 import type { InProcessEncoders } from './encoders.js';
 import { mediaRefs, resolveEmbeddings } from './multimodal.js';
-import { ChunkWriter, completion, completionId, hiddenStatesForward, maxTokensFor, parseExecutorRequest, sseEvent, usage, type ExecutorRequest } from './openai.js';
+import { ChunkWriter, completion, completionId, hiddenStatesForward, maxTokensFor, parseExecutorRequest, sseAnswer, usage, type ExecutorRequest } from './openai.js';
 import { buildPrompt, renderChat, type MediaEmbedding, type Prompt } from './prompt.js';
 import { hopBodyLimitBytes } from '../../lib/body-limit.js';
 
@@ -230,19 +230,11 @@ async function answerPromptStates(ctx: ChatContext, chat: PreparedChat, res: Res
   res.json(completion(completionId(), body.model, '', 'stop', usage(prompt.n, 0), { cornserve_hidden_states: { id: forward!.id, shape } }));
 }
 
-/**
- * SSE: the role chunk, one chunk per token with text, the finish (and usage) chunk, `[DONE]`; returns the outcome.
- * The headers and the role chunk leave in the same write as the first token (or whatever comes first), so the
- * first token costs one write and the client one read.
- */
+/** SSE: the role chunk, one chunk per token with text, the finish (and usage) chunk, `[DONE]`; returns the outcome. */
 async function streamAnswer(ctx: ChatContext, chat: PreparedChat, res: Response, t0: number, states: TokenStates, signal: AbortSignal): Promise<string> {
   const { body } = chat;
   const w = new ChunkWriter(completionId(), body.model, body.stream_options?.include_usage ?? false);
-  let head = sseEvent(w.role());
-  const send = (data: string) => {
-    res.write(head + sseEvent(data));
-    head = '';
-  };
+  const send = sseAnswer(res, w);
   const observe = observeTokens(ctx, t0, states);
   const pending = ctx.engine.submit({
     ...chat.base,
@@ -262,7 +254,7 @@ async function streamAnswer(ctx: ChatContext, chat: PreparedChat, res: Response,
     if (signal.aborted) return 'cancelled';
     const err = toOpenAIError(e).body;
     outcome = err.error.code;
-    send(JSON.stringify(err));
+    send(err);
   }
   send('[DONE]');
   res.end();

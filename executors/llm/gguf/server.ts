@@ -14,7 +14,7 @@ import { ExecutorErrorCode } from '../../../lib/executor-errors.js';
 import { healthRoute } from '../../common/health.js';
 import { llmErrors, openAIErrorHandler, toOpenAIError } from '../errors.js';
 import { createLlmMetrics } from '../metrics.js';
-import { ChunkWriter, completion, completionId, maxTokensFor, parseExecutorRequest, usage, writeSse, type ExecutorRequest } from '../openai.js';
+import { ChunkWriter, completion, completionId, maxTokensFor, parseExecutorRequest, sseAnswer, usage, type ExecutorRequest } from '../openai.js';
 import { GgufChat } from './chat.js';
 import { GgufEngine, type GgufRequest } from './engine.js';
 import type { LoadedGguf } from './model.js';
@@ -95,26 +95,26 @@ export function buildGgufServer(opts: GgufServerOptions): GgufServer {
       const id = completionId();
       if (body.stream) {
         const w = new ChunkWriter(id, body.model, body.stream_options?.include_usage ?? false);
+        const send = sseAnswer(res, w);
         const pending = engine.submit({
           ...base,
           onText: (text) => {
             firstToken();
-            if (text) writeSse(res, w.content(text));
+            if (text) send(w.content(text));
           },
         });
         res.status(200).set({ 'content-type': 'text/event-stream', 'cache-control': 'no-cache', connection: 'keep-alive' });
-        writeSse(res, w.role());
         try {
           const r = await pending;
           metrics.generationTokens.inc(r.tokens.length);
-          writeSse(res, w.finish(r.finishReason));
-          if (body.stream_options?.include_usage) writeSse(res, w.usage(usage(r.promptTokens, r.tokens.length)));
+          send(w.finish(r.finishReason));
+          if (body.stream_options?.include_usage) send(w.usage(usage(r.promptTokens, r.tokens.length)));
         } catch (e) {
           if (cancel.signal.aborted) return;
           outcome = toOpenAIError(e).body.error.code;
-          writeSse(res, toOpenAIError(e).body);
+          send(toOpenAIError(e).body);
         }
-        writeSse(res, '[DONE]');
+        send('[DONE]');
         res.end();
         return;
       }
