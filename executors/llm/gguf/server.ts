@@ -23,8 +23,9 @@ export interface GgufServerOptions {
   loaded: LoadedGguf;
   /** The model ids requests may name. */
   modelIds: string[];
-  /** Where it runs, for /health and /info: cpu, cuda or vulkan. */
+  /** Where it runs, for /health and /info: the llama.cpp binary (cpu, cuda or vulkan) and its device (`cpu`, `cuda:0`). */
   gpu: string;
+  device?: string;
   maxWaiting?: number;
   executorId?: string;
   /** Deadline of a request without an x-cornserve-deadline header. @default 300000 */
@@ -45,7 +46,10 @@ export function buildGgufServer(opts: GgufServerOptions): GgufServer {
   const engine = new GgufEngine(loaded, { ...(opts.maxWaiting !== undefined ? { maxWaiting: opts.maxWaiting } : {}), log });
   const chat = new GgufChat(loaded.model);
   const metrics = createLlmMetrics(() => engine.stats());
-  const where = { engine: 'llama.cpp', gpu: opts.gpu, file: loaded.path, architecture: loaded.check.architecture };
+  // provider / device / cpuFallback: the execution fields every executor's /health carries (GET /tasks/list shows them).
+  const where = {
+    provider: opts.gpu, device: opts.device ?? opts.gpu, cpuFallback: false, engine: 'llama.cpp', gpu: opts.gpu, file: loaded.path, architecture: loaded.check.architecture,
+  };
   let served = 0;
   const app = express();
   app.set('etag', false);
