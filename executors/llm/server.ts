@@ -19,7 +19,7 @@ import { processExecution } from '../models/execution.js';
 import { describeExecution } from '../models/session-options.js';
 import { healthRoute } from '../common/health.js';
 import { Engine, type EngineOptions, type EngineRequest } from './engine.js';
-import { llmErrors, openAIErrorHandler, toOpenAIError } from './errors.js';
+import { llmErrors, openAIErrorHandler, replyWithError, toOpenAIError } from './errors.js';
 import { HiddenStateStream } from './hidden-stream.js';
 import { createLlmMetrics, type LlmMetrics } from './metrics.js';
 import type { LlmModel } from './model.js';
@@ -149,12 +149,7 @@ async function chatRoute(ctx: ChatContext, req: Request, res: Response): Promise
       outcome = 'cancelled';
       return;
     }
-    const { status, body } = toOpenAIError(e);
-    outcome = body.error.code;
-    if (status === 500) log.error({ err: e }, body.error.message);
-    else if (status > 500) log.warn({ code: body.error.code }, body.error.message);
-    if (!res.headersSent) res.status(status).json(body);
-    else res.end();
+    outcome = replyWithError(res, e, log);
   } finally {
     if (cancel.signal.aborted) outcome = 'cancelled';
     if (states.stream && !states.closed) await states.stream.fail(`the LLM request ended without an answer (${outcome})`);

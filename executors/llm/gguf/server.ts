@@ -12,7 +12,7 @@ import { traceRequests } from '../../../lib/telemetry.js';
 import { deadlineOf } from '../../common/deadline.js';
 import { ExecutorErrorCode } from '../../../lib/executor-errors.js';
 import { healthRoute } from '../../common/health.js';
-import { llmErrors, openAIErrorHandler, toOpenAIError } from '../errors.js';
+import { llmErrors, openAIErrorHandler, replyWithError, toOpenAIError } from '../errors.js';
 import { createLlmMetrics } from '../metrics.js';
 import { ChunkWriter, completion, completionId, maxTokensFor, parseExecutorRequest, sseAnswer, usage, type ExecutorRequest } from '../openai.js';
 import { GgufChat } from './chat.js';
@@ -130,11 +130,7 @@ export function buildGgufServer(opts: GgufServerOptions): GgufServer {
         outcome = 'cancelled';
         return;
       }
-      const { status, body } = toOpenAIError(e);
-      outcome = body.error.code;
-      if (status === 500) log.error({ err: e }, body.error.message);
-      if (!res.headersSent) res.status(status).json(body);
-      else res.end();
+      outcome = replyWithError(res, e, log);
     } finally {
       if (cancel.signal.aborted) outcome = 'cancelled';
       served++;
