@@ -2,7 +2,7 @@
  * Errors of the LLM executor. Each has a stable code and an HTTP status; the server answers them in OpenAI's
  * error shape `{error: {message, type, param, code}}` (see `toOpenAIError`), which also carries our code.
  */
-import type { ErrorRequestHandler } from 'express';
+import type { ErrorRequestHandler, Response } from 'express';
 import { CornserveError, isCornserveError } from '../../functions/sdk/errors.js';
 import type { Logger } from '../../lib/log.js';
 import { DEADLINE_HEADER } from '../../functions/sdk/dispatch.js';
@@ -80,6 +80,19 @@ export function toOpenAIError(err: unknown): { status: number; body: OpenAIError
 }
 
 /** The LLM executors' last express handler: any error thrown outside a route's own catch, in OpenAI's shape. */
+/**
+ * Answers a chat request that failed: OpenAI's error shape with its status, or (the stream already started) the
+ * end of the response. Logs server-side failures. Returns the error code (the request's outcome label).
+ */
+export function replyWithError(res: Response, e: unknown, log: Logger): string {
+  const { status, body } = toOpenAIError(e);
+  if (status === 500) log.error({ err: e }, body.error.message);
+  else if (status > 500) log.warn({ code: body.error.code }, body.error.message);
+  if (!res.headersSent) res.status(status).json(body);
+  else res.end();
+  return body.error.code;
+}
+
 export function openAIErrorHandler(log: Logger): ErrorRequestHandler {
   return (err, _req, res, _next) => {
     const { status, body } = toOpenAIError(err);

@@ -32,8 +32,21 @@ export function parseExecutorRequest(body: unknown): ExecutorRequest {
   throw llmErrors.badRequest(r.error.issues.map((i) => `${i.path.map(String).join('.') || '(body)'}: ${i.message}`).join('; '), param);
 }
 
-/** One SSE event `data: …` (a string as is, anything else as JSON). */
-export const writeSse = (res: Response, data: unknown) => res.write(`data: ${typeof data === 'string' ? data : JSON.stringify(data)}\n\n`);
+/** One SSE event's text, `data: …` (a string as is, anything else as JSON). */
+const sseEvent = (data: unknown) => `data: ${typeof data === 'string' ? data : JSON.stringify(data)}\n\n`;
+
+/**
+ * The writer of one streamed completion's SSE events (a string as is, anything else as JSON). The role chunk
+ * waits for the first event and leaves in the same write, with the response headers: the first token costs one
+ * write, and the client one read.
+ */
+export function sseAnswer(res: Response, chunks: ChunkWriter): (data: unknown) => void {
+  let head = sseEvent(chunks.role());
+  return (data) => {
+    res.write(head + sseEvent(data));
+    head = '';
+  };
+}
 
 /**
  * The hidden-state forward a request asks for, if any. Ranks may be a JSON string (the reference sends str(list)).

@@ -2,7 +2,7 @@
  * `make gpu-check`: the platform on a machine's NVIDIA GPUs, end to end, in one bounded run (10 minutes).
  * Without a GPU (nvidia-smi absent or listing none) it says so and exits 0 without starting anything.
  * With GPUs: `cornserve doctor` (its problems stop the run), then `cornserve up --devices auto` with the example
- * apps, then each entry of STEPS (a request served on the GPU, timed), then each executor's provider and device
+ * apps (and the apps a step brings, registered), then each entry of STEPS (a request served on the GPU, timed), then each executor's provider and device
  * as the platform reports them (/tasks/list). Exit 0 when every step passed and every executor runs on a GPU.
  * A further check is one more entry in STEPS.
  */
@@ -24,10 +24,23 @@ interface StepResult {
 
 interface Step {
   name: string;
-  /** The app (functions/apps) the step calls; the run waits until it is registered. */
+  /** The app the step calls; the run waits until it is registered. */
   app: string;
+  /** The app's source when it is not one of functions/apps: the run registers it. */
+  source?: string;
   run(up: LaunchedUp): Promise<StepResult>;
 }
+
+/** A chat app on the GGUF model `make models` builds, served by llama.cpp (the `llama-cpp` descriptor). */
+const GGUF_APP = `
+import { defineApp } from 'cornserve/sdk';
+import { LLMTask, chatChunkSchema, chatRequestSchema } from 'cornserve/tasks';
+const llm = new LLMTask({ modelId: 'tiny-llama-gguf', receiveEmbeddings: false }, { descriptor: 'llama-cpp' });
+export default defineApp({
+  name: 'gguf-chat', tasks: { llm },
+  request: chatRequestSchema.omit({ cornserve_embeddings: true }), response: chatChunkSchema,
+  async serve(request) { return llm.call(request); },
+});`;
 
 const imageUrl = async () => `data:image/png;base64,${(await makeImage(224, 224, { seed: 7 })).toString('base64')}`;
 
@@ -35,6 +48,14 @@ async function postJson(url: string, body: unknown): Promise<Response> {
   const res = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body), signal: AbortSignal.timeout(STEP_TIMEOUT_MS) });
   if (!res.ok) throw new Error(`${url}: HTTP ${res.status} ${(await res.text()).slice(0, 500)}`);
   return res;
+}
+
+/** A streamed chat of `max_tokens` 64, greedy, to `model` (an app name): its tokens and text. */
+async function streamedChat(up: LaunchedUp, model: string, content: unknown): Promise<StepResult> {
+  const res = await postJson(`${up.url}/v1/chat/completions`, { model, stream: true, max_tokens: 64, temperature: 0, messages: [{ role: 'user', content }] });
+  const { tokens, text } = await streamedTokens(res);
+  if (!tokens) throw new Error('the chat stream carried no tokens');
+  return { detail: `${tokens} tokens: ${JSON.stringify(text.slice(0, 60))}`, tokens };
 }
 
 /** Counts the content chunks of an OpenAI chat stream (one token each from the LLM executor). */
@@ -74,14 +95,14 @@ export const STEPS: Step[] = [
     name: 'MLLM chat (Eric image encoder → LLM)',
     app: 'mllm',
     async run(up) {
-      const res = await postJson(`${up.url}/v1/chat/completions`, {
-        model: 'mllm', stream: true, max_tokens: 64, temperature: 0,
-        messages: [{ role: 'user', content: [{ type: 'text', text: 'What is in this picture?' }, { type: 'image_url', image_url: { url: await imageUrl() } }] }],
-      });
-      const { tokens, text } = await streamedTokens(res);
-      if (!tokens) throw new Error('the chat stream carried no tokens');
-      return { detail: `${tokens} tokens: ${JSON.stringify(text.slice(0, 60))}`, tokens };
+      return streamedChat(up, 'mllm', [{ type: 'text', text: 'What is in this picture?' }, { type: 'image_url', image_url: { url: await imageUrl() } }]);
     },
+  },
+  {
+    name: 'GGUF chat (llama.cpp, CUDA or Vulkan build)',
+    app: 'gguf-chat',
+    source: GGUF_APP,
+    run: (up) => streamedChat(up, 'gguf-chat', 'Say something.'),
   },
 ];
 
@@ -128,6 +149,10 @@ async function main(): Promise<number> {
   let failed = 0;
   try {
     const client = new GatewayClient(up.url, undefined, STEP_TIMEOUT_MS);
+    for (const step of STEPS.filter((s) => s.source)) {
+      const r = await client.register(step.source!, {});
+      if (r.type === 'error') throw new Error(`registering the ${step.app} app failed: ${JSON.stringify(r)}`);
+    }
     await waitForApps(client, [...new Set(STEPS.map((s) => s.app))], deadline);
     for (const step of STEPS) {
       const t0 = performance.now();

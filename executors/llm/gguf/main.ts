@@ -15,7 +15,8 @@ import { logger } from '../../../lib/log.js';
 import { exitOnSignal } from '../../../lib/shutdown.js';
 import { startTelemetry } from '../../../lib/telemetry.js';
 import { defaultModelsDir, modelDirs } from '../../models/catalog.js';
-import { GGUF_GPUS, GgufError, loadGguf, loadLlama, resolveGguf, type GgufGpu } from './model.js';
+import { ggufBinaryOrder } from '../../../policies/gguf-binary.js';
+import { GGUF_GPUS, GgufError, loadFirstLlama, loadGguf, resolveGguf, type GgufGpu } from './model.js';
 import { buildGgufServer } from './server.js';
 
 const int = (v: string) => {
@@ -38,7 +39,7 @@ const program = new Command('llm-gguf-executor')
   .option('--context-size <n>', 'tokens per sequence (prompt + answer); at most the model\'s trained context', int, 2048)
   .option('--max-waiting <n>', 'requests waiting at most before 503', int, 1024)
   .option('--memory-mb <n>', 'memory this executor may use: a model + context estimated above it is refused at start (default: the free memory now)', int)
-  .option('--gpu <kind>', `llama.cpp binary: auto (cuda when the platform assigned CUDA devices, else cpu), ${GGUF_GPUS.join(', ')}`, gpuChoice, 'auto')
+  .option('--gpu <kind>', `llama.cpp binary: auto (with CUDA devices assigned: cuda, else vulkan when cuda does not load; else cpu), ${GGUF_GPUS.join(', ')}`, gpuChoice, 'auto')
   .option('--threads <n>', 'llama.cpp threads per decode (0 = one per core). ggml\'s threads spin while they wait: on a shared node more than one costs more than it brings', int, 1)
   .option('--timeout-ms <ms>', 'deadline of requests without an x-cornserve-deadline header', int, 300_000)
   .parse();
@@ -51,12 +52,14 @@ const executorId = process.env[EXECUTOR_ENV.executorId];
 const log = logger('llm-gguf', { executor: executorId });
 await startTelemetry('llm-gguf');
 
-const gpu: GgufGpu = o.gpu !== 'auto' ? o.gpu : process.env[EXECUTOR_ENV.deviceKind] === 'cuda' ? 'cuda' : 'cpu';
 const devices = (process.env[EXECUTOR_ENV.deviceOrdinals] ?? '').split(',').filter(Boolean).map(Number);
 let loaded;
+let gpu: GgufGpu;
 try {
   const path = await resolveGguf(o.modelId, [...modelDirs(), o.modelsDir ?? defaultModelsDir()]);
-  const llama = await loadLlama(gpu, devices);
+  const chosen = await loadFirstLlama(ggufBinaryOrder(o.gpu, process.env[EXECUTOR_ENV.deviceKind]), devices, log);
+  gpu = chosen.gpu;
+  const llama = chosen.llama;
   loaded = await loadGguf(llama, path, {
     contextSize: Math.max(1, o.contextSize), sequences: Math.max(1, o.maxBatch), memoryLimitBytes: (o.memoryMb ?? Math.floor(freemem() / 2 ** 20)) * 2 ** 20,
     threads: o.threads,
@@ -68,7 +71,7 @@ try {
   process.exit(1);
 }
 const server = buildGgufServer({
-  loaded, modelIds: [o.modelId], gpu, maxWaiting: o.maxWaiting, defaultTimeoutMs: o.timeoutMs, log, ...(executorId ? { executorId } : {}),
+  loaded, modelIds: [o.modelId], gpu, device: gpu === 'cpu' ? 'cpu' : `${gpu}:${devices.join(',')}`, maxWaiting: o.maxWaiting, defaultTimeoutMs: o.timeoutMs, log, ...(executorId ? { executorId } : {}),
 });
 const port = o.port ?? Number(process.env[EXECUTOR_ENV.port] ?? 8000);
 const http = server.app.listen(port, o.host, () => {

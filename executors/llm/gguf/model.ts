@@ -6,6 +6,8 @@
  */
 import { readdir, stat } from 'node:fs/promises';
 import { isAbsolute, join, resolve } from 'node:path';
+import type { Logger } from '../../../lib/log.js';
+import type { GgufBinary } from '../../../policies/gguf-binary.js';
 import { GgufInsights, LlamaLogLevel, getLlama, readGgufFileInfo, type Llama, type LlamaContext, type LlamaModel } from 'node-llama-cpp';
 
 export const GgufErrorCode = {
@@ -30,7 +32,7 @@ export class GgufError extends Error {
   }
 }
 
-export type GgufGpu = 'cpu' | 'cuda' | 'vulkan';
+export type GgufGpu = GgufBinary;
 export const GGUF_GPUS: readonly GgufGpu[] = ['cpu', 'cuda', 'vulkan'];
 
 /** The npm package holding each binary (installed as node-llama-cpp's optional dependencies). */
@@ -106,6 +108,26 @@ export async function checkGguf(llama: Llama, path: string, opts: { contextSize:
   return { architecture, trainContext, memoryBytes };
 }
 
+/**
+ * The first of `order` (policies/gguf-binary.ts) whose binary loads; a GPU binary that does not load is logged
+ * and the next tried. When none loads, the last refusal, naming every binary tried.
+ */
+export async function loadFirstLlama(order: readonly GgufGpu[], devices: readonly number[], log?: Logger): Promise<{ llama: Llama; gpu: GgufGpu }> {
+  const refusals: string[] = [];
+  for (const [i, gpu] of order.entries()) {
+    try {
+      return { llama: await loadLlama(gpu, devices), gpu };
+    } catch (e) {
+      if (!(e instanceof GgufError)) throw e;
+      const why = e.message.slice(e.code.length + 2);
+      if (i === order.length - 1) throw refusals.length ? new GgufError(e.code, [...refusals, why].join('; '), { cause: e }) : e;
+      log?.warn({ gpu, next: order[i + 1] }, why);
+      refusals.push(why);
+    }
+  }
+  throw new Error('loadFirstLlama: no binary to try');
+}
+
 const mib = (b: number) => Math.ceil(b / 2 ** 20);
 
 /**
@@ -114,6 +136,8 @@ const mib = (b: number) => Math.ceil(b / 2 ** 20);
  */
 export async function loadLlama(gpu: GgufGpu, devices: readonly number[] = []): Promise<Llama> {
   if (gpu === 'cuda' && devices.length) process.env.CUDA_VISIBLE_DEVICES = devices.join(',');
+  // ggml's Vulkan backend numbers the devices as the Vulkan loader lists them (usually, not always, nvidia-smi's order).
+  if (gpu === 'vulkan' && devices.length) process.env.GGML_VK_VISIBLE_DEVICES = devices.join(',');
   try {
     return await getLlama({ gpu: gpu === 'cpu' ? false : gpu, build: 'never', usePrebuiltBinaries: true, progressLogs: false, skipDownload: true, logLevel: LlamaLogLevel.error });
   } catch (e) {

@@ -12,9 +12,9 @@ import { traceRequests } from '../../../lib/telemetry.js';
 import { deadlineOf } from '../../common/deadline.js';
 import { ExecutorErrorCode } from '../../../lib/executor-errors.js';
 import { healthRoute } from '../../common/health.js';
-import { llmErrors, openAIErrorHandler, toOpenAIError } from '../errors.js';
+import { llmErrors, openAIErrorHandler, replyWithError, toOpenAIError } from '../errors.js';
 import { createLlmMetrics } from '../metrics.js';
-import { ChunkWriter, completion, completionId, maxTokensFor, parseExecutorRequest, usage, writeSse, type ExecutorRequest } from '../openai.js';
+import { ChunkWriter, completion, completionId, maxTokensFor, parseExecutorRequest, sseAnswer, usage, type ExecutorRequest } from '../openai.js';
 import { GgufChat } from './chat.js';
 import { GgufEngine, type GgufRequest } from './engine.js';
 import type { LoadedGguf } from './model.js';
@@ -23,8 +23,9 @@ export interface GgufServerOptions {
   loaded: LoadedGguf;
   /** The model ids requests may name. */
   modelIds: string[];
-  /** Where it runs, for /health and /info: cpu, cuda or vulkan. */
+  /** Where it runs, for /health and /info: the llama.cpp binary (cpu, cuda or vulkan) and its device (`cpu`, `cuda:0`). */
   gpu: string;
+  device?: string;
   maxWaiting?: number;
   executorId?: string;
   /** Deadline of a request without an x-cornserve-deadline header. @default 300000 */
@@ -45,7 +46,10 @@ export function buildGgufServer(opts: GgufServerOptions): GgufServer {
   const engine = new GgufEngine(loaded, { ...(opts.maxWaiting !== undefined ? { maxWaiting: opts.maxWaiting } : {}), log });
   const chat = new GgufChat(loaded.model);
   const metrics = createLlmMetrics(() => engine.stats());
-  const where = { engine: 'llama.cpp', gpu: opts.gpu, file: loaded.path, architecture: loaded.check.architecture };
+  // provider / device / cpuFallback: the execution fields every executor's /health carries (GET /tasks/list shows them).
+  const where = {
+    provider: opts.gpu, device: opts.device ?? opts.gpu, cpuFallback: false, engine: 'llama.cpp', gpu: opts.gpu, file: loaded.path, architecture: loaded.check.architecture,
+  };
   let served = 0;
   const app = express();
   app.set('etag', false);
@@ -95,26 +99,26 @@ export function buildGgufServer(opts: GgufServerOptions): GgufServer {
       const id = completionId();
       if (body.stream) {
         const w = new ChunkWriter(id, body.model, body.stream_options?.include_usage ?? false);
+        const send = sseAnswer(res, w);
         const pending = engine.submit({
           ...base,
           onText: (text) => {
             firstToken();
-            if (text) writeSse(res, w.content(text));
+            if (text) send(w.content(text));
           },
         });
         res.status(200).set({ 'content-type': 'text/event-stream', 'cache-control': 'no-cache', connection: 'keep-alive' });
-        writeSse(res, w.role());
         try {
           const r = await pending;
           metrics.generationTokens.inc(r.tokens.length);
-          writeSse(res, w.finish(r.finishReason));
-          if (body.stream_options?.include_usage) writeSse(res, w.usage(usage(r.promptTokens, r.tokens.length)));
+          send(w.finish(r.finishReason));
+          if (body.stream_options?.include_usage) send(w.usage(usage(r.promptTokens, r.tokens.length)));
         } catch (e) {
           if (cancel.signal.aborted) return;
           outcome = toOpenAIError(e).body.error.code;
-          writeSse(res, toOpenAIError(e).body);
+          send(toOpenAIError(e).body);
         }
-        writeSse(res, '[DONE]');
+        send('[DONE]');
         res.end();
         return;
       }
@@ -126,11 +130,7 @@ export function buildGgufServer(opts: GgufServerOptions): GgufServer {
         outcome = 'cancelled';
         return;
       }
-      const { status, body } = toOpenAIError(e);
-      outcome = body.error.code;
-      if (status === 500) log.error({ err: e }, body.error.message);
-      if (!res.headersSent) res.status(status).json(body);
-      else res.end();
+      outcome = replyWithError(res, e, log);
     } finally {
       if (cancel.signal.aborted) outcome = 'cancelled';
       served++;
