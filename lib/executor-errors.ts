@@ -10,6 +10,8 @@ import { errorCatalogue } from './error-catalogue.js';
 const catalogue = errorCatalogue({
   /** The engine process exited (or never became ready); every pending request fails with this. */
   ENGINE_DEAD: ['EXECUTOR_ENGINE_DEAD', 503],
+  /** The engine process lives but stopped answering the router's heartbeat; it is killed and pending requests fail. */
+  ENGINE_HUNG: ['EXECUTOR_ENGINE_HUNG', 503],
   /** The engine did not report ready within the start timeout. */
   ENGINE_START_TIMEOUT: ['EXECUTOR_ENGINE_START_TIMEOUT', 503],
   /** A request passed its deadline while queued or running. */
