@@ -8,6 +8,10 @@
  *   cornserve_gateway_http_requests_total{route,method,status}
  *   cornserve_apps{state}                                   registered apps by state (at scrape time)
  *   cornserve_task_executors{task_id,state}                 executors per unit task (at scrape time)
+ *   cornserve_store_reachable                               1 when the store answered this scrape's reads, else 0
+ *
+ * The gauges read at scrape time leave their series out while the store cannot be read: a scrape during a store
+ * outage answers with every in-memory series and `cornserve_store_reachable 0`, rather than failing whole.
  */
 import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
 import type { Store } from '../../lib/store.js';
@@ -41,6 +45,18 @@ export class GatewayMetrics {
   constructor(readonly registry: Registry, store: Store) {
     this.load = new LoadRecorder(store);
     const registers = [registry];
+    const reachable = new Gauge({ name: 'cornserve_store_reachable', help: 'Whether the store answered the reads of the last scrape (1) or not (0)', registers });
+    /** A scrape-time store read; undefined (and reachable 0) when the store cannot be read. */
+    const read = async <T>(what: () => Promise<T>): Promise<T | undefined> => {
+      try {
+        const v = await what();
+        reachable.set(1);
+        return v;
+      } catch {
+        reachable.set(0);
+        return undefined;
+      }
+    };
     const byApp = () => this.byApp;
     const httpChildren = () => this.httpChildren;
     this.requests = new Counter({
@@ -88,7 +104,8 @@ export class GatewayMetrics {
       registers,
       async collect() {
         this.reset();
-        const apps = await store.listApps();
+        const apps = await read(() => store.listApps());
+        if (!apps) return;
         for (const state of ['ready', 'not ready'] as const) this.set({ state }, apps.filter((a) => a.state === state).length);
       },
     });
@@ -99,7 +116,9 @@ export class GatewayMetrics {
       registers,
       async collect() {
         this.reset();
-        const [tasks, executors] = await Promise.all([store.listTasks(), store.listExecutors()]);
+        const both = await read(() => Promise.all([store.listTasks(), store.listExecutors()]));
+        if (!both) return;
+        const [tasks, executors] = both;
         for (const t of tasks) this.set({ task_id: t.taskId, state: 'ready' }, 0);
         const counts = new Map<string, { taskId: string; state: string; n: number }>();
         for (const e of executors) {

@@ -50,39 +50,55 @@ function candidates(root: number, target: Target): number[] {
   }
 }
 
-async function healthy(url: string): Promise<boolean> {
+/** The platform's state as a poll sees it: /health's verdict and the ready executors of each task. */
+interface Sample { at: number; ok: boolean; ready: Record<string, number>; roles: string[] }
+
+const rolesOf = (root: number) => processTree(root).map(roleOf).filter((r) => !/esbuild/.test(r));
+
+async function sample(url: string, root: number): Promise<Sample> {
+  const at = Date.now();
+  const roles = rolesOf(root);
   try {
     const h = await fetch(`${url}/health`, { signal: AbortSignal.timeout(2_000) });
-    if (h.status !== 200 || ((await h.json()) as { status?: string }).status !== 'ok') return false;
-    const tasks = (await (await fetch(`${url}/tasks/list`, { signal: AbortSignal.timeout(2_000) })).json()) as Array<{ executors: Array<{ state: string }>; sidecar_down?: string[] }>;
-    return tasks.every((t) => !t.sidecar_down && t.executors.every((e) => e.state === 'ready'));
+    const ok = h.status === 200 && ((await h.json()) as { status?: string }).status === 'ok';
+    const tasks = (await (await fetch(`${url}/tasks/list`, { signal: AbortSignal.timeout(2_000) })).json()) as Array<{ task_id: string; executors: Array<{ state: string }> }>;
+    return { at, ok, roles, ready: Object.fromEntries(tasks.map((t) => [t.task_id, t.executors.filter((e) => e.state === 'ready').length])) };
   } catch {
-    return false;
+    return { at, ok: false, roles, ready: {} };
   }
+}
+
+/** What `before` had and `now` lacks: processes (by role) and ready executors (by task). Empty when healed. */
+function lacking(before: Sample, now: Sample): string[] {
+  const left = [...now.roles];
+  const roles = before.roles.filter((r) => { const i = left.indexOf(r); if (i < 0) return true; left.splice(i, 1); return false; });
+  const tasks = Object.entries(before.ready).filter(([t, n]) => (now.ready[t] ?? 0) < n).map(([t]) => `ready executors of ${t}`);
+  return [...roles, ...tasks, ...(now.ok ? [] : ['/health ok'])];
 }
 
 const redis: RedisServer | undefined = o.redis ? await startRedis({ persistent: true }) : undefined;
 const up = await startRunPlatform(redis ? ['--redis', redis.url] : []);
 const dir = resultDirOf('chaos');
-const rolesBefore = processTree(up.pid).map(roleOf).filter((r) => !/esbuild/.test(r)).sort();
+const baseline = await sample(up.url, up.pid);
 const loadStart = loadavg()[0]!;
 const t0 = Date.now();
 const targets: Target[] = ['executor', 'engine', 'app-function', 'sidecar', ...(redis ? ['redis' as const] : [])];
 const plan = chaosSchedule(seed, targets, 25_000, (durationS - 15) * 1000, 12_000);
 process.stderr.write(`chaos: seed ${seed}, kills at ${plan.map((k) => `${(k.atMs / 1000).toFixed(0)} s ${k.target}`).join(', ')}\n`);
 
-const killsAt: Array<Kill & { epoch: number }> = [];
-const health: Array<{ at: number; ok: boolean }> = [];
+const killsAt: Array<Kill & { epoch: number; before: Sample }> = [];
+const samples: Sample[] = [];
 let running = true;
-const poller = (async () => { while (running) { health.push({ at: Date.now(), ok: await healthy(up.url) }); await sleep(500); } })();
+const poller = (async () => { while (running) { samples.push(await sample(up.url, up.pid)); await sleep(500); } })();
 
 const killer = (async () => {
   for (const k of plan) {
     await sleep(Math.max(0, t0 + k.atMs - Date.now()));
     if (k.target === 'redis') {
       const pid = pidListeningOn(redis!.port);
+      const before = await sample(up.url, up.pid);
       if (pid) process.kill(pid, 'SIGKILL');
-      killsAt.push({ ...k, label: `redis-server [${pid}]`, healedAtMs: null, epoch: Date.now() });
+      killsAt.push({ ...k, label: `redis-server [${pid}]`, healedAtMs: null, epoch: Date.now(), before });
       await sleep(5_000);
       await redis!.restart();
       continue;
@@ -91,9 +107,10 @@ const killer = (async () => {
     const pid = k.target === 'app-function' ? list[0] : list[Math.floor(((seed * 7919 + k.atMs) % 1000) / 1000 * list.length)];
     if (!pid) { process.stderr.write(`chaos: no ${k.target} to kill at ${k.atMs} ms\n`); continue; }
     const label = processLabel(pid);
+    const before = await sample(up.url, up.pid);
     process.kill(pid, 'SIGKILL');
     process.stderr.write(`chaos: killed ${k.target} ${label}\n`);
-    killsAt.push({ ...k, label, healedAtMs: null, epoch: Date.now() });
+    killsAt.push({ ...k, label, healedAtMs: null, epoch: Date.now(), before });
   }
 })();
 
@@ -101,21 +118,22 @@ try {
   const results = await runBench(up.url, dir, ['--api', 'chat', '--model', 'mllm', '--request-rate', '2', '--duration', String(durationS),
     '--mix', 'text:0.5,image:0.3,audio:0.2', '--request-timeout', String(DEADLINE_S), '--seed', String(seed)]);
   await killer;
-  // Healed: every process role back and the platform healthy, within two minutes of the load's end.
-  const rolesNow = () => processTree(up.pid).map(roleOf).filter((r) => !/esbuild/.test(r)).sort();
-  let healedAll = true;
+  // Healed: every process back, every task with as many ready executors as at the start, /health ok; within two minutes.
+  let missing: string[] = [];
   try {
-    await waitUntil('every process back and healthy', async () => JSON.stringify(rolesNow()) === JSON.stringify(rolesBefore) && healthy(up.url), { timeoutMs: 120_000, intervalMs: 1_000 });
-  } catch { healedAll = false; }
+    await waitUntil('every process back and healthy', async () => (missing = lacking(baseline, await sample(up.url, up.pid))).length === 0, { timeoutMs: 120_000, intervalMs: 1_000 });
+  } catch { /* `missing` says what did not come back */ }
+  const healedAll = missing.length === 0;
   running = false;
   await poller;
+  await writeFile(join(dir, 'health-samples.json'), JSON.stringify(samples));
   const loadStartMs = Date.parse(results.date as string);
-  const kills: Kill[] = killsAt.map(({ epoch, ...k }) => {
-    const back = health.find((h) => h.at > epoch + 1_000 && h.ok); // a kill takes up to a probe period to be seen
+  // Healed from a kill: the first poll after it (a probe period on: a kill takes up to one to be seen) that lacks nothing the platform had just before it.
+  const kills: Kill[] = killsAt.map(({ epoch, before, ...k }) => {
+    const back = samples.find((h) => h.at > epoch + 1_000 && lacking(before, h).length === 0);
     return { ...k, atMs: epoch - loadStartMs, healedAtMs: back ? back.at - loadStartMs : null };
   });
   const acc = accountFor(results.requests, kills, DEADLINE_S * 1000);
-  const missing = rolesBefore.filter((r) => !rolesNow().includes(r));
   const s = (ms: number | null) => (ms === null ? 'never' : `${(ms / 1000).toFixed(1)} s`);
   const md = [
     `Chaos: seed ${seed}, ${durationS} s of chat to mllm at 2 req/s (text 0.5, image 0.3, audio 0.2), deadline ${DEADLINE_S} s${redis ? ', with --redis' : ''}; load average ${loadStart.toFixed(1)} at the start, ${loadavg()[0]!.toFixed(1)} at the end.`,
@@ -131,6 +149,8 @@ try {
     `| failures unexplained | ${acc.unexplained.length} |`,
     '',
     `Every process back after the load: ${healedAll ? 'yes' : `no (missing: ${missing.join(', ')})`}.`,
+    '',
+    ...Object.keys(acc.failedByCode).map((c) => `- ${c}, e.g.: ${results.requests.find((r) => !r.ok && (r.errorCode ?? `HTTP_${r.status}`) === c)?.errorMessage ?? ''}`),
     ...acc.unexplained.map((r) => `- unexplained: request ${r.index} (${r.kind}) sent at ${s(r.sentMs)}: ${r.errorCode ?? r.status} ${r.errorMessage ?? ''}`),
   ].join('\n');
   await writeFile(join(dir, 'chaos.md'), `${md}\n`);

@@ -9,31 +9,12 @@
 import { loadavg } from 'node:os';
 import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import type { SoakResults } from '../../bench/report/results.js';
 import { resultDirOf, runBench, startRunPlatform } from './platform.js';
+import { soakTable } from './soak-table.js';
 
 const minutes = Number(process.env.SOAK_MINUTES ?? 10);
 const rate = Number(process.env.SOAK_RATE ?? 2);
 if (!(minutes >= 1) || !(rate > 0)) throw new Error('SOAK_MINUTES must be at least 1 and SOAK_RATE above 0');
-
-const mib = (b: number | undefined) => (b === undefined ? '–' : (b / 1024 / 1024).toFixed(0));
-/** A process label without its pid: a restarted process keeps its row. */
-const role = (label: string) => label.replace(/ \[\d+\]$/, '');
-
-/** The Markdown the docs carry: p99 and every process's RSS per minute, then the verdict with slopes. */
-export function soakTable(soak: SoakResults): string {
-  const ms = soak.minutes;
-  const head = `| | ${ms.map((m) => `min ${m.minute}`).join(' | ')} |\n|---|${ms.map(() => '---:').join('|')}|`;
-  const p99 = `| p99 E2EL (ms) | ${ms.map((m) => (m.p99E2elMs === null ? '–' : m.p99E2elMs.toFixed(0))).join(' | ')} |`;
-  const done = `| completed / failed | ${ms.map((m) => `${m.completed} / ${m.failed}`).join(' | ')} |`;
-  const labels = [...new Set(ms.flatMap((m) => Object.keys(m.rssBytes)))].sort((a, b) => role(a).localeCompare(role(b)));
-  const rows = labels.map((l) => `| ${role(l)} (MiB) | ${ms.map((m) => mib(m.rssBytes[l])).join(' | ')} |`);
-  const total = `| all processes (MiB) | ${ms.map((m) => mib(Object.values(m.rssBytes).reduce((a, b) => a + b, 0))).join(' | ')} |`;
-  const counted = ms.length >= 3 ? ms.length - 2 : Math.max(1, ms.length - 1); // minutes between the verdict's first and last
-  const growth = soak.verdict.growing.map((g) => `${role(g.process)} grows ${mib(g.fromBytes)} → ${mib(g.toBytes)} MiB, ${((g.toBytes - g.fromBytes) / 1024 / 1024 / counted).toFixed(1)} MiB/min`);
-  const verdict = soak.verdict.memoryFlat && soak.verdict.p99Flat ? 'flat' : [...growth, ...(soak.verdict.p99Flat ? [] : ['p99 grows'])].join('; ');
-  return [head, p99, done, total, ...rows, '', `Verdict: **${verdict}** (${soak.verdict.message})`].join('\n');
-}
 
 const up = await startRunPlatform();
 try {
