@@ -27,6 +27,15 @@ import { LoadRecorder } from '../autoscaler/signals.js';
  */
 const DURATIONS_HELD = 1024;
 
+/** What the scrape-time gauges read from the store. */
+interface StoreSnapshot {
+  apps: Awaited<ReturnType<Store['listApps']>>;
+  tasks: Awaited<ReturnType<Store['listTasks']>>;
+  executors: Awaited<ReturnType<Store['listExecutors']>>;
+}
+/** Reads within this long of each other belong to one scrape. */
+const SNAPSHOT_MS = 1_000;
+
 interface Pending<C> {
   child: C;
   /** Counted since the last scrape. */
@@ -45,18 +54,25 @@ export class GatewayMetrics {
   constructor(readonly registry: Registry, store: Store) {
     this.load = new LoadRecorder(store);
     const registers = [registry];
-    const reachable = new Gauge({ name: 'cornserve_store_reachable', help: 'Whether the store answered the reads of the last scrape (1) or not (0)', registers });
-    /** A scrape-time store read; undefined (and reachable 0) when the store cannot be read. */
-    const read = async <T>(what: () => Promise<T>): Promise<T | undefined> => {
-      try {
-        const v = await what();
-        reachable.set(1);
-        return v;
-      } catch {
-        reachable.set(0);
-        return undefined;
+    // One set of store reads per scrape, shared by the gauges below (prom-client collects them concurrently).
+    let snapshot: { at: number; reads: Promise<StoreSnapshot | undefined> } | undefined;
+    const read = (): Promise<StoreSnapshot | undefined> => {
+      if (!snapshot || Date.now() - snapshot.at > SNAPSHOT_MS) {
+        snapshot = {
+          at: Date.now(),
+          reads: Promise.all([store.listApps(), store.listTasks(), store.listExecutors()]).then(([apps, tasks, executors]) => ({ apps, tasks, executors }), () => undefined),
+        };
       }
+      return snapshot.reads;
     };
+    new Gauge({
+      name: 'cornserve_store_reachable',
+      help: 'Whether the store answered this scrape\'s reads (1) or not (0)',
+      registers,
+      async collect() {
+        this.set((await read()) ? 1 : 0);
+      },
+    });
     const byApp = () => this.byApp;
     const httpChildren = () => this.httpChildren;
     this.requests = new Counter({
@@ -104,7 +120,7 @@ export class GatewayMetrics {
       registers,
       async collect() {
         this.reset();
-        const apps = await read(() => store.listApps());
+        const apps = (await read())?.apps;
         if (!apps) return;
         for (const state of ['ready', 'not ready'] as const) this.set({ state }, apps.filter((a) => a.state === state).length);
       },
@@ -116,9 +132,9 @@ export class GatewayMetrics {
       registers,
       async collect() {
         this.reset();
-        const both = await read(() => Promise.all([store.listTasks(), store.listExecutors()]));
-        if (!both) return;
-        const [tasks, executors] = both;
+        const snap = await read();
+        if (!snap) return;
+        const { tasks, executors } = snap;
         for (const t of tasks) this.set({ task_id: t.taskId, state: 'ready' }, 0);
         const counts = new Map<string, { taskId: string; state: string; n: number }>();
         for (const e of executors) {
