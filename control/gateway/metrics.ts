@@ -33,8 +33,7 @@ interface StoreSnapshot {
   tasks: Awaited<ReturnType<Store['listTasks']>>;
   executors: Awaited<ReturnType<Store['listExecutors']>>;
 }
-/** Reads within this long of each other belong to one scrape. */
-const SNAPSHOT_MS = 1_000;
+
 
 interface Pending<C> {
   child: C;
@@ -54,17 +53,13 @@ export class GatewayMetrics {
   constructor(readonly registry: Registry, store: Store) {
     this.load = new LoadRecorder(store);
     const registers = [registry];
-    // One set of store reads per scrape, shared by the gauges below (prom-client collects them concurrently).
-    let snapshot: { at: number; reads: Promise<StoreSnapshot | undefined> } | undefined;
-    const read = (): Promise<StoreSnapshot | undefined> => {
-      if (!snapshot || Date.now() - snapshot.at > SNAPSHOT_MS) {
-        snapshot = {
-          at: Date.now(),
-          reads: Promise.all([store.listApps(), store.listTasks(), store.listExecutors()]).then(([apps, tasks, executors]) => ({ apps, tasks, executors }), () => undefined),
-        };
-      }
-      return snapshot.reads;
-    };
+    // One set of store reads per scrape, shared by the gauges below: prom-client starts their collects together,
+    // so they join the reads in flight; the next scrape reads afresh.
+    let inFlight: Promise<StoreSnapshot | undefined> | undefined;
+    const read = (): Promise<StoreSnapshot | undefined> =>
+      (inFlight ??= Promise.all([store.listApps(), store.listTasks(), store.listExecutors()])
+        .then(([apps, tasks, executors]) => ({ apps, tasks, executors }), () => undefined)
+        .finally(() => { inFlight = undefined; }));
     new Gauge({
       name: 'cornserve_store_reachable',
       help: 'Whether the store answered this scrape\'s reads (1) or not (0)',
