@@ -3,7 +3,7 @@ SHELL := /bin/bash
 NODE := node --import tsx
 export ONNXRUNTIME_NODE_INSTALL := skip
 
-.PHONY: all deps redis-server kubectl models run test typecheck layers bench experiment gpu-check doctor clean kube-binaries cluster-up test-kubernetes
+.PHONY: all deps redis-server kubectl models run test typecheck layers bench chaos soak experiment gpu-check doctor clean kube-binaries cluster-up test-kubernetes
 
 all: test
 
@@ -70,6 +70,14 @@ run: deps models
 
 bench: deps models
 	$(NODE) test/bench/main.ts
+
+# Faults under load on `make run`'s platform (docs/reliability.md): a seeded schedule of kills during 2 minutes of
+# mixed load (REDIS=1 adds Redis to what is killed), and a 10-minute soak (memory of every process, p99 per minute).
+chaos: deps models redis-server
+	$(NODE) test/chaos/chaos.ts $(if $(REDIS),--redis,) $(if $(SEED),--seed $(SEED),)
+
+soak: deps models
+	$(NODE) test/chaos/soak.ts
 
 # The disaggregation experiment in the simulator (docs/experiment.md); QUICK=1 for the short version.
 experiment: deps

@@ -8,6 +8,8 @@ export const ERROR_CODES = {
   // The executor scaffolding: router, engine and workers (lib/executor-errors.ts).
   /** The engine process exited (or never became ready); every pending request fails with this. */
   EXECUTOR_ENGINE_DEAD: 503,
+  /** The engine process lives but stopped answering the router's heartbeat; it is killed and pending requests fail. */
+  EXECUTOR_ENGINE_HUNG: 503,
   /** The engine did not report ready within the start timeout. */
   EXECUTOR_ENGINE_START_TIMEOUT: 503,
   /** A request passed its deadline while queued or running. */

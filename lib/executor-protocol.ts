@@ -97,8 +97,12 @@ export const EngineInbound = z.discriminatedUnion('type', [
     type: z.literal('enqueue'), requestId: z.string(), deadline: z.number(), traceparent: z.string().optional(), items: z.array(ItemHeader).min(1),
   }),
   z.object({ type: z.literal('cancel'), requestId: z.string(), reason: z.string() }),
+  /** The router's heartbeat: the engine answers `pong` with the same seq (EngineServer does, not the engine loop). */
+  z.object({ type: z.literal('ping'), seq: z.number().int().nonnegative() }),
 ]);
 export type EngineInbound = z.infer<typeof EngineInbound>;
+/** The messages an engine loop handles: all but the heartbeat, which the link answers itself. */
+export type EngineWork = Exclude<EngineInbound, { type: 'ping' }>;
 
 export const EngineOutbound = z.discriminatedUnion('type', [
   z.object({ type: z.literal('ready'), info: Meta }),
@@ -109,6 +113,7 @@ export const EngineOutbound = z.discriminatedUnion('type', [
     type: z.literal('stream'), requestId: z.string(), itemId: z.string(), seq: z.number().int().nonnegative(), meta: Meta.optional(),
     tensors: z.record(z.string(), TensorRef).optional(),
   }),
+  z.object({ type: z.literal('pong'), seq: z.number().int().nonnegative() }),
 ]);
 export type EngineOutbound = z.infer<typeof EngineOutbound>;
 

@@ -8,6 +8,10 @@
  *   cornserve_gateway_http_requests_total{route,method,status}
  *   cornserve_apps{state}                                   registered apps by state (at scrape time)
  *   cornserve_task_executors{task_id,state}                 executors per unit task (at scrape time)
+ *   cornserve_store_reachable                               1 when the store answered this scrape's reads, else 0
+ *
+ * The gauges read at scrape time leave their series out while the store cannot be read: a scrape during a store
+ * outage answers with every in-memory series and `cornserve_store_reachable 0`, rather than failing whole.
  */
 import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
 import type { Store } from '../../lib/store.js';
@@ -22,6 +26,14 @@ import { LoadRecorder } from '../autoscaler/signals.js';
  * DURATIONS_HELD of them, so an unscraped gateway holds no more than that per app.
  */
 const DURATIONS_HELD = 1024;
+
+/** What the scrape-time gauges read from the store. */
+interface StoreSnapshot {
+  apps: Awaited<ReturnType<Store['listApps']>>;
+  tasks: Awaited<ReturnType<Store['listTasks']>>;
+  executors: Awaited<ReturnType<Store['listExecutors']>>;
+}
+
 
 interface Pending<C> {
   child: C;
@@ -41,6 +53,21 @@ export class GatewayMetrics {
   constructor(readonly registry: Registry, store: Store) {
     this.load = new LoadRecorder(store);
     const registers = [registry];
+    // One set of store reads per scrape, shared by the gauges below: prom-client starts their collects together,
+    // so they join the reads in flight; the next scrape reads afresh.
+    let inFlight: Promise<StoreSnapshot | undefined> | undefined;
+    const read = (): Promise<StoreSnapshot | undefined> =>
+      (inFlight ??= Promise.all([store.listApps(), store.listTasks(), store.listExecutors()])
+        .then(([apps, tasks, executors]) => ({ apps, tasks, executors }), () => undefined)
+        .finally(() => { inFlight = undefined; }));
+    new Gauge({
+      name: 'cornserve_store_reachable',
+      help: 'Whether the store answered this scrape\'s reads (1) or not (0)',
+      registers,
+      async collect() {
+        this.set((await read()) ? 1 : 0);
+      },
+    });
     const byApp = () => this.byApp;
     const httpChildren = () => this.httpChildren;
     this.requests = new Counter({
@@ -88,7 +115,8 @@ export class GatewayMetrics {
       registers,
       async collect() {
         this.reset();
-        const apps = await store.listApps();
+        const apps = (await read())?.apps;
+        if (!apps) return;
         for (const state of ['ready', 'not ready'] as const) this.set({ state }, apps.filter((a) => a.state === state).length);
       },
     });
@@ -99,7 +127,9 @@ export class GatewayMetrics {
       registers,
       async collect() {
         this.reset();
-        const [tasks, executors] = await Promise.all([store.listTasks(), store.listExecutors()]);
+        const snap = await read();
+        if (!snap) return;
+        const { tasks, executors } = snap;
         for (const t of tasks) this.set({ task_id: t.taskId, state: 'ready' }, 0);
         const counts = new Map<string, { taskId: string; state: string; n: number }>();
         for (const e of executors) {

@@ -41,6 +41,9 @@ export class EngineClient {
   /** Resolves with the engine's info once it reported ready. */
   readonly ready: Promise<Record<string, unknown>> = new Promise((r) => { this.onReady = r; });
 
+  /** Called on every heartbeat answer (EngineProcess watches them). */
+  onPong: (() => void) | undefined;
+
   constructor(private readonly ipcDir: string, private readonly log: Logger) {
     this.link = new ZmqLink(EngineOutbound, 'engine → router', log);
   }
@@ -57,6 +60,7 @@ export class EngineClient {
       stream: (m, blobs) => {
         this.pending.get(m.requestId)?.onStream?.({ itemId: m.itemId, seq: m.seq, meta: m.meta, tensors: derefTensors(m.tensors, blobs) });
       },
+      pong: () => this.onPong?.(),
     };
     void this.link.receive((p) => {
       try {
@@ -105,6 +109,11 @@ export class EngineClient {
       });
       this.link.send(header, blobs).catch((e: Error) => this.abandon(requestId, executorError(ExecutorErrorCode.ENGINE_DEAD, `cannot reach the engine: ${e.message}`)));
     });
+  }
+
+  /** One heartbeat; the engine answers with a `pong` (a send that fails is the exit watch's business). */
+  ping(seq: number): void {
+    void this.link.send({ type: 'ping', seq }).catch(() => undefined);
   }
 
   /** The engine is gone: every pending and later request fails with `err`. */

@@ -13,12 +13,12 @@ import type { Logger } from '../../lib/log.js';
 import { exitOnSignal } from '../../lib/shutdown.js';
 import { startTelemetry } from '../../lib/telemetry.js';
 import { EngineServer } from './engine-process.js';
-import type { EngineInbound, Handlers } from '../../lib/executor-protocol.js';
+import type { EngineWork, Handlers } from '../../lib/executor-protocol.js';
 import { WorkerPool, type WorkerPoolOptions } from './worker-pool.js';
 
 /** What an executor's engine loop offers the process: the link's handlers and a way to stop its timers. */
 export interface EngineLoop {
-  handlers(): Handlers<EngineInbound>;
+  handlers(): Handlers<EngineWork>;
   close(): void;
 }
 

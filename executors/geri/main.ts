@@ -68,7 +68,7 @@ const { engine } = await EngineProcess.start({
   entry: fileURLToPath(new URL('./engine/main.ts', import.meta.url)), args: ['--config', JSON.stringify(config)], log,
 });
 const { app } = buildGeriServer({
-  engine: { get alive() { return engine.alive; }, get pid() { return engine.pid; }, enqueue: (items, opts) => engine.client.enqueue(items, opts) },
+  engine: { health: engine.health, get pid() { return engine.pid; }, enqueue: (items, opts) => engine.client.enqueue(items, opts) },
   manifest, modelId: o.modelId, modality: o.modality, ...(sidecar ? { sidecar } : {}), ...(maxBatchSize ? { maxBatchSize } : {}),
   ...(executorId ? { executorId } : {}), defaultTimeoutMs: o.timeoutMs, log,
 });

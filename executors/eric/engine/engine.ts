@@ -9,7 +9,7 @@
 import type { Logger } from '../../../lib/log.js';
 import { ExecutorErrorCode, executorError, toWire } from '../../../lib/executor-errors.js';
 import type { EngineServer } from '../../common/engine-process.js';
-import { type Handlers, type EngineInbound, type ItemResult, itemsFromWire } from '../../../lib/executor-protocol.js';
+import { type Handlers, type EngineWork, type ItemResult, itemsFromWire } from '../../../lib/executor-protocol.js';
 import type { WorkerPool } from '../../common/worker-pool.js';
 import { type Batch, type BatchEntry, Scheduler } from '../../../policies/eric-scheduler.js';
 
@@ -44,7 +44,7 @@ export class EricEngine {
   }
 
   /** The router link's handlers. */
-  handlers(): Handlers<EngineInbound> {
+  handlers(): Handlers<EngineWork> {
     return {
       enqueue: (m, blobs) => {
         this.scheduler.enqueue({ requestId: m.requestId, deadline: m.deadline, items: itemsFromWire(m.items, blobs) });

@@ -11,14 +11,15 @@ import { deadlineOf } from '../../common/deadline.js';
 import { ExecutorErrorCode } from '../../../lib/executor-errors.js';
 import { processExecution } from '../../models/execution.js';
 import { describeExecution } from '../../models/session-options.js';
-import { healthRoute } from '../../common/health.js';
+import { type HealthPart, healthRoute } from '../../common/health.js';
 import type { EricMetrics } from '../metrics.js';
 import { type EmbeddingDeps, embed } from './embeddings.js';
 
 export interface AppDeps extends EmbeddingDeps {
   log: Logger;
   metrics: EricMetrics;
-  engineAlive: () => boolean;
+  /** The engine process's part of /health (down when it exited or hung). */
+  engineHealth: HealthPart;
   info: () => Record<string, unknown>;
   modalities: readonly string[];
   /** Counts requests in flight (for the metrics gauge). */
@@ -32,7 +33,7 @@ export function buildEricApp(deps: AppDeps): express.Express {
   app.use(express.json({ limit: deps.options.maxBodyBytes }));
 
   app.get('/health', healthRoute([
-    { name: 'engine', up: deps.engineAlive, code: ExecutorErrorCode.ENGINE_DEAD, message: 'the engine process is not running' },
+    deps.engineHealth,
     { name: 'preprocess', up: () => deps.preprocess.healthy, code: ExecutorErrorCode.PREPROCESS_CRASHED, message: 'a crashed preprocessing thread could not be replaced' },
   ], { execution: describeExecution(processExecution()) }));
   app.get('/info', (_req, res) => { res.json(deps.info()); });

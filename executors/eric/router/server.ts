@@ -68,7 +68,7 @@ export async function startEric(o: CompiledEricOptions): Promise<RunningEric> {
       engine: { pid: engine.pid ?? null, alive: engine.alive }, inflight: inflight.n,
     });
     const app = buildEricApp({
-      options: o, engine: engine.client, preprocess, metrics, log, inflight, info, modalities, engineAlive: () => engine.alive,
+      options: o, engine: engine.client, preprocess, metrics, log, inflight, info, modalities, engineHealth: engine.health,
       ...(failForwards ? { failForwards } : {}),
     });
     const server = await new Promise<Server>((resolve, reject) => {

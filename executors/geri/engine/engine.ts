@@ -12,7 +12,7 @@
  */
 import type { Logger } from '../../../lib/log.js';
 import { ExecutorErrorCode, executorError, toWire, type WireError } from '../../../lib/executor-errors.js';
-import { type EngineInbound, type Handlers, type Item, type ItemResult, type Tensors, itemsFromWire } from '../../../lib/executor-protocol.js';
+import { type EngineWork, type Handlers, type Item, type ItemResult, type Tensors, itemsFromWire } from '../../../lib/executor-protocol.js';
 import type { StreamEvent } from '../../common/worker-pool.js';
 import type { CancelFlags } from '../cancel-flags.js';
 import { GenParams, type Modality } from '../../../lib/geri-protocol.js';
@@ -59,7 +59,7 @@ export class GeriEngine {
   }
 
   /** The router link's handlers. */
-  handlers(): Handlers<EngineInbound> {
+  handlers(): Handlers<EngineWork> {
     return {
       enqueue: (m, blobs) => this.submit(m.requestId, m.deadline, itemsFromWire(m.items, blobs)),
       cancel: (m) => {

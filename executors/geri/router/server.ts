@@ -20,7 +20,7 @@ import type { EngineResponse, EnqueueOptions } from '../../common/engine-client.
 import { ExecutorErrorCode, executorError, fromWire } from '../../../lib/executor-errors.js';
 import { processExecution } from '../../models/execution.js';
 import { describeExecution } from '../../models/session-options.js';
-import { healthRoute } from '../../common/health.js';
+import { type HealthPart, healthRoute } from '../../common/health.js';
 import { type Item, type ItemResult, tensor } from '../../../lib/executor-protocol.js';
 import { discardTensor } from '../../common/receive-tensor.js';
 import type { Manifest } from '../../models/manifest.js';
@@ -35,7 +35,8 @@ import { hopBodyLimitBytes } from '../../../lib/body-limit.js';
 
 /** The engine as the router sees it (EngineProcess + its EngineClient in main.ts). */
 export interface GeriEngineHandle {
-  readonly alive: boolean;
+  /** The engine process's part of /health (down when it exited or hung). */
+  readonly health: HealthPart;
   /** The engine process's pid (shown in /info). */
   readonly pid?: number;
   enqueue(items: readonly Item[], o: EnqueueOptions): Promise<EngineResponse>;
@@ -269,7 +270,7 @@ export function buildGeriServer(o: GeriServerOptions): GeriServer {
   app.set('etag', false); // replies are POST results: hashing each body for an ETag is pure per-request cost
   app.use(traceRequests('geri'));
   app.use(express.json({ limit: hopBodyLimitBytes() })); // what the gateway accepts, this accepts (lib/body-limit.ts)
-  app.get('/health', healthRoute([{ name: 'engine', up: () => o.engine.alive, code: ExecutorErrorCode.ENGINE_DEAD, message: 'the engine process is gone' }], { execution: describeExecution(processExecution()) }));
+  app.get('/health', healthRoute([o.engine.health], { execution: describeExecution(processExecution()) }));
   app.get('/info', (_req, res) => {
     res.json(info(ctx));
   });

@@ -81,3 +81,14 @@ test.serial('Redis back empty: what the store no longer records is stopped, and 
   t.is(res.status, 200);
   t.deepEqual(await res.json(), { echo: 'again' });
 });
+
+test.serial('while Redis is down, the gateway\'s /metrics answers 200 with its own series and cornserve_store_reachable 0', async (t) => {
+  const { p, redis } = await echoOnRedis(t);
+  t.regex(await (await fetch(`${p.gatewayUrl}/metrics`)).text(), /^cornserve_store_reachable 1$/m);
+  await redis.stop();
+  const res = await fetch(`${p.gatewayUrl}/metrics`);
+  t.is(res.status, 200);
+  const text = await res.text();
+  t.regex(text, /^cornserve_store_reachable 0$/m);
+  t.regex(text, /^cornserve_gateway_requests_total\{app="echo",status="200"\} 1$/m);
+});

@@ -104,3 +104,18 @@ test('an engine whose router died while the engine was starting exits once it co
   await waitUntil('the orphaned engine exits', () => !isAlive(enginePid), { timeoutMs: 120_000 });
   t.pass();
 });
+
+test('a stopped engine is found by its heartbeat: pending requests fail with EXECUTOR_ENGINE_HUNG and the engine is killed', async (t) => {
+  const { engine } = await EngineProcess.start({ entry: ENTRY, log, heartbeat: { everyMs: 100, hungAfterMs: 1_000 } });
+  t.teardown(() => engine.stop());
+  const pid = engine.pid!;
+  process.kill(pid, 'SIGSTOP'); // alive but not running: only the missing heartbeat answers tell
+  const pending = engine.client.enqueue([item('frozen')], { deadline: Date.now() + 120_000 });
+  const err = await t.throwsAsync(pending);
+  t.is((err as { code?: string }).code, 'EXECUTOR_ENGINE_HUNG');
+  t.false(engine.alive);
+  t.is(engine.health.code, 'EXECUTOR_ENGINE_HUNG');
+  t.regex(engine.health.message, /stopped answering its heartbeat/);
+  await engine.exited;
+  t.false(isAlive(pid));
+});
