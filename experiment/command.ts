@@ -6,6 +6,7 @@
 import { Command } from 'commander';
 import type { Io } from '../lib/io.js';
 import { CliError } from '../lib/cli-errors.js';
+import { eachScenario } from './each-scenario.js';
 
 const EXAMPLES = `
 Examples:
@@ -18,6 +19,9 @@ starting from that split, each task's capacity from its simulated profile), plan
 hand-written splits (even, proportional to each stage's work). See docs/experiment.md.
 `;
 
+/** A scenario's results without the fixed-rate runs' per-request lists (they feed the plots only). */
+const withoutFixedRuns = <R extends { systems: Record<string, { fixed?: unknown }> }>(r: R) =>
+  ({ ...r, systems: Object.fromEntries(Object.entries(r.systems).map(([n, x]) => { const { fixed: _fixed, ...rest } = x; return [n, rest]; })) });
 const f = (v: number | null | undefined, d = 2) => (v === null || v === undefined ? '—' : v === Infinity ? '∞' : v.toFixed(d));
 
 export function experimentCommand(io: Io): Command {
@@ -33,16 +37,15 @@ export function experimentCommand(io: Io): Command {
         import('./disaggregation.js'), import('node:fs/promises'), import('../bench/plots/render.js'), import('../bench/plots/specs.js'), import('../bench/report/json-file.js'),
       ]);
       await mkdir(o.resultDir, { recursive: true });
-      const results = [];
-      for (const s of scenarios(Boolean(o.quick))) {
+      const results = await eachScenario(scenarios(Boolean(o.quick)), async (s) => {
         io.err(`experiment: ${s.name} (${s.about})`);
         try {
-          results.push(await runScenario(s, io.err));
+          return await runScenario(s, io.err);
         } catch (e) {
           if (e instanceof Error && ['ScenarioError', 'ModelOutputError', 'PlanError', 'InfeasiblePlanError'].includes(e.name)) throw new CliError(`${s.name}: ${e.message}`);
           throw e;
         }
-      }
+      }, (done) => writeJsonFile(`${o.resultDir}/results.json`, { experiment: 'disaggregation', quick: Boolean(o.quick), partial: true, scenarios: done.map(withoutFixedRuns) }), io.err);
       const rows = results.flatMap((r) => Object.entries(r.systems).map(([name, x]) =>
         `| ${r.scenario} | ${name} | ${Object.entries(x.replicas).filter(([, n]) => n > 0).map(([l, n]) => `${n}×${l.replace('cornserve/', '')}`).join(' ')} | ${f(x.goodput_rps)} | ${f(x.p99_ttft_ms, 0)} | ${f(x.p99_e2el_ms, 0)} | ${f(x.goodput_ratio_vs_monolithic)} | ${f(x.p99_e2el_ratio_vs_monolithic)} |`));
       const ends = results.flatMap((r) => (r.systems.autoscaler?.replicas_at_end_of_fixed_run ? [`${r.scenario}: the autoscaler made ${r.systems.autoscaler.scale_events_at_fixed_rate} change(s) at ${r.fixed_rate_rps.toFixed(2)} req/s and ended at ${Object.entries(r.systems.autoscaler.replicas_at_end_of_fixed_run).filter(([, n]) => n > 0).map(([l, n]) => `${n}×${l.replace('cornserve/', '')}`).join(' ')}`] : []));
@@ -64,7 +67,8 @@ export function experimentCommand(io: Io): Command {
         experiment: 'disaggregation',
         quick: Boolean(o.quick),
         conditions: 'simulated (cornserve simulate); device preset a100-80g from sim/presets/gpus.yaml (LLM: DistServe OPT-13B TP1 coefficients; encoder derived from Vidur per-operator A100 rates for the Qwen2.5-VL-7B vision tower, cornserve simulate fit-encoder; generator row nominal); 8 devices on 1 node; goodput = highest rate with ≥ 90% SLO attainment',
-        scenarios: results.map((r) => ({ ...r, systems: Object.fromEntries(Object.entries(r.systems).map(([n, x]) => { const { fixed: _fixed, ...rest } = x; return [n, rest]; })) })),
+        partial: false,
+        scenarios: results.map(withoutFixedRuns),
       };
       await writeJsonFile(`${o.resultDir}/results.json`, json);
       await writeFile(`${o.resultDir}/summary.md`, `# Disaggregation experiment${o.quick ? ' (quick)' : ''}\n\n${json.conditions}\n\n${table}\n\n${ends.map((l) => `- ${l}`).join('\n')}\n\n${plots.filter((p) => p.endsWith('.png')).map((p) => `![${p}](${p})`).join('\n')}\n`);
@@ -85,19 +89,18 @@ Model sizes from sim/memory/models.yaml, device memory and latency rows from sim
       const chosen = REFERENCE_WORKLOADS.filter((w) => o.only === undefined || w.name === o.only);
       if (!chosen.length) throw new CliError(`--only: unknown workload '${o.only}' (known: ${REFERENCE_WORKLOADS.map((w) => w.name).join(', ')})`);
       await mkdir(o.resultDir, { recursive: true });
-      const results = [];
-      for (const w of chosen) {
+      const results = await eachScenario(chosen, async (w) => {
         io.err(`experiment: ${w.name} (${w.source}; ${w.model} on ${w.devices} × ${w.device})`);
         try {
-          results.push(await runReference(w, Boolean(o.quick), io.err));
+          return await runReference(w, Boolean(o.quick), io.err);
         } catch (e) {
           if (e instanceof Error && ['ScenarioError', 'ModelOutputError', 'PlanError'].includes(e.name)) throw new CliError(`${w.name}: ${e.message}`);
           throw e;
         }
-      }
+      }, (done) => writeJsonFile(`${o.resultDir}/results.json`, { experiment: 'reference', quick: Boolean(o.quick), partial: true, workloads: done }), io.err);
       const table = referenceTable(results);
       io.out(table);
-      await writeJsonFile(`${o.resultDir}/results.json`, { experiment: 'reference', quick: Boolean(o.quick), workloads: results });
+      await writeJsonFile(`${o.resultDir}/results.json`, { experiment: 'reference', quick: Boolean(o.quick), partial: false, workloads: results });
       await writeFile(`${o.resultDir}/summary.md`, `# The reference's workloads, memory on${o.quick ? ' (quick)' : ''}\n\n${table}\n`);
       io.out(`\nresults: ${o.resultDir}/ (results.json, summary.md)`);
     });
