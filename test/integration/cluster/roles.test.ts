@@ -116,3 +116,21 @@ test.serial('unregistering the app tears its task down in the resource-manager p
   t.deepEqual(await new ResourceManagerClient(rm.url).listTasks(), []);
   t.deepEqual(await client.list(), {});
 });
+
+test.serial('Redis back empty: the resource-manager process stops the tasks it no longer records, and the app registers again', async (t) => {
+  t.is((await client.register(await readFile(ECHO_APP, 'utf8'), {})).type, 'final');
+  const [task] = await new ResourceManagerClient(rm.url).listTasks();
+  const executorUrls = task!.executors.map((e) => e.url);
+  t.true(executorUrls.length > 0);
+  await redis.restart(); // no persistence: an empty Redis on the same port
+  const answers = (url: string) => fetch(new URL('/health', url), { signal: AbortSignal.timeout(2_000) }).then(() => true, () => false);
+  await waitUntil('the resource manager stopped the executors of the unrecorded task', async () => !(await Promise.all(executorUrls.map(answers))).some(Boolean), { timeoutMs: 60_000 });
+  const health = await waitUntil('the gateway counted the loss', async () => {
+    const body = (await (await fetch(new URL('/health', gateway.url))).json()) as { store?: { state: string; losses: number } };
+    return body.store && body.store.losses >= 1 && body.store.state === 'ok' ? body.store : undefined;
+  }, { timeoutMs: 60_000 });
+  t.like(health, { state: 'ok' });
+  const last = await client.register(await readFile(ECHO_APP, 'utf8'), {});
+  t.is(last.type, 'final', JSON.stringify(last) + gateway.output() + rm.output());
+  t.deepEqual(await invokeJson({ text: 'again' }), { echo: 'again' });
+});
