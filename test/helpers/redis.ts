@@ -43,7 +43,8 @@ export async function startRedis(o: { persistent?: boolean } = {}): Promise<Redi
   };
   const stop = async () => {
     const c = child;
-    if (!c || c.exitCode !== null) return;
+    // Killed from outside (a chaos run's SIGKILL): exitCode stays null and signalCode is set; 'exit' has fired already.
+    if (!c || c.exitCode !== null || c.signalCode !== null) return;
     const exited = new Promise((r) => c.once('exit', r));
     c.ref(); // the child is unref'd while running; without this an otherwise idle test process exits before 'exit' arrives
     c.kill('SIGTERM');
