@@ -93,6 +93,40 @@ export function replyWithError(res: Response, e: unknown, log: Logger): string {
   return body.error.code;
 }
 
+/** What one chat request is counted by: its outcome (ok, cancelled, an error code) and its duration. */
+export interface ChatAccounting {
+  requests: { inc(labels: { outcome: string }): void };
+  duration: { observe(seconds: number): void };
+}
+
+/**
+ * One chat request's life on either LLM server: cancelled when the client leaves, an error answered in OpenAI's
+ * shape, `settle` told the outcome, then counted once by outcome and duration. `answer` returns its outcome when it
+ * is not 'ok' (a stream that ended in an error it already sent).
+ */
+export async function answerChat(
+  res: Response,
+  o: { metrics: ChatAccounting; log: Logger; settle?: (outcome: string) => Promise<void> | void },
+  answer: (signal: AbortSignal, t0: number) => Promise<string | void>,
+): Promise<void> {
+  const t0 = performance.now();
+  const cancel = new AbortController();
+  res.on('close', () => {
+    if (!res.writableFinished) cancel.abort();
+  });
+  let outcome = 'ok';
+  try {
+    outcome = (await answer(cancel.signal, t0)) ?? 'ok';
+  } catch (e) {
+    outcome = cancel.signal.aborted ? 'cancelled' : replyWithError(res, e, o.log);
+  } finally {
+    if (cancel.signal.aborted) outcome = 'cancelled';
+    await o.settle?.(outcome);
+    o.metrics.requests.inc({ outcome });
+    o.metrics.duration.observe((performance.now() - t0) / 1000);
+  }
+}
+
 export function openAIErrorHandler(log: Logger): ErrorRequestHandler {
   return (err, _req, res, _next) => {
     const { status, body } = toOpenAIError(err);

@@ -19,7 +19,7 @@ import { processExecution } from '../models/execution.js';
 import { describeExecution } from '../models/session-options.js';
 import { healthRoute } from '../common/health.js';
 import { Engine, type EngineOptions, type EngineRequest } from './engine.js';
-import { llmErrors, openAIErrorHandler, replyWithError, toOpenAIError } from './errors.js';
+import { answerChat, llmErrors, openAIErrorHandler, toOpenAIError } from './errors.js';
 import { HiddenStateStream } from './hidden-stream.js';
 import { createLlmMetrics, type LlmMetrics } from './metrics.js';
 import type { LlmModel } from './model.js';
@@ -129,34 +129,19 @@ interface TokenStates {
 }
 
 async function chatRoute(ctx: ChatContext, req: Request, res: Response): Promise<void> {
-  const { metrics, log } = ctx;
-  const t0 = performance.now();
-  const cancel = new AbortController();
-  res.on('close', () => {
-    if (!res.writableFinished) cancel.abort();
-  });
-  let outcome = 'ok';
   const states: TokenStates = { closed: false };
-  try {
-    const chat = await prepareChat(ctx, req, cancel.signal, states);
-    if (!chat) return;
-    metrics.promptTokens.inc(chat.prompt.n);
-    if (chat.forward && !chat.forward.generated) await answerPromptStates(ctx, chat, res, t0);
-    else if (chat.body.stream) outcome = await streamAnswer(ctx, chat, res, t0, states, cancel.signal);
-    else await completeAnswer(ctx, chat, res, t0, states);
-  } catch (e) {
-    if (cancel.signal.aborted) {
-      outcome = 'cancelled';
-      return;
-    }
-    outcome = replyWithError(res, e, log);
-  } finally {
-    if (cancel.signal.aborted) outcome = 'cancelled';
+  const settle = async (outcome: string) => {
     if (states.stream && !states.closed) await states.stream.fail(`the LLM request ended without an answer (${outcome})`);
     ctx.counters.served++;
-    metrics.requests.inc({ outcome });
-    metrics.duration.observe((performance.now() - t0) / 1000);
-  }
+  };
+  await answerChat(res, { metrics: ctx.metrics, log: ctx.log, settle }, async (signal, t0) => {
+    const chat = await prepareChat(ctx, req, signal, states);
+    if (!chat) return;
+    ctx.metrics.promptTokens.inc(chat.prompt.n);
+    if (chat.forward && !chat.forward.generated) return answerPromptStates(ctx, chat, res, t0);
+    if (chat.body.stream) return streamAnswer(ctx, chat, res, t0, states, signal);
+    return completeAnswer(ctx, chat, res, t0, states);
+  });
 }
 
 /** Checks the request, resolves its media and builds the prompt; undefined when the client left meanwhile. */

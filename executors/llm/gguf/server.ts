@@ -12,7 +12,7 @@ import { traceRequests } from '../../../lib/telemetry.js';
 import { deadlineOf } from '../../common/deadline.js';
 import { ExecutorErrorCode } from '../../../lib/executor-errors.js';
 import { healthRoute } from '../../common/health.js';
-import { llmErrors, openAIErrorHandler, replyWithError, toOpenAIError } from '../errors.js';
+import { answerChat, llmErrors, openAIErrorHandler, toOpenAIError } from '../errors.js';
 import { createLlmMetrics } from '../metrics.js';
 import { ChunkWriter, completion, completionId, maxTokensFor, parseExecutorRequest, sseAnswer, usage, type ExecutorRequest } from '../openai.js';
 import { GgufChat } from './chat.js';
@@ -70,74 +70,57 @@ export function buildGgufServer(opts: GgufServerOptions): GgufServer {
     res.type(metrics.registry.contentType).send(await metrics.registry.metrics());
   });
 
-  app.post('/v1/chat/completions', async (req, res) => {
-    const t0 = performance.now();
-    const cancel = new AbortController();
-    res.on('close', () => {
-      if (!res.writableFinished) cancel.abort();
-    });
-    let outcome = 'ok';
+  app.post('/v1/chat/completions', (req, res) => answerChat(res, { metrics, log, settle: () => void served++ }, async (signal, t0) => {
     let first = true;
     const firstToken = () => {
       if (first) metrics.ttft.observe((performance.now() - t0) / 1000);
       first = false;
     };
-    try {
-      const body = parseExecutorRequest(req.body);
-      if (!modelIds.includes(body.model)) throw llmErrors.modelNotFound(`model ${body.model} is not served here (serves: ${modelIds.join(', ')})`);
-      if ((body.n ?? 1) !== 1) throw llmErrors.badRequest('only n = 1 is supported', 'n');
-      if (body.vllm_xargs && Object.keys(body.vllm_xargs).length) throw llmErrors.badRequest('a GGUF model on llama.cpp cannot forward hidden states', 'vllm_xargs');
-      const deadline = deadlineOf(req, opts.defaultTimeoutMs ?? 300_000, llmErrors.badDeadline);
-      const ids = chat.prompt(body.messages);
-      const stop = body.stop === undefined ? [] : typeof body.stop === 'string' ? [body.stop] : body.stop;
-      const base: GgufRequest = {
-        ids, deadline, signal: cancel.signal, maxTokens: maxTokensFor(loaded.contextSize, body, ids.length, { owner: "this executor's", per: 'per sequence' }),
-        temperature: body.temperature ?? 1, topP: body.top_p ?? 1, ...(body.seed !== undefined ? { seed: body.seed } : {}),
-        stop: stop.filter((s) => s.length > 0), ignoreEos: body.ignore_eos ?? false,
-      };
-      metrics.promptTokens.inc(ids.length);
-      const id = completionId();
-      if (body.stream) {
-        const w = new ChunkWriter(id, body.model, body.stream_options?.include_usage ?? false);
-        const send = sseAnswer(res, w);
-        const pending = engine.submit({
-          ...base,
-          onText: (text) => {
-            firstToken();
-            if (text) send(w.content(text));
-          },
-        });
-        res.status(200).set({ 'content-type': 'text/event-stream', 'cache-control': 'no-cache', connection: 'keep-alive' });
-        try {
-          const r = await pending;
-          metrics.generationTokens.inc(r.tokens.length);
-          send(w.finish(r.finishReason));
-          if (body.stream_options?.include_usage) send(w.usage(usage(r.promptTokens, r.tokens.length)));
-        } catch (e) {
-          if (cancel.signal.aborted) return;
-          outcome = toOpenAIError(e).body.error.code;
-          send(toOpenAIError(e).body);
-        }
-        send('[DONE]');
-        res.end();
-        return;
+    const body = parseExecutorRequest(req.body);
+    if (!modelIds.includes(body.model)) throw llmErrors.modelNotFound(`model ${body.model} is not served here (serves: ${modelIds.join(', ')})`);
+    if ((body.n ?? 1) !== 1) throw llmErrors.badRequest('only n = 1 is supported', 'n');
+    if (body.vllm_xargs && Object.keys(body.vllm_xargs).length) throw llmErrors.badRequest('a GGUF model on llama.cpp cannot forward hidden states', 'vllm_xargs');
+    const deadline = deadlineOf(req, opts.defaultTimeoutMs ?? 300_000, llmErrors.badDeadline);
+    const ids = chat.prompt(body.messages);
+    const stop = body.stop === undefined ? [] : typeof body.stop === 'string' ? [body.stop] : body.stop;
+    const base: GgufRequest = {
+      ids, deadline, signal, maxTokens: maxTokensFor(loaded.contextSize, body, ids.length, { owner: "this executor's", per: 'per sequence' }),
+      temperature: body.temperature ?? 1, topP: body.top_p ?? 1, ...(body.seed !== undefined ? { seed: body.seed } : {}),
+      stop: stop.filter((s) => s.length > 0), ignoreEos: body.ignore_eos ?? false,
+    };
+    metrics.promptTokens.inc(ids.length);
+    const id = completionId();
+    if (body.stream) {
+      let outcome: string | undefined;
+      const w = new ChunkWriter(id, body.model, body.stream_options?.include_usage ?? false);
+      const send = sseAnswer(res, w);
+      const pending = engine.submit({
+        ...base,
+        onText: (text) => {
+          firstToken();
+          if (text) send(w.content(text));
+        },
+      });
+      res.status(200).set({ 'content-type': 'text/event-stream', 'cache-control': 'no-cache', connection: 'keep-alive' });
+      try {
+        const r = await pending;
+        metrics.generationTokens.inc(r.tokens.length);
+        send(w.finish(r.finishReason));
+        if (body.stream_options?.include_usage) send(w.usage(usage(r.promptTokens, r.tokens.length)));
+      } catch (e) {
+        if (signal.aborted) return;
+        const { body: error } = toOpenAIError(e);
+        outcome = error.error.code;
+        send(error);
       }
-      const r = await engine.submit({ ...base, onText: firstToken });
-      metrics.generationTokens.inc(r.tokens.length);
-      res.json(completion(id, body.model, r.text, r.finishReason, usage(r.promptTokens, r.tokens.length)));
-    } catch (e) {
-      if (cancel.signal.aborted) {
-        outcome = 'cancelled';
-        return;
-      }
-      outcome = replyWithError(res, e, log);
-    } finally {
-      if (cancel.signal.aborted) outcome = 'cancelled';
-      served++;
-      metrics.requests.inc({ outcome });
-      metrics.duration.observe((performance.now() - t0) / 1000);
+      send('[DONE]');
+      res.end();
+      return outcome;
     }
-  });
+    const r = await engine.submit({ ...base, onText: firstToken });
+    metrics.generationTokens.inc(r.tokens.length);
+    res.json(completion(id, body.model, r.text, r.finishReason, usage(r.promptTokens, r.tokens.length)));
+  }));
 
   app.use(openAIErrorHandler(log));
 
