@@ -4,7 +4,7 @@
  * ReplicaSet → Pod, scheduling on the node's GPU count, readiness from the probe, restarts, watches across an
  * API server restart, and adoption by a second platform instance.
  */
-import test from 'ava';
+import test, { type ExecutionContext } from 'ava';
 import { AppsV1Api, CoreV1Api } from '@kubernetes/client-node';
 import { KubernetesPlatform } from '../../../control/platform/kubernetes/platform.js';
 import type { KubernetesPlatformInit } from '../../../control/platform/kubernetes/options.js';
@@ -53,6 +53,16 @@ async function platformIn(namespace: string, over: Partial<KubernetesPlatformIni
   return { platform, events };
 }
 
+/** A platform in namespace `<name>-…` with one ready echo executor (`spec`); the platform shuts down after the test. */
+async function runningEcho(t: ExecutionContext, name: string, spec = echoSpec()) {
+  const ns = await kube().namespace(name);
+  const { platform, events } = await platformIn(ns);
+  t.teardown(() => platform.shutdown());
+  await platform.startExecutor(spec);
+  await platform.waitForExecutorReady(spec.executorId);
+  return { ns, platform, events, spec };
+}
+
 const core = () => kube().cluster.kubeConfig().makeApiClient(CoreV1Api);
 const apps = () => kube().cluster.kubeConfig().makeApiClient(AppsV1Api);
 
@@ -68,12 +78,7 @@ async function echoVia(namespace: string, executorId: string, text: string): Pro
 }
 
 test.serial('an executor started through the platform is scheduled, run and answers from its pod', async (t) => {
-  const ns = await kube().namespace('start');
-  const { platform } = await platformIn(ns);
-  t.teardown(() => platform.shutdown());
-  const spec = echoSpec();
-  await platform.startExecutor(spec);
-  await platform.waitForExecutorReady(spec.executorId);
+  const { ns, spec } = await runningEcho(t, 'start');
   const pod = await executorPod(ns, spec.executorId);
   t.is(pod?.spec?.nodeName, 'gpu-a', 'the scheduler bound it to the node its devices are on');
   t.deepEqual(await echoVia(ns, spec.executorId, 'hello'), { echo: 'hello' });
@@ -89,12 +94,7 @@ test.serial('a Deployment the API server rejects fails startExecutor with the se
 });
 
 test.serial('a killed executor process is restarted in its pod, reported as an unexpected exit, and answers again', async (t) => {
-  const ns = await kube().namespace('crash');
-  const { platform, events } = await platformIn(ns);
-  t.teardown(() => platform.shutdown());
-  const spec = echoSpec();
-  await platform.startExecutor(spec);
-  await platform.waitForExecutorReady(spec.executorId);
+  const { ns, platform, events, spec } = await runningEcho(t, 'crash');
   const before = await executorPod(ns, spec.executorId);
   process.kill(node.pidOf(before!.metadata!.name!)!, 'SIGKILL');
   const exit = await waitUntil('executor-exited event', () => events.find((e) => e.kind === 'executor-exited'), { timeoutMs: 30_000 });
@@ -131,12 +131,7 @@ test.serial('a second platform instance adopts the running executor without rest
 });
 
 test.serial('the pod watch resumes after the API server restarts and reports an exit exactly once', async (t) => {
-  const ns = await kube().namespace('apirestart');
-  const { platform, events } = await platformIn(ns);
-  t.teardown(() => platform.shutdown());
-  const spec = echoSpec();
-  await platform.startExecutor(spec);
-  await platform.waitForExecutorReady(spec.executorId);
+  const { ns, platform, events, spec } = await runningEcho(t, 'apirestart');
   await kube().cluster.restartApiServer();
   // The same spec again (a retried deploy): server-side apply leaves the one Deployment as it is.
   await platform.startExecutor(spec);
@@ -157,12 +152,18 @@ const echoApp = (appId: string, image = 'cornserve/app-runtime') => ({
   launch: { kind: 'app-runtime', entry: 'functions/runtime/main.ts', image, args: [], devicesPerExecutor: 0, healthPath: '/health' },
 });
 
-test.serial('an app function becomes Ready through its Knative Service and its pod serves the app', async (t) => {
-  const ns = await kube().namespace('app');
+/** A platform in namespace `<name>-…` with the Knative stand-in reconciling there; both stop after the test. */
+async function withKnative(t: ExecutionContext, name: string) {
+  const ns = await kube().namespace(name);
   const knative = await startKnativeStandIn(kube().cluster.kubeConfig(), ns);
   t.teardown(() => knative.stop());
   const { platform } = await platformIn(ns);
   t.teardown(() => platform.shutdown());
+  return { ns, platform };
+}
+
+test.serial('an app function becomes Ready through its Knative Service and its pod serves the app', async (t) => {
+  const { ns, platform } = await withKnative(t, 'app');
   const app = await platform.deployAppFunction(echoApp('app-1'));
   t.is(app.url, `http://cs-app-echo.${ns}.svc.cluster.local`);
   const pods = await core().listNamespacedPod({ namespace: ns, labelSelector: 'serving.knative.dev/service=cs-app-echo' });
@@ -172,11 +173,7 @@ test.serial('an app function becomes Ready through its Knative Service and its p
 });
 
 test.serial('an app function whose image cannot be pulled fails with Knative\'s reason and is removed again', async (t) => {
-  const ns = await kube().namespace('badapp');
-  const knative = await startKnativeStandIn(kube().cluster.kubeConfig(), ns);
-  t.teardown(() => knative.stop());
-  const { platform } = await platformIn(ns);
-  t.teardown(() => platform.shutdown());
+  const { ns, platform } = await withKnative(t, 'badapp');
   const err = await t.throwsAsync(platform.deployAppFunction(echoApp('app-2', 'cornserve/no-such-image')));
   t.like(err, { code: 'KUBE_DEPLOY_FAILED' });
   t.regex(err!.message, /ErrImagePull: image .*cornserve\/no-such-image.* is not known/);
