@@ -28,6 +28,7 @@ import type { ResourceManagerApi } from '../resources/types.js';
 import { createStore, type Store } from '../store/index.js';
 import { logger } from '../../lib/log.js';
 import { startTelemetry } from '../../lib/telemetry.js';
+import { StoreWatch, type StoreHealth } from '../store/watch.js';
 import { startNodeSidecars, type NodeSidecars, type StartSidecarsOptions } from './sidecars.js';
 import { bodyLimitEnv } from '../../lib/body-limit.js';
 
@@ -66,6 +67,17 @@ export async function compose<T>(name: string, o: ComposeOptions, build: (closer
     await stopAll();
     throw e;
   }
+}
+
+/**
+ * A StoreWatch on this process's store, stopped with it: `onLost` reconciles what the process runs with a store
+ * that came back empty (docs/reliability.md, "The store").
+ */
+export async function watchStore(closers: Closer[], store: Store, backend: StoreHealth['backend'], onLost: () => Promise<void>): Promise<StoreWatch> {
+  const watch = new StoreWatch(store, { backend, onLost });
+  await watch.start();
+  closers.push(async () => watch.stop());
+  return watch;
 }
 
 export interface LocalPartsOptions {

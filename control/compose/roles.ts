@@ -24,8 +24,7 @@ import { taskFromRecord } from '../resources/task-records.js';
 import type { Store } from '../store/index.js';
 import { logger } from '../../lib/log.js';
 import { exitOnSignal } from '../../lib/shutdown.js';
-import { StoreWatch } from '../store/watch.js';
-import { compose, startGatewayParts, startLocalPlatform, type Closer } from './compose.js';
+import { compose, startGatewayParts, startLocalPlatform, watchStore, type Closer } from './compose.js';
 import { CliError } from '../../lib/cli-errors.js';
 
 export interface RunningRole {
@@ -107,7 +106,7 @@ export function startResourceManagerRole(opts: ResourceManagerRoleOptions): Prom
     if (reconciled) log.info(await resources.adopt({ startedExecutors: reconciled.executors.created }), 'executors adopted');
     else log.info(await resources.recover(), 'tasks recovered');
     // Redis back empty: stop the tasks it no longer records, as `up` does (docs/reliability.md, "The store").
-    await watchStore(closers, store, async () => { await resources.reconcile(); });
+    await watchStore(closers, store, 'redis', async () => { await resources.reconcile(); });
     const app = buildResourceServer({ resources, platform, registry, ...(platform.kind === 'kubernetes' ? { appLaunch: DEFAULT_APP_LAUNCH } : {}) });
     const server = await listen(app, opts.port, opts.host ?? '127.0.0.1');
     closers.push(() => server.close(1_000));
@@ -136,7 +135,7 @@ export function startGatewayRole(opts: GatewayRoleOptions): Promise<RunningRole>
     closers.push(async () => rm.close());
     // Redis back empty: the gateway stops the app functions it no longer records; GET /health reports the store.
     let gatewayApps: { reconcile(): Promise<unknown> } | undefined;
-    const storeWatch = await watchStore(closers, store, async () => { await gatewayApps?.reconcile(); });
+    const storeWatch = await watchStore(closers, store, 'redis', async () => { await gatewayApps?.reconcile(); });
     const { server, apps } = await startGatewayParts(closers, {
       store,
       platform: rm,
@@ -156,14 +155,6 @@ export function startGatewayRole(opts: GatewayRoleOptions): Promise<RunningRole>
     logger('gateway').info({ url: server.url }, 'gateway listening');
     return server.url;
   });
-}
-
-/** A role's StoreWatch on its Redis: `onLost` reconciles what the role runs with a store that came back empty. */
-async function watchStore(closers: Closer[], store: Store, onLost: () => Promise<void>): Promise<StoreWatch> {
-  const watch = new StoreWatch(store, { backend: 'redis', onLost });
-  await watch.start();
-  closers.push(async () => watch.stop());
-  return watch;
 }
 
 /** Starts a role and leaves it serving; SIGINT / SIGTERM stop it, then the process exits 0 (lib/shutdown). */

@@ -35,7 +35,7 @@ import type { Store } from '../store/index.js';
 import { logger } from '../../lib/log.js';
 import { makeOwnedTempDir, removeStaleTempDirs } from '../../lib/temp-dirs.js';
 import type { Io } from '../../lib/io.js';
-import { compose, startGatewayParts, startLocalPlatform } from './compose.js';
+import { compose, startGatewayParts, startLocalPlatform, watchStore } from './compose.js';
 import { SIDECARS_DIR_PREFIX, type NodeSidecars, type StartSidecarsOptions } from './sidecars.js';
 import { SidecarDownError } from '../gateway/errors.js';
 import { printAppUsage, printBanner } from './up-output.js';
@@ -45,7 +45,6 @@ import { DISPATCH_ENV, type DispatchMode } from '../../functions/runtime/dispatc
 import { FUNCTION_HOP_ENV, functionHopOf, type FunctionHop } from '../../lib/function-link.js';
 import { serveStoreLink } from '../store/link-server.js';
 import { checkPortFree } from '../../lib/net.js';
-import { StoreWatch } from '../store/watch.js';
 
 /** The run's folder of unix sockets (gateway -> app function -> dispatcher); short: socket paths are limited to 107 bytes. */
 export const SOCKET_DIR_PREFIX = 'cs-up-';
@@ -185,15 +184,10 @@ export async function startCornserve(opts: CornserveOptions = {}): Promise<Corns
     // The store's state for /health, and what happens when Redis comes back empty (docs/reliability.md, "The store"):
     // the apps and tasks it no longer records are stopped, so nothing runs orphaned and each can be registered again.
     let gatewayApps: AppManager | undefined;
-    const storeWatch = new StoreWatch(store, {
-      backend: opts.redisUrl ? 'redis' : 'memory',
-      onLost: async () => {
-        await gatewayApps?.reconcile();
-        await resources.reconcile();
-      },
+    const storeWatch = await watchStore(closers, store, opts.redisUrl ? 'redis' : 'memory', async () => {
+      await gatewayApps?.reconcile();
+      await resources.reconcile();
     });
-    await storeWatch.start();
-    closers.push(async () => storeWatch.stop());
 
     const dispatcherRegistry = new Registry();
     const dispatcher: RunningDispatcher = await startDispatcher({
