@@ -34,7 +34,6 @@ interface StoreSnapshot {
   executors: Awaited<ReturnType<Store['listExecutors']>>;
 }
 
-
 interface Pending<C> {
   child: C;
   /** Counted since the last scrape. */
