@@ -8,7 +8,8 @@ import { generate, generateBatch } from '../../../../executors/llm/direct.js';
 import { copyMeter } from '../../../../policies/kv-cache.js';
 import { llm, samplePrompts, userPrompt } from '../../../helpers/llm.js';
 
-test('a decode step copies the logits, not the KV cache: bytes copied per token stay under one cached position plus the logits', async (t) => {
+// Serial: copyMeter is one counter per process, and a concurrent test's copies would count here.
+test.serial('a decode step copies the logits, not the KV cache: bytes copied per token stay under one cached position plus the logits', async (t) => {
   const m = await llm('tiny-qwen2');
   const prompts = samplePrompts(4).map((p) => userPrompt(m, p));
   const copied = async (tokens: number) => {
