@@ -76,8 +76,17 @@ export function fft(re: Float64Array, im: Float64Array): void {
   const size = re.length;
   if (size < 2) return;
   const pl = plan(size);
-  let xr = re, xi = im, yr = pl.re, yi = pl.im;
-  for (const st of pl.stages) {
+  if (runStages(pl, 0, re, im, pl.re, pl.im) !== re) (re.set(pl.re), im.set(pl.im));
+}
+
+/**
+ * The plan's stages from `from` on, reading (xr, xi) first and ping-ponging with (yr, yi); returns the real part
+ * of the pair that holds the result (xr or yr; its imaginary part is the matching xi or yi).
+ */
+function runStages(pl: Plan, from: number, xr: Float64Array, xi: Float64Array, yr: Float64Array, yi: Float64Array): Float64Array {
+  const stages = pl.stages;
+  for (let k = from; k < stages.length; k++) {
+    const st = stages[k]!;
     if (st.r === 4) radix4(st, xr, xi, yr, yi);
     else if (st.r === 2) radix2(st, xr, xi, yr, yi);
     else if (st.r === 5) radix5(st, xr, xi, yr, yi);
@@ -85,7 +94,7 @@ export function fft(re: Float64Array, im: Float64Array): void {
     const tr = xr, ti = xi;
     (xr = yr), (xi = yi), (yr = tr), (yi = ti);
   }
-  if (xr !== re) (re.set(xr), im.set(xi));
+  return xr;
 }
 
 /**
@@ -188,19 +197,82 @@ export function powerSpectrum(frame: Float64Array, out = new Float64Array(frame.
  * overwritten), so a caller that windows the frame can split it in the same pass.
  */
 export function packedPowerSpectrum(zr: Float64Array, zi: Float64Array, out = new Float64Array(zr.length + 1)): Float64Array {
-  const h = zr.length;
   fft(zr, zi);
-  out[0] = (zr[0]! + zi[0]!) ** 2;
-  out[h] = (zr[0]! - zi[0]!) ** 2;
+  return unpackPower(zr, zi, out);
+}
+
+/**
+ * A frame's power spectrum |X[k]|², k = 0..n/2, for frames of a signal weighted by `window` (n = window.length, even):
+ * the returned function takes the frame src[start .. start + n) where it lies in `src` and writes |X[k]|² to
+ * out[at + k·stride] (a column of a bin-major spectrogram, or with the defaults a frame's own array). The window
+ * product and the split into even and odd samples (packedPowerSpectrum's input) happen in the FFT's first pass, so the
+ * frame is neither copied nor windowed in a pass of its own. Its scratch is its own: one function per caller.
+ */
+export function windowedPowerSpectrum(window: Float64Array): (src: Float32Array, start: number, out: Float32Array, at?: number, stride?: number) => void {
+  if (window.length % 2 !== 0) throw new Error(`windowedPowerSpectrum needs an even window length, got ${window.length}`);
+  const h = window.length / 2;
+  const pl = plan(h);
+  const we = Float64Array.from({ length: h }, (_, j) => window[2 * j]!);
+  const wo = Float64Array.from({ length: h }, (_, j) => window[2 * j + 1]!);
+  const ar = new Float64Array(h), ai = new Float64Array(h);
+  const br = new Float64Array(h), bi = new Float64Array(h);
+  const first = pl.stages[0];
+  if (first?.r === 4) {
+    return (src, start, out, at = 0, stride = 1) => {
+      radix4Windowed(first, src, start, we, wo, ar, ai);
+      if (runStages(pl, 1, ar, ai, br, bi) === ar) unpackPower(ar, ai, out, at, stride);
+      else unpackPower(br, bi, out, at, stride);
+    };
+  }
+  return (src, start, out, at = 0, stride = 1) => {
+    for (let j = 0, i = start; j < h; j++, i += 2) (ar[j] = src[i]! * we[j]!, (ai[j] = src[i + 1]! * wo[j]!));
+    if (runStages(pl, 0, ar, ai, br, bi) === ar) unpackPower(ar, ai, out, at, stride);
+    else unpackPower(br, bi, out, at, stride);
+  };
+}
+
+/**
+ * The first stage (s = 1) of a radix-4 plan, its input the even (real part) and odd (imaginary part) samples of
+ * src[start ..] times the window's even (we) and odd (wo) points: radix4's butterfly, reading the frame in place.
+ */
+function radix4Windowed({ m, twRe, twIm }: Stage, src: Float32Array, start: number, we: Float64Array, wo: Float64Array, yr: Float64Array, yi: Float64Array): void {
+  for (let p = 0, o = 0; p < m; p++, o += 4) {
+    const w1r = twRe[3 * p]!, w1i = twIm[3 * p]!, w2r = twRe[3 * p + 1]!, w2i = twIm[3 * p + 1]!, w3r = twRe[3 * p + 2]!, w3i = twIm[3 * p + 2]!;
+    const j1 = p + m, j2 = p + 2 * m, j3 = p + 3 * m;
+    const x0 = start + 2 * p, x1 = start + 2 * j1, x2 = start + 2 * j2, x3 = start + 2 * j3;
+    const a0r = src[x0]! * we[p]!, a0i = src[x0 + 1]! * wo[p]!, a1r = src[x1]! * we[j1]!, a1i = src[x1 + 1]! * wo[j1]!;
+    const a2r = src[x2]! * we[j2]!, a2i = src[x2 + 1]! * wo[j2]!, a3r = src[x3]! * we[j3]!, a3i = src[x3 + 1]! * wo[j3]!;
+    const pr = a0r + a2r, pi = a0i + a2i, mr = a0r - a2r, mi = a0i - a2i;
+    const qr = a1r + a3r, qi = a1i + a3i, nr = a1r - a3r, ni = a1i - a3i;
+    yr[o] = pr + qr; yi[o] = pi + qi;
+    const b1r = mr + ni, b1i = mi - nr;
+    const b2r = pr - qr, b2i = pi - qi;
+    const b3r = mr - ni, b3i = mi + nr;
+    yr[o + 1] = b1r * w1r - b1i * w1i; yi[o + 1] = b1r * w1i + b1i * w1r;
+    yr[o + 2] = b2r * w2r - b2i * w2i; yi[o + 2] = b2r * w2i + b2i * w2r;
+    yr[o + 3] = b3r * w3r - b3i * w3i; yi[o + 3] = b3r * w3i + b3i * w3r;
+  }
+}
+
+/**
+ * |X[k]|², k = 0..h, of the real 2h-point frame whose even / odd samples' h-point transform is Z = (zr, zi). With
+ * E = Z[k] + conj Z[h−k], O = (Z[k] − conj Z[h−k]) / i and T = W_2h^k · O: 2·X[k] = E + T and 2·X[h−k] = conj(E − T),
+ * so each pair (k, h−k) takes one twiddle product.
+ */
+function unpackPower<T extends Float64Array | Float32Array>(zr: Float64Array, zi: Float64Array, out: T, at = 0, stride = 1): T {
+  const h = zr.length;
+  out[at] = (zr[0]! + zi[0]!) ** 2;
+  out[at + h * stride] = (zr[0]! - zi[0]!) ** 2;
   const { cos, sin } = halfTwiddle(2 * h);
-  for (let k = 1; k < h; k++) {
-    const ar = zr[k]!, ai = zi[k]!, br = zr[h - k]!, bi = -zi[h - k]!; // Z[k], conj Z[h−k]
-    const er = (ar + br) / 2, ei = (ai + bi) / 2;
-    const dr = (ar - br) / 2, di = (ai - bi) / 2; // O = d / i = (di, −dr)
-    const or = di, oi = -dr;
-    const xr = er + or * cos[k]! - oi * sin[k]!;
-    const xi = ei + or * sin[k]! + oi * cos[k]!;
-    out[k] = xr * xr + xi * xi;
+  for (let k = 1, j = h - 1; k <= j; k++, j--) {
+    const ar = zr[k]!, ai = zi[k]!, br = zr[j]!, bi = -zi[j]!; // Z[k], conj Z[h−k]
+    const er = ar + br, ei = ai + bi;
+    const or = ai - bi, oi = br - ar; // (Z[k] − conj Z[h−k]) / i
+    const wr = cos[k]!, wi = sin[k]!;
+    const tr = or * wr - oi * wi, ti = or * wi + oi * wr;
+    const pr = er + tr, pi = ei + ti, mr = er - tr, mi = ei - ti;
+    out[at + k * stride] = 0.25 * (pr * pr + pi * pi);
+    out[at + j * stride] = 0.25 * (mr * mr + mi * mi);
   }
   return out;
 }
@@ -210,7 +282,9 @@ const Y1R = Math.cos((2 * Math.PI) / 5), Y1I = -Math.sin((2 * Math.PI) / 5);
 const Y2R = Math.cos((4 * Math.PI) / 5), Y2I = -Math.sin((4 * Math.PI) / 5);
 
 /** Radix 5 with KISS FFT's kf_bfly5 butterfly: the conjugate-symmetric pairs (1, 4) and (2, 3) share their products. */
-function radix5({ m, s, twRe, twIm }: Stage, xr: Float64Array, xi: Float64Array, yr: Float64Array, yi: Float64Array): void {
+function radix5(st: Stage, xr: Float64Array, xi: Float64Array, yr: Float64Array, yi: Float64Array): void {
+  const { m, s, twRe, twIm } = st;
+  if (m === 1) return radix5Last(s, xr, xi, yr, yi);
   const sm = s * m;
   for (let p = 0; p < m; p++) {
     const t = 4 * p;
@@ -234,5 +308,25 @@ function radix5({ m, s, twRe, twIm }: Stage, xr: Float64Array, xi: Float64Array,
       yr[o + 3 * s] = b3r * w3r - b3i * w3i; yi[o + 3 * s] = b3r * w3i + b3i * w3r;
       yr[o + 4 * s] = b4r * w4r - b4i * w4i; yi[o + 4 * s] = b4r * w4i + b4i * w4r;
     }
+  }
+}
+
+/** radix5's last stage (m = 1): every twiddle is W^0 = 1, so the butterflies' outputs are written as they are. */
+function radix5Last(s: number, xr: Float64Array, xi: Float64Array, yr: Float64Array, yi: Float64Array): void {
+  for (let i = 0; i < s; i++) {
+    const r0 = xr[i]!, i0 = xi[i]!;
+    const a1r = xr[i + s]!, a1i = xi[i + s]!, a2r = xr[i + 2 * s]!, a2i = xi[i + 2 * s]!;
+    const a3r = xr[i + 3 * s]!, a3i = xi[i + 3 * s]!, a4r = xr[i + 4 * s]!, a4i = xi[i + 4 * s]!;
+    const r7 = a1r + a4r, i7 = a1i + a4i, r10 = a1r - a4r, i10 = a1i - a4i;
+    const r8 = a2r + a3r, i8 = a2i + a3i, r9 = a2r - a3r, i9 = a2i - a3i;
+    yr[i] = r0 + r7 + r8; yi[i] = i0 + i7 + i8;
+    const r5 = r0 + r7 * Y1R + r8 * Y2R, i5 = i0 + i7 * Y1R + i8 * Y2R;
+    const r6 = i10 * Y1I + i9 * Y2I, i6 = -(r10 * Y1I + r9 * Y2I);
+    const r11 = r0 + r7 * Y2R + r8 * Y1R, i11 = i0 + i7 * Y2R + i8 * Y1R;
+    const r12 = -i10 * Y2I + i9 * Y1I, i12 = r10 * Y2I - r9 * Y1I;
+    yr[i + s] = r5 - r6; yi[i + s] = i5 - i6;
+    yr[i + 2 * s] = r11 + r12; yi[i + 2 * s] = i11 + i12;
+    yr[i + 3 * s] = r11 - r12; yi[i + 3 * s] = i11 - i12;
+    yr[i + 4 * s] = r5 + r6; yi[i + 4 * s] = i5 + i6;
   }
 }

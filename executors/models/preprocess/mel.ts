@@ -81,6 +81,46 @@ export function logMelColumn(power: Float64Array, fb: Float64Array, ranges: Uint
   return max;
 }
 
+/**
+ * The mel energies of a whole spectrogram: out [n_mels, frames] from `power` [bins, frames] (bin-major, so each
+ * filter weight scales one contiguous row), one filter at a time over its non-zero bins (`ranges` from
+ * nonZeroRanges); normaliseMelEnergies then takes the logs. Returns the largest energy.
+ */
+export function melEnergies(power: Float32Array, frames: number, fb: Float64Array, ranges: Uint32Array, out: Float32Array): number {
+  const nMels = ranges.length / 2;
+  const bins = fb.length / nMels;
+  const acc = new Float64Array(frames);
+  let max = 0;
+  for (let m = 0; m < nMels; m++) {
+    acc.fill(0);
+    for (let k = ranges[2 * m]!; k < ranges[2 * m + 1]!; k++) {
+      const w = fb[m * bins + k]!;
+      for (let f = 0, i = k * frames; f < frames; f++, i++) acc[f]! += w * power[i]!;
+    }
+    for (let f = 0, o = m * frames; f < frames; f++, o++) {
+      const e = acc[f]!;
+      out[o] = e;
+      if (e > max) max = e;
+    }
+  }
+  return max;
+}
+
+/**
+ * The mel energies of melEnergies (largest `maxEnergy`) → Whisper's normalised log-mel in place, the same values
+ * as logMelColumn then normaliseLogMel: log10 floored at LOG_FLOOR, clamped to 8 below the largest, then (x + 4) / 4.
+ * An energy at or below the clamp's threshold takes the clamp's value without a logarithm.
+ */
+export function normaliseMelEnergies(out: Float32Array, maxEnergy: number): void {
+  const lowest = Math.log10(Math.max(maxEnergy, LOG_FLOOR)) - 8;
+  const threshold = Math.max(10 ** lowest, LOG_FLOOR); // e ≤ threshold ⇔ max(log10(max(e, floor)), lowest) is the clamp
+  const clamped = (Math.max(lowest, Math.log10(LOG_FLOOR)) + 4) / 4;
+  for (let i = 0; i < out.length; i++) {
+    const e = out[i]!;
+    out[i] = e <= threshold ? clamped : (Math.log10(e) + 4) / 4;
+  }
+}
+
 /** [start, end) of the non-zero bins of each filter, so the mel product skips the zeros. */
 export function nonZeroRanges(fb: Float64Array, nMels: number, bins: number): Uint32Array {
   const r = new Uint32Array(2 * nMels);

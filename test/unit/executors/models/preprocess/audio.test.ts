@@ -2,8 +2,10 @@ import test from 'ava';
 import { tone } from '../../../../helpers/media.js';
 import { decodeWav, encodeWav, toMono } from '../../../../../executors/models/preprocess/wav.js';
 import { resample } from '../../../../../executors/models/preprocess/resample.js';
-import { NORMALISED_FLOOR, logMel, melCenters } from '../../../../../executors/models/preprocess/mel.js';
-import { fft, powerSpectrum } from '../../../../../executors/models/preprocess/fft.js';
+import {
+  NORMALISED_FLOOR, hann, logMel, logMelColumn, melCenters, melEnergies, melFilterbank, nonZeroRanges, normaliseLogMel, normaliseMelEnergies,
+} from '../../../../../executors/models/preprocess/mel.js';
+import { fft, powerSpectrum, windowedPowerSpectrum } from '../../../../../executors/models/preprocess/fft.js';
 import { preprocessAudio } from '../../../../../executors/models/preprocess/audio.js';
 import { ModelErrorCode } from '../../../../../executors/models/errors.js';
 import type { AudioPreprocessing } from '../../../../../executors/models/manifest.js';
@@ -115,6 +117,47 @@ test('the power spectrum of a real frame (n_fft 400 and 512) equals |DFT|² of b
       worst = Math.max(worst, Math.abs(sr * sr + si * si - power[k]!) / Math.max(1, sr * sr + si * si));
     }
     t.true(worst < 1e-9, `n = ${n}: max relative error ${worst}`);
+  }
+});
+
+test('the windowed power spectrum of a frame read in place (n 400, 512 and 10) equals powerSpectrum of the windowed copy, written as a column', (t) => {
+  for (const n of [400, 512, 10]) {
+    const signal = Float32Array.from({ length: 3 * n }, (_, i) => Math.sin(i * 0.37) * (1 + (i % 7) * 0.05));
+    const window = hann(n);
+    const spectrum = windowedPowerSpectrum(window);
+    const columns = 3;
+    const out = new Float32Array((n / 2 + 1) * columns);
+    let worst = 0;
+    for (const [col, start] of [[0, 0], [2, n + 3]] as const) {
+      spectrum(signal, start, out, col, columns);
+      const want = powerSpectrum(Float64Array.from({ length: n }, (_, i) => signal[start + i]! * window[i]!));
+      for (let k = 0; k <= n / 2; k++) worst = Math.max(worst, Math.abs(out[k * columns + col]! - want[k]!) / Math.max(1, want[k]!));
+    }
+    t.true(worst < 1e-6, `n = ${n}: max relative error ${worst}`);
+    t.true(Array.from({ length: n / 2 + 1 }, (_, k) => out[k * columns + 1]).every((v) => v === 0), 'the other columns are left alone');
+  }
+});
+
+test('mel energies normalised at the end equal log-mel columns normalised (a tone, a quiet tail, silence)', (t) => {
+  const pre = { ...PRE, n_fft: 400, win_length: 400 };
+  const fb = melFilterbank(pre);
+  const bins = pre.n_fft / 2 + 1;
+  const ranges = nonZeroRanges(fb, pre.n_mels, bins);
+  const frames = 6;
+  for (const scale of [1, 1e-7, 0]) {
+    // [bins, frames]: a loud bin 10 in the first frames, a spectrum falling over 12 decades in the last ones.
+    const power = Float32Array.from({ length: bins * frames }, (_, i) => scale * (Math.floor(i / frames) === 10 ? 100 : 10 ** (-12 * ((i % frames) / frames) - (i % 5))));
+    const energies = new Float32Array(pre.n_mels * frames);
+    normaliseMelEnergies(energies, melEnergies(power, frames, fb, ranges, energies));
+    const want = new Float32Array(pre.n_mels * frames);
+    let max = -Infinity;
+    for (let f = 0; f < frames; f++) {
+      const column = Float64Array.from({ length: bins }, (_, k) => power[k * frames + f]!);
+      max = Math.max(max, logMelColumn(column, fb, ranges, want, f, frames));
+    }
+    normaliseLogMel(want, max);
+    const worst = want.reduce((w, v, i) => Math.max(w, Math.abs(v - energies[i]!)), 0);
+    t.true(worst < 1e-6, `scale ${scale}: max |Δ| ${worst}`);
   }
 });
 
