@@ -93,7 +93,13 @@ export function melEnergies(power: Float32Array, frames: number, fb: Float64Arra
   let max = 0;
   for (let m = 0; m < nMels; m++) {
     acc.fill(0);
-    for (let k = ranges[2 * m]!; k < ranges[2 * m + 1]!; k++) {
+    const end = ranges[2 * m + 1]!;
+    let k = ranges[2 * m]!;
+    for (; k + 1 < end; k += 2) { // two bins per pass: half the accumulator's loads and stores
+      const w0 = fb[m * bins + k]!, w1 = fb[m * bins + k + 1]!;
+      for (let f = 0, i = k * frames, j = i + frames; f < frames; f++, i++, j++) acc[f]! += w0 * power[i]! + w1 * power[j]!;
+    }
+    if (k < end) {
       const w = fb[m * bins + k]!;
       for (let f = 0, i = k * frames; f < frames; f++, i++) acc[f]! += w * power[i]!;
     }
