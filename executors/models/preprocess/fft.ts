@@ -4,7 +4,8 @@
  * stage reading one buffer and writing the other in natural order, so there is neither recursion nor a digit-reversal
  * pass): O(n·Σ factors) instead of the direct DFT's O(n²). Radices 2, 4 and 5 have their butterflies written out (KISS
  * FFT's 5-point one), any other factor a generic p-point DFT, so a prime size degenerates to that DFT, still correct.
- * No npm FFT fits: fft.js (the well-kept one) takes powers of two only.
+ * The frames of a spectrogram (windowedPowerSpectrum) are windowed inside the first pass, a radix-8 one where the size
+ * starts 4·2. No npm FFT fits: fft.js (the well-kept one) takes powers of two only.
  */
 
 /** One stage: radix r over sub-sequences of length n = r·m read with stride s; tw holds W_N^{p·k·s} for p < m, 0 < k < r. */
@@ -38,8 +39,12 @@ function factorise(n: number): number[] {
 
 function plan(size: number): Plan {
   let pl = plans.get(size);
-  if (pl) return pl;
-  const factors = factorise(size);
+  if (!pl) plans.set(size, (pl = planOf(size, factorise(size))));
+  return pl;
+}
+
+/** The stages (and scratch) of a transform of `size` through the radices `factors` (their product is `size`), in order. */
+function planOf(size: number, factors: readonly number[]): Plan {
   const stages: Stage[] = [];
   const roots = new Map<number, { cos: Float64Array; sin: Float64Array }>();
   let n = size;
@@ -56,19 +61,17 @@ function plan(size: number): Plan {
       }
     }
     stages.push({ r, m, s, twRe, twIm });
-    if (r !== 2 && r !== 4 && r !== 5 && !roots.has(r)) {
+    if (r !== 2 && r !== 4 && r !== 5 && r !== 8 && !roots.has(r)) {
       roots.set(r, { cos: Float64Array.from({ length: r }, (_, j) => Math.cos((2 * Math.PI * j) / r)), sin: Float64Array.from({ length: r }, (_, j) => -Math.sin((2 * Math.PI * j) / r)) });
     }
     n = m;
     s *= r;
   }
   const maxR = Math.max(1, ...factors);
-  pl = {
+  return {
     stages, roots, re: new Float64Array(size), im: new Float64Array(size),
     aRe: new Float64Array(maxR), aIm: new Float64Array(maxR), bRe: new Float64Array(maxR), bIm: new Float64Array(maxR),
   };
-  plans.set(size, pl);
-  return pl;
 }
 
 /** In-place forward DFT of (re, im), X[k] = Σ x[n] e^{-2πikn/N}, for any length. */
@@ -211,12 +214,19 @@ export function packedPowerSpectrum(zr: Float64Array, zi: Float64Array, out = ne
 export function windowedPowerSpectrum(window: Float64Array): (src: Float32Array, start: number, out: Float32Array, at?: number, stride?: number) => void {
   if (window.length % 2 !== 0) throw new Error(`windowedPowerSpectrum needs an even window length, got ${window.length}`);
   const h = window.length / 2;
-  const pl = plan(h);
+  const pl = windowedPlan(h);
   const we = Float64Array.from({ length: h }, (_, j) => window[2 * j]!);
   const wo = Float64Array.from({ length: h }, (_, j) => window[2 * j + 1]!);
   const ar = new Float64Array(h), ai = new Float64Array(h);
   const br = new Float64Array(h), bi = new Float64Array(h);
   const first = pl.stages[0];
+  if (first?.r === 8) {
+    return (src, start, out, at = 0, stride = 1) => {
+      radix8Windowed(first, src, start, we, wo, ar, ai);
+      if (runStages(pl, 1, ar, ai, br, bi) === ar) unpackPower(ar, ai, out, at, stride);
+      else unpackPower(br, bi, out, at, stride);
+    };
+  }
   if (first?.r === 4) {
     return (src, start, out, at = 0, stride = 1) => {
       radix4Windowed(first, src, start, we, wo, ar, ai);
@@ -229,6 +239,68 @@ export function windowedPowerSpectrum(window: Float64Array): (src: Float32Array,
     if (runStages(pl, 0, ar, ai, br, bi) === ar) unpackPower(ar, ai, out, at, stride);
     else unpackPower(br, bi, out, at, stride);
   };
+}
+
+const windowedPlans = new Map<number, Plan>();
+
+/**
+ * The plan of windowedPowerSpectrum's n/2-point transform: the first two radices 4 and 2 (when the size has them) made
+ * one radix-8 pass, so the windowed frame is read once and the transform has one pass fewer (200 = 8·5·5). Only
+ * radix8Windowed runs a radix-8 stage, so it is never a later one.
+ */
+function windowedPlan(size: number): Plan {
+  let pl = windowedPlans.get(size);
+  if (!pl) {
+    const f = factorise(size);
+    windowedPlans.set(size, (pl = f[0] === 4 && f[1] === 2 ? planOf(size, [8, ...f.slice(2)]) : plan(size)));
+  }
+  return pl;
+}
+
+const C8 = Math.SQRT1_2;
+
+/**
+ * The first stage (s = 1) of a radix-8 plan, reading the windowed frame as radix4Windowed does. Each 8-point DFT is two
+ * 4-point ones, E of the even inputs and O of the odd: X[k] = E[k] + W_8^k·O[k], X[k + 4] = E[k] − W_8^k·O[k].
+ */
+function radix8Windowed({ m, twRe, twIm }: Stage, src: Float32Array, start: number, we: Float64Array, wo: Float64Array, yr: Float64Array, yi: Float64Array): void {
+  for (let p = 0, o = 0; p < m; p++, o += 8) {
+    const j1 = p + m, j2 = j1 + m, j3 = j2 + m, j4 = j3 + m, j5 = j4 + m, j6 = j5 + m, j7 = j6 + m;
+    const x0 = start + 2 * p, x1 = start + 2 * j1, x2 = start + 2 * j2, x3 = start + 2 * j3;
+    const x4 = start + 2 * j4, x5 = start + 2 * j5, x6 = start + 2 * j6, x7 = start + 2 * j7;
+    const a0r = src[x0]! * we[p]!, a0i = src[x0 + 1]! * wo[p]!, a1r = src[x1]! * we[j1]!, a1i = src[x1 + 1]! * wo[j1]!;
+    const a2r = src[x2]! * we[j2]!, a2i = src[x2 + 1]! * wo[j2]!, a3r = src[x3]! * we[j3]!, a3i = src[x3 + 1]! * wo[j3]!;
+    const a4r = src[x4]! * we[j4]!, a4i = src[x4 + 1]! * wo[j4]!, a5r = src[x5]! * we[j5]!, a5i = src[x5 + 1]! * wo[j5]!;
+    const a6r = src[x6]! * we[j6]!, a6i = src[x6 + 1]! * wo[j6]!, a7r = src[x7]! * we[j7]!, a7i = src[x7 + 1]! * wo[j7]!;
+    // E = DFT4(a0, a2, a4, a6), O = DFT4(a1, a3, a5, a7), as radix4's butterfly
+    const sEr = a0r + a4r, sEi = a0i + a4i, dEr = a0r - a4r, dEi = a0i - a4i;
+    const tEr = a2r + a6r, tEi = a2i + a6i, uEr = a2r - a6r, uEi = a2i - a6i;
+    const e0r = sEr + tEr, e0i = sEi + tEi, e2r = sEr - tEr, e2i = sEi - tEi;
+    const e1r = dEr + uEi, e1i = dEi - uEr, e3r = dEr - uEi, e3i = dEi + uEr;
+    const sOr = a1r + a5r, sOi = a1i + a5i, dOr = a1r - a5r, dOi = a1i - a5i;
+    const tOr = a3r + a7r, tOi = a3i + a7i, uOr = a3r - a7r, uOi = a3i - a7i;
+    const o0r = sOr + tOr, o0i = sOi + tOi, o2r = sOr - tOr, o2i = sOi - tOi;
+    const o1r = dOr + uOi, o1i = dOi - uOr, o3r = dOr - uOi, o3i = dOi + uOr;
+    // W_8^k·O[k]: W_8 = (1 − i)/√2, W_8² = −i, W_8³ = (−1 − i)/√2
+    const t1r = (o1r + o1i) * C8, t1i = (o1i - o1r) * C8;
+    const t2r = o2i, t2i = -o2r;
+    const t3r = (o3i - o3r) * C8, t3i = -(o3r + o3i) * C8;
+    const t = 7 * p;
+    yr[o] = e0r + o0r; yi[o] = e0i + o0i;
+    twiddle(yr, yi, o + 1, e1r + t1r, e1i + t1i, twRe[t]!, twIm[t]!);
+    twiddle(yr, yi, o + 2, e2r + t2r, e2i + t2i, twRe[t + 1]!, twIm[t + 1]!);
+    twiddle(yr, yi, o + 3, e3r + t3r, e3i + t3i, twRe[t + 2]!, twIm[t + 2]!);
+    twiddle(yr, yi, o + 4, e0r - o0r, e0i - o0i, twRe[t + 3]!, twIm[t + 3]!);
+    twiddle(yr, yi, o + 5, e1r - t1r, e1i - t1i, twRe[t + 4]!, twIm[t + 4]!);
+    twiddle(yr, yi, o + 6, e2r - t2r, e2i - t2i, twRe[t + 5]!, twIm[t + 5]!);
+    twiddle(yr, yi, o + 7, e3r - t3r, e3i - t3i, twRe[t + 6]!, twIm[t + 6]!);
+  }
+}
+
+/** y[o] = (br + i·bi)·(wr + i·wi). */
+function twiddle(yr: Float64Array, yi: Float64Array, o: number, br: number, bi: number, wr: number, wi: number): void {
+  yr[o] = br * wr - bi * wi;
+  yi[o] = br * wi + bi * wr;
 }
 
 /**

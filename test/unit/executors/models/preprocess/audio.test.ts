@@ -120,8 +120,8 @@ test('the power spectrum of a real frame (n_fft 400 and 512) equals |DFT|² of b
   }
 });
 
-test('the windowed power spectrum of a frame read in place (n 400, 512 and 10) equals powerSpectrum of the windowed copy, written as a column', (t) => {
-  for (const n of [400, 512, 10]) {
+test('the windowed power spectrum of a frame read in place (n 400, 512, 48, 16 and 10) equals powerSpectrum of the windowed copy, written as a column', (t) => {
+  for (const n of [400, 512, 48, 16, 10]) { // first passes: radix 8 (400, 48, 16: one stage only), radix 4 (512), a generic one (10)
     const signal = Float32Array.from({ length: 3 * n }, (_, i) => Math.sin(i * 0.37) * (1 + (i % 7) * 0.05));
     const window = hann(n);
     const spectrum = windowedPowerSpectrum(window);
