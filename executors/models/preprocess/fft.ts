@@ -354,9 +354,7 @@ const Y1R = Math.cos((2 * Math.PI) / 5), Y1I = -Math.sin((2 * Math.PI) / 5);
 const Y2R = Math.cos((4 * Math.PI) / 5), Y2I = -Math.sin((4 * Math.PI) / 5);
 
 /** Radix 5 with KISS FFT's kf_bfly5 butterfly: the conjugate-symmetric pairs (1, 4) and (2, 3) share their products. */
-function radix5(st: Stage, xr: Float64Array, xi: Float64Array, yr: Float64Array, yi: Float64Array): void {
-  const { m, s, twRe, twIm } = st;
-  if (m === 1) return radix5Last(s, xr, xi, yr, yi);
+function radix5({ m, s, twRe, twIm }: Stage, xr: Float64Array, xi: Float64Array, yr: Float64Array, yi: Float64Array): void {
   const sm = s * m;
   for (let p = 0; p < m; p++) {
     const t = 4 * p;
@@ -380,25 +378,5 @@ function radix5(st: Stage, xr: Float64Array, xi: Float64Array, yr: Float64Array,
       yr[o + 3 * s] = b3r * w3r - b3i * w3i; yi[o + 3 * s] = b3r * w3i + b3i * w3r;
       yr[o + 4 * s] = b4r * w4r - b4i * w4i; yi[o + 4 * s] = b4r * w4i + b4i * w4r;
     }
-  }
-}
-
-/** radix5's last stage (m = 1): every twiddle is W^0 = 1, so the butterflies' outputs are written as they are. */
-function radix5Last(s: number, xr: Float64Array, xi: Float64Array, yr: Float64Array, yi: Float64Array): void {
-  for (let i = 0; i < s; i++) {
-    const r0 = xr[i]!, i0 = xi[i]!;
-    const a1r = xr[i + s]!, a1i = xi[i + s]!, a2r = xr[i + 2 * s]!, a2i = xi[i + 2 * s]!;
-    const a3r = xr[i + 3 * s]!, a3i = xi[i + 3 * s]!, a4r = xr[i + 4 * s]!, a4i = xi[i + 4 * s]!;
-    const r7 = a1r + a4r, i7 = a1i + a4i, r10 = a1r - a4r, i10 = a1i - a4i;
-    const r8 = a2r + a3r, i8 = a2i + a3i, r9 = a2r - a3r, i9 = a2i - a3i;
-    yr[i] = r0 + r7 + r8; yi[i] = i0 + i7 + i8;
-    const r5 = r0 + r7 * Y1R + r8 * Y2R, i5 = i0 + i7 * Y1R + i8 * Y2R;
-    const r6 = i10 * Y1I + i9 * Y2I, i6 = -(r10 * Y1I + r9 * Y2I);
-    const r11 = r0 + r7 * Y2R + r8 * Y1R, i11 = i0 + i7 * Y2R + i8 * Y1R;
-    const r12 = -i10 * Y2I + i9 * Y1I, i12 = r10 * Y2I - r9 * Y1I;
-    yr[i + s] = r5 - r6; yi[i + s] = i5 - i6;
-    yr[i + 2 * s] = r11 + r12; yi[i + 2 * s] = i11 + i12;
-    yr[i + 3 * s] = r11 - r12; yi[i + 3 * s] = i11 - i12;
-    yr[i + 4 * s] = r5 + r6; yi[i + 4 * s] = i5 + i6;
   }
 }
