@@ -40,6 +40,12 @@ export interface TaskLoad {
   held: number;
   /** Queue depth and busy fraction reported by the executors, when they report them. */
   queueDepth?: number;
+  /**
+   * Requests the task's executors hold now (served or queued), by their own report; absent when they do not report
+   * it. Unlike `inFlight` (the dispatcher's count) it leaves out invocations leased to the task that still wait for
+   * their producers, so it is load these executors serve, and a queue building on them shows at once.
+   */
+  executorInFlight?: number;
   busyFraction?: number;
 }
 

@@ -1,5 +1,5 @@
 /**
- * The autoscaling loop (I/O) inside the resource manager: every tick (2 s) it reads the load signals from the
+ * The autoscaling loop (I/O) inside the resource manager: every tick (500 ms) it reads the load signals from the
  * Store, asks the pure Autoscaler (control/autoscaler) what each task should have, fits that into the device pool
  * (planPool), and applies the changes through the resource manager's scale (which drains what it removes).
  *
@@ -7,9 +7,10 @@
  *  - Each task's change runs on its own: a slow start or drain never delays other tasks' decisions; an executor that
  *    fails to start is backed off (1 s · 2^n up to 30 s), and the failure is in its last_decision.
  *  - A task still starting executors is decided again each tick and may get more at once (never fewer until its starts
- *    end): a step that the first tick saw only in part (rates are read by complete seconds) is finished on the next
+ *    end): a step that the first tick saw only in part (its sample mixes in the time before the step) is finished on the next
  *    tick, while the first executors are still starting, instead of one start after another.
- *  - Devices moved between tasks (pool full): the donors are scaled down (drained) before the receivers go up.
+ *  - Devices moved between tasks (pool full): the donors are scaled down (drained) before the receivers go up; a
+ *    scale-up that fits in the devices free now starts at once, while the donors drain.
  *  - A dispatcher holding invocations of a task at zero executors publishes a `wake`: the loop ticks at once.
  *  - Policies, desired counts, the last decision and the last cold start are AutoscaleRecords in the Store, so a
  *    restarted resource manager (Redis) carries on with them.
@@ -26,12 +27,21 @@ import type { AutoscaleStatus } from './types.js';
 
 const log = logger('autoscaler');
 
+/**
+ * One decision round every this long. Rates come by complete seconds (a rate over part of a second is noise: one
+ * request in 256 ms is not 3.9 req/s); a step shows sooner in the requests the executors hold (GET /load), which
+ * every round reads, so the tick bounds how late a step is seen.
+ */
+export const DEFAULT_TICK_MS = 500;
+
 /** What the loop needs from the resource manager. */
 export interface AutoscaleTarget {
   /** The tasks it runs now (ready or not), with their executor counts. */
   runningTasks(): Array<{ taskId: string; executors: number; devicesPerExecutor: number }>;
   /** Devices in the pool (all nodes). */
   poolDevices(): number;
+  /** Devices no executor holds now (a draining one still holds its own); absent = none (every scale-up waits for the downs). */
+  freeDevices?(): number;
   /** ± executors through the resource manager's scale (drains what it removes). */
   scaleExecutors(taskId: string, deltaExecutors: number): Promise<void>;
 }
@@ -41,7 +51,7 @@ export interface AutoscaleLoopOptions {
   autoscaler?: Partial<AutoscalerOptions>;
   /** Capacity per executor (profiles, live estimates); undefined answers fall back to the Little's-law default. */
   capacity?: CapacityProvider;
-  /** @default 2000 */
+  /** @default 500 (a step is decided on within half a second of the tick that shows it) */
   tickMs?: number;
   /** Gauges per task go here. */
   registry?: Registry;
@@ -89,7 +99,7 @@ export class AutoscaleLoop {
   ) {
     this.autoscaler = new Autoscaler(options.autoscaler, options.capacity);
     this.reader = new LoadReader(store);
-    this.tickMs = options.tickMs ?? 2000;
+    this.tickMs = options.tickMs ?? DEFAULT_TICK_MS;
     this.now = options.now ?? Date.now;
     const registers = options.registry ? [options.registry] : undefined;
     if (registers) {
@@ -226,6 +236,7 @@ export class AutoscaleLoop {
       const e = executorLoads.get(l.taskId);
       if (!e) continue;
       l.queueDepth = e.queueDepth;
+      if (e.inFlight !== undefined) l.executorInFlight = e.inFlight;
       if (e.busyFraction !== undefined) l.busyFraction = e.busyFraction;
       this.executorSignals.set(l.taskId, e);
     }
@@ -269,7 +280,7 @@ export class AutoscaleLoop {
     const grants = new Map(planPool(poolTasks, pool).map((g) => [g.taskId, g]));
 
     const downs: Array<Promise<void>> = [];
-    const ups: Array<() => void> = [];
+    const ups: Array<{ taskId: string; devices: number; decision: NonNullable<AutoscaleRecord['lastDecision']> }> = [];
     for (const t of auto) {
       const w = wants.get(t.taskId)!;
       const grant = grants.get(t.taskId)!;
@@ -281,9 +292,17 @@ export class AutoscaleLoop {
       const reason = grant.reason ? `${w.reason}; ${grant.reason}` : w.reason;
       const decision = { at: now, from: t.executors, to: grant.to, reason };
       if (grant.to < t.executors) downs.push(this.apply(t.taskId, decision, Promise.resolve()));
-      else ups.push(() => void this.apply(t.taskId, decision, Promise.allSettled(downs).then(() => undefined)));
+      else ups.push({ taskId: t.taskId, devices: (grant.to - t.executors) * t.devicesPerExecutor, decision });
     }
-    for (const up of ups) up(); // after the downs: devices moved between tasks are drained before they move
+    // A scale-up that fits in the devices free now starts at once, while the donors drain; one that needs a donor's
+    // devices waits for the downs (devices moved between tasks are drained before they move).
+    let free = this.target.freeDevices?.() ?? 0;
+    const drained = Promise.allSettled(downs).then(() => undefined);
+    for (const up of ups) {
+      const now = up.devices <= free;
+      if (now) free -= up.devices;
+      void this.apply(up.taskId, up.decision, now ? Promise.resolve() : drained);
+    }
   }
 
   /** Runs one decision (after `after`), records it, backs off a failed scale-up. Never throws. */

@@ -6,7 +6,7 @@
  * A 15 s run-in at phase 0's rates comes first and is not counted (see LEAD_S). Three setups run on the same
  * arrival schedule (the bench client's runner; one platform each, started fresh):
  * - autoscaler: `up` as users run it (autoscaling on, default policies min 1 / max pool / target 2, default
- *   60 s stable and 6 s panic windows, 2 s decisions: the product defaults, not shortened for the benchmark);
+ *   60 s stable and 6 s panic windows, 500 ms decisions: the product defaults, not shortened for the benchmark);
  * - even static split: `up --no-autoscale`, 2 + 2 executors;
  * - best static split per phase (an oracle): `up --no-autoscale`, 3 + 1, re-split by hand at each phase
  *   boundary (`/task/scale`, the shrinking app first so its devices are free).

@@ -155,7 +155,8 @@ test('a task still starting executors gets more at once when the next tick sees 
       await started; // ...and are ready only later
     },
   };
-  let now = Math.floor(Date.now() / 1000) * 1000 + 500;
+  // Just past a second's start: the first read covers the two seconds before and almost nothing of the open one.
+  let now = Math.floor(Date.now() / 1000) * 1000 + 1;
   const loop = new AutoscaleLoop(store, target, { now: () => now, capacity: (taskId) => ({ taskId, perExecutorRps: 10, source: 'profile' }) });
   t.teardown(async () => {
     release();
@@ -210,4 +211,64 @@ test('a task scaled by hand desires the executors it was scaled to, not an earli
   const record = (await store.getAutoscale(a!))!;
   t.is(record.source, 'manual');
   t.is(record.desired, 1);
+});
+
+test('the load reader reads complete seconds only: one request early in a second is no rate until that second ends', async (t) => {
+  const store = new MemoryStore();
+  const second = Math.floor(Date.now() / 1000);
+  const reader = new LoadReader(store);
+  await reader.read(second * 1000 + 100, ['a'], [], []);
+  await store.addCounters([{ name: counterNames.arrivals('a', second), delta: 1 }], COUNTER_TTL_MS);
+  const open = await reader.read(second * 1000 + 356, ['a'], [], []);
+  t.is(open.tasks[0]!.windowMs, 0, 'a read inside the second reads no rate (1 request in 256 ms is not 3.9 req/s)');
+  const closed = await reader.read(second * 1000 + 1_100, ['a'], [], []);
+  t.is(closed.tasks[0]!.windowMs, 1000);
+  t.is(closed.tasks[0]!.arrivalRps, 1);
+});
+
+test('the load reader reads each complete second once, across ticks closer together than a second', async (t) => {
+  const store = new MemoryStore();
+  const second = Math.floor(Date.now() / 1000);
+  const reader = new LoadReader(store);
+  await store.addCounters([{ name: counterNames.arrivals('a', second), delta: 5 }, { name: counterNames.arrivals('a', second + 1), delta: 7 }], COUNTER_TTL_MS);
+  const reads = [];
+  for (const at of [100, 600, 1_100, 1_600, 2_100, 2_600]) reads.push(await reader.read(second * 1000 + at, ['a'], [], []));
+  const arrivals = reads.reduce((a, r) => a + (r.tasks[0]!.arrivalRps * r.tasks[0]!.windowMs) / 1000, 0);
+  t.is(arrivals, 12);
+});
+
+test('a scale-up that fits in the free devices starts while the donors drain; one that needs their devices waits', async (t) => {
+  const store = new MemoryStore();
+  const [a, b, c] = await readyTasks(store, 1, 2, 3);
+  const counts: Record<string, number> = { [a!]: 3, [b!]: 1, [c!]: 1 };
+  const calls: string[] = [];
+  let drained!: () => void;
+  const draining = new Promise<void>((r) => (drained = r));
+  const target: AutoscaleTarget = {
+    runningTasks: () => Object.entries(counts).map(([taskId, executors]) => ({ taskId, executors, devicesPerExecutor: 1 })),
+    poolDevices: () => 6,
+    freeDevices: () => 1,
+    async scaleExecutors(taskId, delta) {
+      calls.push(`${taskId} ${delta > 0 ? '+' : ''}${delta}`);
+      if (delta < 0) await draining;
+      counts[taskId]! += delta;
+    },
+  };
+  const now = Math.floor(Date.now() / 1000) * 1000 + 1;
+  const loop = new AutoscaleLoop(store, target, { now: () => now });
+  t.teardown(async () => {
+    drained();
+    await loop.stop();
+  });
+  // a gives two executors back (its policy's max falls to 1), b asks for one more (its min rises to 2): that fits in the
+  // free device; c asks for two more (min 3), which needs a's devices.
+  const policy = (taskId: string, min: number, max: number) => store.patchAutoscale(taskId, {}, { create: { taskId, source: 'admin', policy: { min, max, target: 2 }, desired: counts[taskId]! } });
+  await policy(b!, 2, 2);
+  await policy(c!, 3, 3);
+  await policy(a!, 1, 1);
+  await loop.tick(); // one round decides all three
+  await waitUntil('a drains and b starts', () => calls.includes(`${a} -2`) && calls.includes(`${b} +1`), { timeoutMs: 5000 });
+  t.false(calls.includes(`${c} +2`), 'c waits for the drain');
+  drained();
+  await waitUntil('c starts once a has drained', () => calls.includes(`${c} +2`), { timeoutMs: 5000 });
 });
