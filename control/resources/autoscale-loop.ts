@@ -86,6 +86,12 @@ export class AutoscaleLoop {
   /** taskId -> sequence number of its latest decision (an older scale-up ending later does not record its count) */
   private readonly decisionSeq = new Map<string, number>();
   private readonly backoff = new Map<string, { until: number; attempts: number }>();
+  /** Scale-downs draining now (a scale-up that needs their devices waits for them). */
+  private readonly drains = new Set<Promise<void>>();
+  /** Devices the scale-ups waiting for drains will take (not free for a later tick). */
+  private reservedDevices = 0;
+  /** Tasks with a scale-up waiting for a drain: not decided again until it has its devices (its count does not show it yet). */
+  private readonly waitingForDevices = new Set<string>();
   /** taskId -> demand and capacity at the last decision */
   private readonly last = new Map<string, { demandRps: number; capacity?: TaskCapacity }>();
   /** Why decisions are paused (Store unreachable), or undefined. */
@@ -260,7 +266,7 @@ export class AutoscaleLoop {
     }
 
     const starting = (taskId: string) => (this.startsInFlight.get(taskId) ?? 0) > 0;
-    const auto = running.filter((t) => readyIds.has(t.taskId) && policyOf(t) && (!this.busy.has(t.taskId) || starting(t.taskId)));
+    const auto = running.filter((t) => readyIds.has(t.taskId) && policyOf(t) && !this.waitingForDevices.has(t.taskId) && (!this.busy.has(t.taskId) || starting(t.taskId)));
     const wants = new Map<string, TaskWant>(
       this.autoscaler.decide(now, auto.map((t) => ({ taskId: t.taskId, executors: t.executors, policy: policyOf(t)! }))).map((w) => [w.taskId, w]),
     );
@@ -295,13 +301,34 @@ export class AutoscaleLoop {
       else ups.push({ taskId: t.taskId, devices: (grant.to - t.executors) * t.devicesPerExecutor, decision });
     }
     // A scale-up that fits in the devices free now starts at once, while the donors drain; one that needs a donor's
-    // devices waits for the downs (devices moved between tasks are drained before they move).
-    let free = this.target.freeDevices?.() ?? 0;
-    const drained = Promise.allSettled(downs).then(() => undefined);
+    // devices waits for every drain in progress (this tick's and earlier ones': devices moved between tasks are drained
+    // before they move), holding its share of what they free so that a later tick does not take it. With no drain in
+    // progress there is nothing to wait for: it is decided again next tick, not tried and failed.
+    for (const d of downs) {
+      this.drains.add(d);
+      void d.finally(() => this.drains.delete(d));
+    }
+    const drainsNow = () => Promise.allSettled([...this.drains]).then(() => undefined);
+    if (!this.target.freeDevices) {
+      for (const up of ups) void this.apply(up.taskId, up.decision, drainsNow()); // free devices unknown: after the drains
+      return;
+    }
+    let free = this.target.freeDevices() - this.reservedDevices;
     for (const up of ups) {
-      const now = up.devices <= free;
-      if (now) free -= up.devices;
-      void this.apply(up.taskId, up.decision, now ? Promise.resolve() : drained);
+      if (up.devices <= free) {
+        free -= up.devices;
+        void this.apply(up.taskId, up.decision, Promise.resolve());
+      } else if (this.drains.size > 0) {
+        this.reservedDevices += up.devices;
+        this.waitingForDevices.add(up.taskId);
+        const drained = drainsNow().then(() => {
+          this.reservedDevices -= up.devices;
+          this.waitingForDevices.delete(up.taskId);
+        });
+        void this.apply(up.taskId, up.decision, drained);
+      } else {
+        log.debug({ task: up.taskId, devices: up.devices }, 'scale-up waits: the pool has no free device and no drain in progress');
+      }
     }
   }
 

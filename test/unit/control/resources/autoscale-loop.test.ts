@@ -272,3 +272,45 @@ test('a scale-up that fits in the free devices starts while the donors drain; on
   drained();
   await waitUntil('c starts once a has drained', () => calls.includes(`${c} +2`), { timeoutMs: 5000 });
 });
+
+test('a scale-up decided while an earlier tick\'s drain is still running waits for that drain instead of failing for want of devices', async (t) => {
+  const store = new MemoryStore();
+  const [a, b, c] = await readyTasks(store, 1, 2, 3);
+  const counts: Record<string, number> = { [a!]: 3, [b!]: 1, [c!]: 1 };
+  const POOL = 5;
+  const calls: string[] = [];
+  let drained!: () => void;
+  const draining = new Promise<void>((r) => (drained = r));
+  const target: AutoscaleTarget = {
+    runningTasks: () => Object.entries(counts).map(([taskId, executors]) => ({ taskId, executors, devicesPerExecutor: 1 })),
+    poolDevices: () => POOL,
+    // A draining executor holds its device until the drain ends, as the resource manager's inventory does.
+    freeDevices: () => POOL - Object.values(counts).reduce((x, n) => x + n, 0),
+    async scaleExecutors(taskId, delta) {
+      if (delta > POOL - Object.values(counts).reduce((x, n) => x + n, 0)) throw new Error(`${delta} device(s) requested but only 0 free`);
+      calls.push(`${taskId} ${delta > 0 ? '+' : ''}${delta}`);
+      if (delta < 0) await draining;
+      counts[taskId]! += delta;
+    },
+  };
+  const now = Math.floor(Date.now() / 1000) * 1000 + 1;
+  const loop = new AutoscaleLoop(store, target, { now: () => now });
+  t.teardown(async () => {
+    drained();
+    await loop.stop();
+  });
+  const policy = (taskId: string, min: number, max: number) => store.patchAutoscale(taskId, {}, { create: { taskId, source: 'admin', policy: { min, max, target: 2 }, desired: counts[taskId]! } });
+  // First tick: a gives two executors back, b takes one of their devices once they are drained.
+  await policy(b!, 2, 2);
+  await policy(a!, 1, 1);
+  await loop.tick();
+  await waitUntil('a drains', () => calls.includes(`${a} -2`), { timeoutMs: 5000 });
+  // Next tick, a still draining: c asks for one more, which only a's other device can give.
+  await store.patchAutoscale(c!, { source: 'admin', policy: { min: 2, max: 2, target: 2 } });
+  await loop.tick();
+  t.deepEqual(calls, [`${a} -2`], 'neither b nor c starts before the drain ends');
+  drained();
+  await waitUntil('b and c start once a has drained', () => calls.includes(`${b} +1`) && calls.includes(`${c} +1`), { timeoutMs: 5000 });
+  const records = await Promise.all([b!, c!].map((id) => store.getAutoscale(id)));
+  t.false(records.some((r) => r?.lastDecision?.reason.includes('FAILED')), 'no scale-up failed');
+});
