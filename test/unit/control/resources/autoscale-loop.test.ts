@@ -2,7 +2,7 @@
  * The autoscaling loop against real Stores (MemoryStore; a real redis-server it stops and restarts) with a
  * stand-in for the resource manager's scale (the loop's one way out), so faults can be injected exactly.
  */
-import test from 'ava';
+import test, { type ExecutionContext } from 'ava';
 import { RedisStore } from '../../../../control/store/redis.js';
 import { MemoryStore } from '../../../../control/store/memory.js';
 import type { Store } from '../../../../lib/store.js';
@@ -28,6 +28,8 @@ function fakeTarget(counts: Record<string, number>, failing = new Set<string>())
   };
   return { target, calls };
 }
+
+const sampleIds = <N extends number[]>(...ids: N) => ids.map((n) => sampleTask(n).taskId) as { [K in keyof N]: string };
 
 async function readyTasks(store: Store, ...ids: number[]) {
   for (const n of ids) {
@@ -237,18 +239,23 @@ test('the load reader reads each complete second once, across ticks closer toget
   t.is(arrivals, 12);
 });
 
-test('a scale-up that fits in the free devices starts while the donors drain; one that needs their devices waits', async (t) => {
+/**
+ * A pool of `poolDevices` whose free devices are those no executor holds: a draining executor holds its device until the
+ * drain ends (`drained()` ends every drain), as the resource manager's inventory does, and a scale-up asking for more
+ * than is free is refused as the resource manager refuses it.
+ */
+async function drainingPool(t: ExecutionContext, counts: Record<string, number>, poolDevices: number) {
   const store = new MemoryStore();
-  const [a, b, c] = await readyTasks(store, 1, 2, 3);
-  const counts: Record<string, number> = { [a!]: 3, [b!]: 1, [c!]: 1 };
   const calls: string[] = [];
   let drained!: () => void;
   const draining = new Promise<void>((r) => (drained = r));
+  const free = () => poolDevices - Object.values(counts).reduce((x, n) => x + n, 0);
   const target: AutoscaleTarget = {
     runningTasks: () => Object.entries(counts).map(([taskId, executors]) => ({ taskId, executors, devicesPerExecutor: 1 })),
-    poolDevices: () => 6,
-    freeDevices: () => 1,
+    poolDevices: () => poolDevices,
+    freeDevices: free,
     async scaleExecutors(taskId, delta) {
+      if (delta > free()) throw new Error(`${delta} device(s) requested but only ${free()} free`);
       calls.push(`${taskId} ${delta > 0 ? '+' : ''}${delta}`);
       if (delta < 0) await draining;
       counts[taskId]! += delta;
@@ -260,12 +267,19 @@ test('a scale-up that fits in the free devices starts while the donors drain; on
     drained();
     await loop.stop();
   });
+  const policy = (taskId: string, min: number, max: number) => store.patchAutoscale(taskId, { source: 'admin', policy: { min, max, target: 2 } }, { create: { taskId, source: 'admin', policy: { min, max, target: 2 }, desired: counts[taskId]! } });
+  return { store, loop, calls, drained, policy };
+}
+
+test('a scale-up that fits in the free devices starts while the donors drain; one that needs their devices waits', async (t) => {
+  const [a, b, c] = sampleIds(1, 2, 3);
+  const { store, loop, calls, drained, policy } = await drainingPool(t, { [a]: 3, [b]: 1, [c]: 1 }, 6);
+  await readyTasks(store, 1, 2, 3);
   // a gives two executors back (its policy's max falls to 1), b asks for one more (its min rises to 2): that fits in the
   // free device; c asks for two more (min 3), which needs a's devices.
-  const policy = (taskId: string, min: number, max: number) => store.patchAutoscale(taskId, {}, { create: { taskId, source: 'admin', policy: { min, max, target: 2 }, desired: counts[taskId]! } });
-  await policy(b!, 2, 2);
-  await policy(c!, 3, 3);
-  await policy(a!, 1, 1);
+  await policy(b, 2, 2);
+  await policy(c, 3, 3);
+  await policy(a, 1, 1);
   await loop.tick(); // one round decides all three
   await waitUntil('a drains and b starts', () => calls.includes(`${a} -2`) && calls.includes(`${b} +1`), { timeoutMs: 5000 });
   t.false(calls.includes(`${c} +2`), 'c waits for the drain');
@@ -274,43 +288,20 @@ test('a scale-up that fits in the free devices starts while the donors drain; on
 });
 
 test('a scale-up decided while an earlier tick\'s drain is still running waits for that drain instead of failing for want of devices', async (t) => {
-  const store = new MemoryStore();
-  const [a, b, c] = await readyTasks(store, 1, 2, 3);
-  const counts: Record<string, number> = { [a!]: 3, [b!]: 1, [c!]: 1 };
-  const POOL = 5;
-  const calls: string[] = [];
-  let drained!: () => void;
-  const draining = new Promise<void>((r) => (drained = r));
-  const target: AutoscaleTarget = {
-    runningTasks: () => Object.entries(counts).map(([taskId, executors]) => ({ taskId, executors, devicesPerExecutor: 1 })),
-    poolDevices: () => POOL,
-    // A draining executor holds its device until the drain ends, as the resource manager's inventory does.
-    freeDevices: () => POOL - Object.values(counts).reduce((x, n) => x + n, 0),
-    async scaleExecutors(taskId, delta) {
-      if (delta > POOL - Object.values(counts).reduce((x, n) => x + n, 0)) throw new Error(`${delta} device(s) requested but only 0 free`);
-      calls.push(`${taskId} ${delta > 0 ? '+' : ''}${delta}`);
-      if (delta < 0) await draining;
-      counts[taskId]! += delta;
-    },
-  };
-  const now = Math.floor(Date.now() / 1000) * 1000 + 1;
-  const loop = new AutoscaleLoop(store, target, { now: () => now });
-  t.teardown(async () => {
-    drained();
-    await loop.stop();
-  });
-  const policy = (taskId: string, min: number, max: number) => store.patchAutoscale(taskId, {}, { create: { taskId, source: 'admin', policy: { min, max, target: 2 }, desired: counts[taskId]! } });
+  const [a, b, c] = sampleIds(1, 2, 3);
+  const { store, loop, calls, drained, policy } = await drainingPool(t, { [a]: 3, [b]: 1, [c]: 1 }, 5);
+  await readyTasks(store, 1, 2, 3);
   // First tick: a gives two executors back, b takes one of their devices once they are drained.
-  await policy(b!, 2, 2);
-  await policy(a!, 1, 1);
+  await policy(b, 2, 2);
+  await policy(a, 1, 1);
   await loop.tick();
   await waitUntil('a drains', () => calls.includes(`${a} -2`), { timeoutMs: 5000 });
   // Next tick, a still draining: c asks for one more, which only a's other device can give.
-  await store.patchAutoscale(c!, { source: 'admin', policy: { min: 2, max: 2, target: 2 } });
+  await policy(c, 2, 2);
   await loop.tick();
   t.deepEqual(calls, [`${a} -2`], 'neither b nor c starts before the drain ends');
   drained();
   await waitUntil('b and c start once a has drained', () => calls.includes(`${b} +1`) && calls.includes(`${c} +1`), { timeoutMs: 5000 });
-  const records = await Promise.all([b!, c!].map((id) => store.getAutoscale(id)));
+  const records = await Promise.all([b, c].map((id) => store.getAutoscale(id)));
   t.false(records.some((r) => r?.lastDecision?.reason.includes('FAILED')), 'no scale-up failed');
 });
