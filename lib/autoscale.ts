@@ -46,6 +46,11 @@ export interface TaskLoad {
    * their producers, so it is load these executors serve, and a queue building on them shows at once.
    */
   executorInFlight?: number;
+  /**
+   * Executors that reported `executorInFlight` (the ready ones: an executor still starting serves nothing yet, so a
+   * queue on the others is judged against these alone); absent = every executor the task has.
+   */
+  executorsServing?: number;
   busyFraction?: number;
 }
 

@@ -105,6 +105,7 @@ interface TaskSample {
   held: number;
   queueDepth: number;
   executorInFlight: number | undefined;
+  executorsServing: number | undefined;
 }
 
 interface AppSample {
@@ -123,6 +124,8 @@ interface WindowStats {
   queued: number;
   /** Requests the executors hold (their own report), at the window's last sample; undefined when not reported. */
   executorInFlight: number | undefined;
+  /** Executors that reported it, at the window's last sample; undefined = all of them. */
+  executorsServing: number | undefined;
   appDemandRps: number;
   samples: number;
 }
@@ -220,7 +223,7 @@ export class Autoscaler {
       // (held ones included) is no load of ours — a count left behind, a routing weight — and must drive no decision.
       const sent = this.sentWithin(l.taskId, l.at) + (l.arrivalRps * l.windowMs) / 1000;
       const inFlight = Math.min(l.inFlight, Math.max(sent, l.held));
-      this.state(l.taskId).samples.push({ at: l.at, windowMs: l.windowMs, arrivalRps: l.arrivalRps, inFlight, unsent: l.inFlight - inFlight, held: l.held, queueDepth: l.queueDepth ?? 0, executorInFlight: l.executorInFlight });
+      this.state(l.taskId).samples.push({ at: l.at, windowMs: l.windowMs, arrivalRps: l.arrivalRps, inFlight, unsent: l.inFlight - inFlight, held: l.held, queueDepth: l.queueDepth ?? 0, executorInFlight: l.executorInFlight, executorsServing: l.executorsServing });
     }
     for (const a of apps) {
       push(this.appSamples, a.appId, { at: a.at, windowMs: a.windowMs, requestRps: a.requestRps });
@@ -329,8 +332,11 @@ export class Autoscaler {
     const held = w.executorInFlight;
     // Only a clear step leads: the requests held beyond the executors' target must be more than they serve in
     // QUEUE_LEAD_MS. A burst at a steady rate (a few requests more for a moment) must not move devices between tasks.
+    // Judged against the executors serving now: one still starting holds nothing and serves nothing yet, so counting it
+    // would hide a queue that keeps growing on the others until the start ends.
     const perSecond = capacity && capacity.perExecutorRps > 0 ? capacity.perExecutorRps : 0;
-    const step = held !== undefined && perSecond > 0 && held - executors * target > executors * perSecond * (QUEUE_LEAD_MS / 1000);
+    const serving = Math.min(executors, w.executorsServing ?? executors);
+    const step = held !== undefined && perSecond > 0 && held - serving * target > serving * perSecond * (QUEUE_LEAD_MS / 1000);
     if (!step || held / target <= byLoad + EPS) return { stats: w, x: byLoad, over: 'the latest tick' };
     return { stats: w, x: held / target, held: true, over: `the latest tick (${fmt(held)} held at the executors ÷ target ${fmt(target)}, above the rate's ${fmt(byLoad)})` };
   }
@@ -399,7 +405,7 @@ export class Autoscaler {
     }
     const appCount = [...this.graphs.keys()].reduce((a, app) => a + (this.appSamples.get(app) ?? []).filter((s) => s.at > from && s.at <= now).length, 0);
     const last = samples[samples.length - 1];
-    return { arrivalRps, inFlight: mean((s) => s.inFlight), held: last?.held ?? 0, unsent: last?.unsent ?? 0, queued: last?.queueDepth ?? 0, executorInFlight: last?.executorInFlight, appDemandRps, samples: samples.length + appCount };
+    return { arrivalRps, inFlight: mean((s) => s.inFlight), held: last?.held ?? 0, unsent: last?.unsent ?? 0, queued: last?.queueDepth ?? 0, executorInFlight: last?.executorInFlight, executorsServing: last?.executorsServing, appDemandRps, samples: samples.length + appCount };
   }
 
   /** The times of the samples (task and app) that fall in the stable window. */

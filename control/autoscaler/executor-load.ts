@@ -36,6 +36,8 @@ export interface TaskExecutorLoad {
   queueDepth: number;
   /** Σ requests its executors hold (served or queued); absent when none of them says. */
   inFlight?: number;
+  /** Executors that said what they hold (the ready ones read this tick). */
+  serving: number;
   /** undefined until an executor of the task has been read twice. */
   busyFraction: number | undefined;
   /** The smallest concurrency limit its executors report; absent when none reports one (unlimited). */
@@ -50,11 +52,14 @@ export function busyFractionBetween(prev: ExecutorLoad | undefined, now: Executo
 
 /** Per task, from the readings of its executors this tick (pure). */
 export function taskExecutorLoads(readings: Array<{ taskId: string; now: ExecutorLoad; prev: ExecutorLoad | undefined }>): Map<string, TaskExecutorLoad> {
-  const acc = new Map<string, { queueDepth: number; inFlight: number | undefined; fractions: number[]; limit?: number }>();
+  const acc = new Map<string, { queueDepth: number; inFlight: number | undefined; serving: number; fractions: number[]; limit?: number }>();
   for (const r of readings) {
-    const a = acc.get(r.taskId) ?? { queueDepth: 0, inFlight: undefined, fractions: [] };
+    const a = acc.get(r.taskId) ?? { queueDepth: 0, inFlight: undefined, serving: 0, fractions: [] };
     a.queueDepth += r.now.queued;
-    if (r.now.inFlight !== undefined) a.inFlight = (a.inFlight ?? 0) + r.now.inFlight;
+    if (r.now.inFlight !== undefined) {
+      a.inFlight = (a.inFlight ?? 0) + r.now.inFlight;
+      a.serving++;
+    }
     if (r.now.concurrencyLimit !== undefined) a.limit = Math.min(a.limit ?? Infinity, r.now.concurrencyLimit);
     const f = busyFractionBetween(r.prev, r.now);
     if (f !== undefined) a.fractions.push(f);
@@ -66,6 +71,7 @@ export function taskExecutorLoads(readings: Array<{ taskId: string; now: Executo
       {
         queueDepth: a.queueDepth,
         ...(a.inFlight !== undefined ? { inFlight: a.inFlight } : {}),
+        serving: a.serving,
         busyFraction: a.fractions.length ? a.fractions.reduce((x, y) => x + y, 0) / a.fractions.length : undefined,
         ...(a.limit !== undefined ? { concurrencyLimit: a.limit } : {}),
       },

@@ -242,7 +242,10 @@ export class AutoscaleLoop {
       const e = executorLoads.get(l.taskId);
       if (!e) continue;
       l.queueDepth = e.queueDepth;
-      if (e.inFlight !== undefined) l.executorInFlight = e.inFlight;
+      if (e.inFlight !== undefined) {
+        l.executorInFlight = e.inFlight;
+        l.executorsServing = e.serving;
+      }
       if (e.busyFraction !== undefined) l.busyFraction = e.busyFraction;
       this.executorSignals.set(l.taskId, e);
     }

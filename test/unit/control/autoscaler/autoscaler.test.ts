@@ -235,6 +235,20 @@ test('on a full pool a queue building on the executors moves the devices on the 
   t.regex(wants[1]!.reason, /^panic: .*20 held at the executors ÷ target 2/);
 });
 
+test('a queue on the ready executors leads while another executor of the task is still starting', (t) => {
+  const live = (taskId: string) => ({ taskId, perExecutorRps: 10, source: 'live' as const });
+  const scaler = new Autoscaler({ stableWindowMs: 60_000, panicWindowMs: 6_000 }, live);
+  const policy = { min: 1, max: 4, target: 2 };
+  // b was at 5 req/s on one executor; a step began and b got a second executor, still starting. The ready one holds
+  // 12 (10 queued): more than the two would hold at their target (4) plus what they serve in half a second (10), but
+  // far more than the one that serves holds at its target (2) plus its half second (5).
+  for (let at = 500; at <= 60_000; at += 500) scaler.observe([{ ...load('b', at, 5, 1), windowMs: 500, executorInFlight: 1, executorsServing: 1 }], []);
+  scaler.observe([{ ...load('b', 60_500, 5, 12), windowMs: 0, executorInFlight: 12, executorsServing: 1, queueDepth: 10 }], []);
+  const [w] = scaler.decide(60_500, [{ taskId: 'b', executors: 2, policy }]);
+  t.is(w!.to, 4, w!.reason);
+  t.regex(w!.reason, /12 held at the executors ÷ target 2/);
+});
+
 test('requests the executors hold at their steady level add nothing to a measured capacity\'s need', (t) => {
   const scaler = new Autoscaler({ stableWindowMs: 60_000, panicWindowMs: 6_000 }, fixed(10));
   const policy = { min: 1, max: 8, target: 2 };
