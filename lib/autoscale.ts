@@ -40,6 +40,17 @@ export interface TaskLoad {
   held: number;
   /** Queue depth and busy fraction reported by the executors, when they report them. */
   queueDepth?: number;
+  /**
+   * Requests the task's executors hold now (served or queued), by their own report; absent when they do not report
+   * it. Unlike `inFlight` (the dispatcher's count) it leaves out invocations leased to the task that still wait for
+   * their producers, so it is load these executors serve, and a queue building on them shows at once.
+   */
+  executorInFlight?: number;
+  /**
+   * Executors that reported `executorInFlight` (the ready ones: an executor still starting serves nothing yet, so a
+   * queue on the others is judged against these alone); absent = every executor the task has.
+   */
+  executorsServing?: number;
   busyFraction?: number;
 }
 

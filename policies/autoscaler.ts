@@ -13,7 +13,11 @@
  *     report queued past their concurrency add the executors that would drain them within 5 s;
  *   in-flight counts at most the invocations sent to the task over the stable window (a reading above that is not
  *     load of ours, e.g. a profiler's routing weight, and is named in the reason, never acted on).
- * Panic (KPA): entered when the panic window needs ≥ panicThreshold (2) × the current executors; while in
+ * The latest tick alone is read too (what the load needs now): its rates, and the requests the executors hold by their
+ *   own report (TaskLoad.executorInFlight) at the target per executor when that is more — a queue building is demand
+ *   now, whatever the capacity source; the reason says which figure was used. It enters panic and weighs a full pool.
+ * Per task the state is one TaskState: its samples, observed service time, panic mode and scale-down delay (KPA's pieces).
+ * Panic (KPA): entered when the panic window (or the latest tick) needs ≥ panicThreshold (2) × the current executors; while in
  * panic (until a stable window without the condition) the count only rises, to ceil(x_panic).
  * Otherwise the count follows max(ceil(x_stable), ceil(x over the panic window)) upwards at once (a rise below the
  * panic threshold is followed within the panic window, not a stable window late); downwards only when even x_stable × (1 + tolerance)
@@ -77,11 +81,11 @@ export interface TaskWant {
   /** Demand (req/s) the decision used (the panic window's in panic, else the stable window's). */
   demandRps: number;
   /**
-   * Demand (req/s) now, from the latest tick alone: its arrival rate (or app rate × invocations per request), or its
-   * in-flight at the target per executor × capacity when more. What a full pool weighs its devices by: a task whose
-   * load just fell keeps its executors a stable window long by its own decision, but its spare capacity is judged by
-   * the load it has now, so a task whose load just rose gets the devices at once. In-flight counts because it shows
-   * a step on the first tick (rates are read by complete seconds, so the latest rate may still be the old one).
+   * Demand (req/s) now: its arrival rate (or app rate × invocations per request) over the last RECENT_MS, or its need now
+   * × capacity when more (in-flight without a measured capacity; the requests the executors hold on a clear step, see
+   * now()). What a full pool weighs its devices by: a task whose load just fell keeps its executors a stable window
+   * long by its own decision, but its spare capacity is judged by the load it has now, so a task whose load just rose
+   * gets the devices at once.
    */
   currentDemandRps: number;
   capacity: TaskCapacity | undefined;
@@ -100,6 +104,8 @@ interface TaskSample {
   unsent: number;
   held: number;
   queueDepth: number;
+  executorInFlight: number | undefined;
+  executorsServing: number | undefined;
 }
 
 interface AppSample {
@@ -116,6 +122,10 @@ interface WindowStats {
   unsent: number;
   /** Requests waiting in the task's executors past their concurrency (their own report), at the window's last sample. */
   queued: number;
+  /** Requests the executors hold (their own report), at the window's last sample; undefined when not reported. */
+  executorInFlight: number | undefined;
+  /** Executors that reported it, at the window's last sample; undefined = all of them. */
+  executorsServing: number | undefined;
   appDemandRps: number;
   samples: number;
 }
@@ -125,22 +135,85 @@ const EPS = 1e-9;
 const BACKLOG_DRAIN_MS = 5_000;
 /** A window short enough to hold one sample (the per-tick figure). */
 const TICK_SLICE_MS = 1;
+/**
+ * The rate a full pool weighs a task by is read over this long (two complete seconds): one second of Poisson arrivals is
+ * too noisy to move devices by, while a step still shows within it (and at once in the requests held, see now()).
+ */
+const RECENT_MS = 2_000;
+/** The requests held at the executors lead when their queue is more than the executors serve in this long (see now()). */
+const QUEUE_LEAD_MS = 500;
+
+/** KPA's panic mode: entered when the short window needs panicThreshold × the current count, held a stable window. */
+class PanicMode {
+  private until = -Infinity;
+  enter(now: number, holdMs: number): void {
+    this.until = now + holdMs;
+  }
+  active(now: number): boolean {
+    return this.until > now;
+  }
+}
+
+/** KPA's scale-down delay: a lower count is taken only once it has been asked for continuously for the delay. */
+class ScaleDownDelay {
+  private since: number | undefined;
+  /** How long (ms) the lower count has been asked for; this call counts as asking. */
+  pendingFor(now: number): number {
+    this.since ??= now;
+    return now - this.since;
+  }
+  reset(): void {
+    this.since = undefined;
+  }
+}
+
+/** Scale-down hysteresis: the count a need allows going down to, with `tolerance` of headroom (no flapping near a boundary). */
+const downTo = (need: number, tolerance: number) => ceil(need * (1 + tolerance));
+
+/** Everything the autoscaler keeps about one task: its load samples over the stable window and its decision state. */
+class TaskState {
+  samples: TaskSample[] = [];
+  /** Little's law over the stable window, the last one known. */
+  serviceTimeMs: number | undefined;
+  readonly panic = new PanicMode();
+  readonly scaleDown = new ScaleDownDelay();
+
+  /** Samples in (now - windowMs, now]. */
+  within(now: number, windowMs: number): TaskSample[] {
+    const from = now - windowMs;
+    return this.samples.filter((s) => s.at > from && s.at <= now);
+  }
+}
+
+/** What decideOne reads off one window for one task. */
+interface Reading {
+  stats: WindowStats;
+  /** Executors needed. */
+  x: number;
+  /** Where the figure comes from, for the reason ("6 s", "the latest tick"). */
+  over: string;
+  /** The requests held at the executors gave the figure (see now()). */
+  held?: boolean;
+}
 
 export class Autoscaler {
   readonly options: AutoscalerOptions;
-  private readonly taskSamples = new Map<string, TaskSample[]>();
+  private readonly tasks = new Map<string, TaskState>();
   private readonly appSamples = new Map<string, AppSample[]>();
   /** appId -> taskId -> invocations per request (latest observed) */
   private readonly graphs = new Map<string, Record<string, number>>();
-  private readonly serviceTimeMs = new Map<string, number>();
-  private readonly panicUntil = new Map<string, number>();
-  private readonly belowSince = new Map<string, number>();
 
   constructor(
     options: Partial<AutoscalerOptions> = {},
     private readonly capacity: CapacityProvider = () => undefined,
   ) {
     this.options = { ...DEFAULT_AUTOSCALER_OPTIONS, ...options };
+  }
+
+  private state(taskId: string): TaskState {
+    let s = this.tasks.get(taskId);
+    if (!s) this.tasks.set(taskId, (s = new TaskState()));
+    return s;
   }
 
   /** Adds load samples (each covers `windowMs` ending at `at`). Samples older than the stable window are dropped. */
@@ -150,7 +223,7 @@ export class Autoscaler {
       // (held ones included) is no load of ours — a count left behind, a routing weight — and must drive no decision.
       const sent = this.sentWithin(l.taskId, l.at) + (l.arrivalRps * l.windowMs) / 1000;
       const inFlight = Math.min(l.inFlight, Math.max(sent, l.held));
-      push(this.taskSamples, l.taskId, { at: l.at, windowMs: l.windowMs, arrivalRps: l.arrivalRps, inFlight, unsent: l.inFlight - inFlight, held: l.held, queueDepth: l.queueDepth ?? 0 });
+      this.state(l.taskId).samples.push({ at: l.at, windowMs: l.windowMs, arrivalRps: l.arrivalRps, inFlight, unsent: l.inFlight - inFlight, held: l.held, queueDepth: l.queueDepth ?? 0, executorInFlight: l.executorInFlight, executorsServing: l.executorsServing });
     }
     for (const a of apps) {
       push(this.appSamples, a.appId, { at: a.at, windowMs: a.windowMs, requestRps: a.requestRps });
@@ -161,35 +234,118 @@ export class Autoscaler {
   /** Invocations that arrived at the task over the stable window ending at `at` (before this sample). */
   private sentWithin(taskId: string, at: number): number {
     const from = at - this.options.stableWindowMs;
-    return (this.taskSamples.get(taskId) ?? []).filter((s) => s.at > from && s.at < at).reduce((a, s) => a + (s.arrivalRps * s.windowMs) / 1000, 0);
+    return (this.tasks.get(taskId)?.samples ?? []).filter((s) => s.at > from && s.at < at).reduce((a, s) => a + (s.arrivalRps * s.windowMs) / 1000, 0);
   }
 
   /** The service time (ms) Little's law gives over the stable window, or the last one known. */
   observedServiceTimeMs(taskId: string): number | undefined {
-    return this.serviceTimeMs.get(taskId);
+    return this.tasks.get(taskId)?.serviceTimeMs;
   }
 
   /** The executor count each task should have now, before the device pool is considered. */
   decide(now: number, tasks: TaskSnapshot[]): TaskWant[] {
     this.prune(now);
-    return tasks.map((t) => this.decideOne(now, t));
+    return tasks.map((t) => this.decideOne(now, t, this.state(t.taskId)));
   }
 
   /** Forgets a task (torn down). */
   forget(taskId: string): void {
-    for (const m of [this.taskSamples, this.serviceTimeMs, this.panicUntil, this.belowSince]) m.delete(taskId);
+    this.tasks.delete(taskId);
   }
 
-  private decideOne(now: number, t: TaskSnapshot): TaskWant {
+  private decideOne(now: number, t: TaskSnapshot, st: TaskState): TaskWant {
     const o = this.options;
-    const stable = this.stats(t.taskId, now, o.stableWindowMs);
-    const panicW = this.stats(t.taskId, now, o.panicWindowMs);
-    if (stable.arrivalRps > EPS && stable.inFlight > EPS) this.serviceTimeMs.set(t.taskId, (stable.inFlight / stable.arrivalRps) * 1000);
-    const capacity = this.capacityOf(t);
-    const target = this.targetInFlight(t);
-    const need = (w: WindowStats) => {
-      const demand = Math.max(w.arrivalRps, w.appDemandRps);
-      const byRate = capacity && capacity.perExecutorRps > 0 ? demand / capacity.perExecutorRps : 0;
+    const stats = (windowMs: number) => this.stats(t.taskId, st, now, windowMs);
+    const stableStats = stats(o.stableWindowMs);
+    if (stableStats.arrivalRps > EPS && stableStats.inFlight > EPS) st.serviceTimeMs = (stableStats.inFlight / stableStats.arrivalRps) * 1000;
+    const capacity = this.capacityOf(t, st);
+    const need = this.needFn(capacity, this.targetInFlight(t, st));
+    const read = (w: WindowStats, over: string): Reading => ({ stats: w, x: need(w), over });
+    const stable = read(stableStats, `${o.stableWindowMs / 1000} s`);
+    const short = read(stats(o.panicWindowMs), `${o.panicWindowMs / 1000} s`);
+    const latest = this.now(stats(TICK_SLICE_MS), need, this.targetInFlight(t, st), t.executors, capacity);
+    const recent = stats(RECENT_MS);
+    // The panic figure also counts the latest tick alone: a step (an app's rate × its graph) shows there on the first
+    // tick after it, while the panic window's mean still mixes in the seconds before the step.
+    const panicRead = latest.x > short.x ? latest : short;
+    const { min, max } = t.policy;
+    const from = t.executors;
+    const clamp = (n: number) => Math.min(max, Math.max(min, n));
+    const want = (to: number, reason: string, panic: boolean, basis: WindowStats): TaskWant => ({
+      taskId: t.taskId,
+      from,
+      to,
+      demandRps: demandOf(basis),
+      currentDemandRps: Math.max(demandOf(recent), capacity ? Math.max(need(recent), latest.held ? latest.x : 0) * capacity.perExecutorRps : 0),
+      capacity,
+      panic,
+      apps: this.appsOf(t.taskId),
+      reason,
+    });
+    const described = (r: Reading) => this.described(r, capacity);
+
+    // Panic: a sudden rise (or any demand at zero executors) is answered from the short window.
+    const panicNow = short.stats.samples > 0 && (from === 0 ? panicRead.x > EPS : panicRead.x >= o.panicThreshold * from);
+    const panicking = st.panic.active(now);
+    if (panicNow) st.panic.enter(now, o.stableWindowMs);
+    if (panicNow || panicking) {
+      st.scaleDown.reset();
+      const why = from === 0 ? 'scale from zero' : panicNow ? 'panic' : 'in panic';
+      return want(clamp(Math.max(from, ceil(panicRead.x))), `${why}: ${described(panicRead)}`, true, panicRead.stats);
+    }
+
+    // Upwards the short window counts too: a rise below the panic threshold (2 executors that now need 2.3) would
+    // otherwise wait for the stable window's mean to catch up — a minute or more — while a queue builds. Going up on
+    // 6 s of load is safe against noise because coming down still takes the whole stable window (below).
+    const upRead = short.stats.samples > 0 && ceil(short.x) > ceil(stable.x) ? short : stable;
+    if (ceil(upRead.x) > from) {
+      st.scaleDown.reset();
+      return want(clamp(ceil(upRead.x)), `load: ${described(upRead)}`, false, upRead.stats);
+    }
+    // Down only to what the busiest tick of the whole stable window needed: load that just stopped keeps its executors a window long.
+    const peak = this.tickTimes(t.taskId, st, now).reduce((m, at) => Math.max(m, need(this.stats(t.taskId, st, at, TICK_SLICE_MS))), stable.x);
+    const down = downTo(peak, o.tolerance);
+    if (down < from && from > min) {
+      const pending = st.scaleDown.pendingFor(now);
+      if (pending < o.scaleDownDelayMs) return want(clamp(from), `steady (scale-down to ${clamp(down)} pending for ${fmt(pending / 1000)} s of ${o.scaleDownDelayMs / 1000} s)`, false, stable.stats);
+      st.scaleDown.reset();
+      const halved = from <= 1 ? 0 : Math.ceil(from / o.maxScaleDownRate);
+      const to = clamp(Math.max(down, halved));
+      return want(to, `idle capacity: ${described(stable)}${to === halved && halved > down ? ` (at most ÷${o.maxScaleDownRate} per step)` : ''}`, false, stable.stats);
+    }
+    st.scaleDown.reset();
+    if (from < min) return want(min, `below min ${min}`, false, stable.stats);
+    if (from > max) return want(max, `above max ${max}`, false, stable.stats);
+    return want(from, `steady: ${described(stable)}`, false, stable.stats);
+  }
+
+  /**
+   * The latest tick's reading: what the load needs now. Rates are read by complete seconds, so the latest may still be
+   * the rate before a step; the requests the executors hold show it at once (a queue building is demand now, not after a
+   * window), whatever the capacity source. They count at the target per executor when their queue beyond that target
+   * is more than the executors serve in QUEUE_LEAD_MS, and when the executors report them
+   * (live: GET /load; simulated: what each executor holds). The dispatcher's in-flight does not stand in for them
+   * here (it counts invocations still waiting for their producers). The reason names the figure used.
+   */
+  private now(w: WindowStats, need: (w: WindowStats) => number, target: number, executors: number, capacity: TaskCapacity | undefined): Reading {
+    const byLoad = need(w);
+    const held = w.executorInFlight;
+    // Only a clear step leads: the requests held beyond the executors' target must be more than they serve in
+    // QUEUE_LEAD_MS. A burst at a steady rate (a few requests more for a moment) must not move devices between tasks.
+    // Judged against the executors serving now: one still starting holds nothing and serves nothing yet, so counting it
+    // would hide a queue that keeps growing on the others until the start ends.
+    const perSecond = capacity && capacity.perExecutorRps > 0 ? capacity.perExecutorRps : 0;
+    const serving = Math.min(executors, w.executorsServing ?? executors);
+    const step = held !== undefined && perSecond > 0 && held - serving * target > serving * perSecond * (QUEUE_LEAD_MS / 1000);
+    if (!step || held / target <= byLoad + EPS) return { stats: w, x: byLoad, over: 'the latest tick' };
+    return { stats: w, x: held / target, held: true, over: `the latest tick (${fmt(held)} held at the executors ÷ target ${fmt(target)}, above the rate's ${fmt(byLoad)})` };
+  }
+
+  /** Executors a window's load needs, given the task's capacity per executor and target in-flight. */
+  private needFn(capacity: TaskCapacity | undefined, target: number): (w: WindowStats) => number {
+    const perExecutorRps = capacity && capacity.perExecutorRps > 0 ? capacity.perExecutorRps : 0;
+    return (w) => {
+      const byRate = perExecutorRps ? demandOf(w) / perExecutorRps : 0;
       // A measured capacity (profile, or live service times) already says what one executor serves at the policy's
       // target: demand ÷ it is the need. In-flight ÷ target is then no second measure: in-flight swings with every
       // burst (an encoder read at 1 in flight asks for an executor per queued request) and counts invocations leased
@@ -198,102 +354,44 @@ export class Autoscaler {
       // A queue the executors report waiting past their concurrency is work demand ÷ capacity does not see (a rate
       // just above capacity reads as capacity, since arrivals are what got through): the executors that would drain it
       // within BACKLOG_DRAIN_MS are added.
-      const backlog = capacity && capacity.perExecutorRps > 0 ? w.queued / (capacity.perExecutorRps * (BACKLOG_DRAIN_MS / 1000)) : 0;
+      const backlog = perExecutorRps ? w.queued / (perExecutorRps * (BACKLOG_DRAIN_MS / 1000)) : 0;
       const x = capacity && capacity.source !== 'default' ? byRate + backlog : Math.max(byRate + backlog, w.inFlight / target);
       return w.held > 0 ? Math.max(x, 1) : x; // held invocations need at least one executor
     };
-    const latest = this.stats(t.taskId, now, TICK_SLICE_MS);
-    const xs = need(stable);
-    // The panic figure also counts the latest tick alone: a step (an app's rate × its graph) shows there on the first
-    // tick after it, while the panic window's mean still mixes in the seconds before the step.
-    const latestFirst = need(latest) > need(panicW);
-    const xp = latestFirst ? need(latest) : need(panicW);
-    const { min, max } = t.policy;
-    const from = t.executors;
-    const apps = this.appsOf(t.taskId);
-    const clamp = (n: number) => Math.min(max, Math.max(min, n));
-    const described = (w: WindowStats, over: string, x: number) =>
-      `demand ${fmt(Math.max(w.arrivalRps, w.appDemandRps))} req/s` +
+  }
+
+  private described(r: Reading, capacity: TaskCapacity | undefined): string {
+    const w = r.stats;
+    return (
+      `demand ${fmt(demandOf(w))} req/s` +
       (w.appDemandRps > w.arrivalRps + EPS ? ` (from app rates × invocations per request)` : '') +
       `, in-flight ${fmt(w.inFlight)}` +
-      (w.unsent > 0 ? ` (${fmt(w.unsent)} more reported than were sent in ${o.stableWindowMs / 1000} s: not counted)` : '') +
+      (w.unsent > 0 ? ` (${fmt(w.unsent)} more reported than were sent in ${this.options.stableWindowMs / 1000} s: not counted)` : '') +
       (w.queued > 0 ? `, ${fmt(w.queued)} queued at the executors` : '') +
       (capacity ? `, ${fmt(capacity.perExecutorRps)} req/s per executor (${capacity.source})` : '') +
-      ` over ${over} → ${fmt(x)} executors`;
-    const want = (to: number, reason: string, panic: boolean, w: WindowStats): TaskWant => ({
-      taskId: t.taskId,
-      from,
-      to,
-      demandRps: Math.max(w.arrivalRps, w.appDemandRps),
-      currentDemandRps: Math.max(latest.arrivalRps, latest.appDemandRps, capacity ? need(latest) * capacity.perExecutorRps : 0),
-      capacity,
-      panic,
-      apps,
-      reason,
-    });
-
-    // Panic: a sudden rise (or any demand at zero executors) is answered from the short window.
-    const panicking = (this.panicUntil.get(t.taskId) ?? -Infinity) > now;
-    const panicNow = panicW.samples > 0 && (from === 0 ? xp > EPS : xp >= o.panicThreshold * from);
-    if (panicNow) this.panicUntil.set(t.taskId, now + o.stableWindowMs);
-    if (panicNow || panicking) {
-      this.belowSince.delete(t.taskId);
-      const to = clamp(Math.max(from, ceil(xp)));
-      const why = from === 0 ? 'scale from zero' : panicNow ? 'panic' : 'in panic';
-      const basis = latestFirst ? latest : panicW;
-      return want(to, `${why}: ${described(basis, latestFirst ? 'the latest tick' : `${o.panicWindowMs / 1000} s`, xp)}`, true, basis);
-    }
-
-    // Upwards the short window counts too: a rise below the panic threshold (2 executors that now need 2.3) would
-    // otherwise wait for the stable window's mean to catch up — a minute or more — while a queue builds. Going up on
-    // 6 s of load is safe against noise because coming down still takes the whole stable window (below).
-    const xw = need(panicW);
-    const upShort = panicW.samples > 0 && ceil(xw) > ceil(xs);
-    const up = upShort ? ceil(xw) : ceil(xs);
-    if (up > from) {
-      this.belowSince.delete(t.taskId);
-      const [basis, over, x] = upShort ? [panicW, `${o.panicWindowMs / 1000} s`, xw] as const : [stable, `${o.stableWindowMs / 1000} s`, xs] as const;
-      return want(clamp(up), `load: ${described(basis, over, x)}`, false, basis);
-    }
-    // Down only to what the busiest tick of the whole stable window needed: load that just stopped keeps its executors a window long.
-    const peak = this.tickTimes(t.taskId, now).reduce((m, at) => Math.max(m, need(this.stats(t.taskId, at, TICK_SLICE_MS))), xs);
-    const down = ceil(peak * (1 + o.tolerance));
-    if (down < from && from > min) {
-      const since = this.belowSince.get(t.taskId) ?? now;
-      this.belowSince.set(t.taskId, since);
-      if (now - since < o.scaleDownDelayMs) return want(clamp(from), `steady (scale-down to ${clamp(down)} pending for ${fmt((now - since) / 1000)} s of ${o.scaleDownDelayMs / 1000} s)`, false, stable);
-      this.belowSince.delete(t.taskId);
-      const halved = from <= 1 ? 0 : Math.ceil(from / o.maxScaleDownRate);
-      const to = clamp(Math.max(down, halved));
-      return want(to, `idle capacity: ${described(stable, `${o.stableWindowMs / 1000} s`, xs)}${to === halved && halved > down ? ` (at most ÷${o.maxScaleDownRate} per step)` : ''}`, false, stable);
-    }
-    this.belowSince.delete(t.taskId);
-    if (from < min) return want(min, `below min ${min}`, false, stable);
-    if (from > max) return want(max, `above max ${max}`, false, stable);
-    return want(from, `steady: ${described(stable, `${o.stableWindowMs / 1000} s`, xs)}`, false, stable);
+      ` over ${r.over} → ${fmt(r.x)} executors`
+    );
   }
 
-  private targetInFlight(t: TaskSnapshot): number {
+  private targetInFlight(t: TaskSnapshot, st: TaskState): number {
     if ('target' in t.policy) return Math.max(EPS, t.policy.target);
-    const svc = this.serviceTimeMs.get(t.taskId);
-    return svc ? Math.max(1, Math.floor(t.policy.sloMs / svc)) : 1;
+    return st.serviceTimeMs ? Math.max(1, Math.floor(t.policy.sloMs / st.serviceTimeMs)) : 1;
   }
 
-  private capacityOf(t: TaskSnapshot): TaskCapacity | undefined {
+  private capacityOf(t: TaskSnapshot, st: TaskState): TaskCapacity | undefined {
     const given = this.capacity(t.taskId);
     if (given && given.perExecutorRps > 0) return given;
-    const svc = this.serviceTimeMs.get(t.taskId);
-    if (!svc) return undefined;
-    return { taskId: t.taskId, perExecutorRps: this.targetInFlight(t) / (svc / 1000), source: 'default' };
+    if (!st.serviceTimeMs) return undefined;
+    return { taskId: t.taskId, perExecutorRps: this.targetInFlight(t, st) / (st.serviceTimeMs / 1000), source: 'default' };
   }
 
   private appsOf(taskId: string): string[] {
     return [...this.graphs].filter(([, g]) => (g[taskId] ?? 0) > 0).map(([app]) => app).sort();
   }
 
-  private stats(taskId: string, now: number, windowMs: number): WindowStats {
+  private stats(taskId: string, st: TaskState, now: number, windowMs: number): WindowStats {
     const from = now - windowMs;
-    const samples = (this.taskSamples.get(taskId) ?? []).filter((s) => s.at > from && s.at <= now);
+    const samples = st.within(now, windowMs);
     const time = samples.reduce((a, s) => a + s.windowMs, 0);
     const arrivalRps = time > 0 ? samples.reduce((a, s) => a + s.arrivalRps * s.windowMs, 0) / time : 0;
     const mean = (f: (s: TaskSample) => number) => (samples.length ? samples.reduce((a, s) => a + f(s), 0) / samples.length : 0);
@@ -307,28 +405,30 @@ export class Autoscaler {
     }
     const appCount = [...this.graphs.keys()].reduce((a, app) => a + (this.appSamples.get(app) ?? []).filter((s) => s.at > from && s.at <= now).length, 0);
     const last = samples[samples.length - 1];
-    return { arrivalRps, inFlight: mean((s) => s.inFlight), held: last?.held ?? 0, unsent: last?.unsent ?? 0, queued: last?.queueDepth ?? 0, appDemandRps, samples: samples.length + appCount };
+    return { arrivalRps, inFlight: mean((s) => s.inFlight), held: last?.held ?? 0, unsent: last?.unsent ?? 0, queued: last?.queueDepth ?? 0, executorInFlight: last?.executorInFlight, executorsServing: last?.executorsServing, appDemandRps, samples: samples.length + appCount };
   }
 
   /** The times of the samples (task and app) that fall in the stable window. */
-  private tickTimes(taskId: string, now: number): number[] {
+  private tickTimes(taskId: string, st: TaskState, now: number): number[] {
     const from = now - this.options.stableWindowMs;
-    const times = new Set((this.taskSamples.get(taskId) ?? []).map((s) => s.at));
+    const times = new Set(st.samples.map((s) => s.at));
     for (const app of this.appsOf(taskId)) for (const s of this.appSamples.get(app) ?? []) times.add(s.at);
     return [...times].filter((at) => at > from && at <= now);
   }
 
   private prune(now: number): void {
     const keepFrom = now - this.options.stableWindowMs;
-    for (const m of [this.taskSamples, this.appSamples] as Array<Map<string, Array<{ at: number }>>>) {
-      for (const [id, list] of m) {
-        const kept = list.filter((s) => s.at > keepFrom);
-        if (kept.length) m.set(id, kept);
-        else m.delete(id);
-      }
+    for (const st of this.tasks.values()) st.samples = st.samples.filter((s) => s.at > keepFrom);
+    for (const [id, list] of this.appSamples) {
+      const kept = list.filter((s) => s.at > keepFrom);
+      if (kept.length) this.appSamples.set(id, kept);
+      else this.appSamples.delete(id);
     }
   }
 }
+
+/** Demand (req/s) of a window: the task's own arrivals, or the apps' rates × invocations per request when more. */
+const demandOf = (w: WindowStats) => Math.max(w.arrivalRps, w.appDemandRps);
 
 function push<T>(m: Map<string, T[]>, key: string, v: T): void {
   const list = m.get(key);

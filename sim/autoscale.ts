@@ -106,17 +106,13 @@ export class SimAutoscaling {
     const perS = 1000 / this.s.tickMs;
     this.freeDrained();
     this.autoscaler.observe(
-      this.tasks.map((t) => ({
-        taskId: t.taskId,
-        at: now,
-        windowMs: this.s.tickMs,
-        arrivalRps: (this.arrivals.get(t.taskId) ?? 0) * perS,
+      this.tasks.map((t) => {
         // In flight = what the task's executors hold (queued or running), as their GET /load reports it: not the
         // invocations leased to them that still wait for their producers (a generator's, for the whole LLM call
-        // before it), which more executors of this task would not serve sooner.
-        inFlight: this.executors.get(t.taskId)!.reduce((a, ex) => a + ex.holding, 0) + this.draining.filter((d) => d.taskId === t.taskId).reduce((a, d) => a + d.ex.holding, 0),
-        held: 0,
-      })),
+        // before it), which more executors of this task would not serve sooner. It is the executors' own figure too.
+        const holding = this.executors.get(t.taskId)!.reduce((a, ex) => a + ex.holding, 0) + this.draining.filter((d) => d.taskId === t.taskId).reduce((a, d) => a + d.ex.holding, 0);
+        return { taskId: t.taskId, at: now, windowMs: this.s.tickMs, arrivalRps: (this.arrivals.get(t.taskId) ?? 0) * perS, inFlight: holding, executorInFlight: holding, executorsServing: this.executors.get(t.taskId)!.length, held: 0 };
+      }),
       [{ appId: this.app.appId, at: now, windowMs: this.s.tickMs, requestRps: this.requests * perS, invocationsPerRequest: this.app.invocationsPerRequest }],
     );
     this.arrivals.clear();

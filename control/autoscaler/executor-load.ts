@@ -3,6 +3,7 @@
  * running tasks for GET /load (`{queued, in_flight, busy_ms, uptime_ms, max_concurrency?}`; the echo executor serves it,
  * see executors/common/busy-meter.ts) and turns the readings into, per task:
  *   queueDepth       = Σ requests waiting in its executors (past their concurrency limit),
+ *   inFlight         = Σ requests its executors hold (served or queued): a queue building shows here at once,
  *   busyFraction     = mean over its executors of Δbusy_ms ÷ Δuptime_ms since this reader's previous reading of it
  *                      (the fraction of time with ≥ 1 request served),
  *   concurrencyLimit = the requests an executor serves at once (absent or null = no limit); the smallest its
@@ -23,6 +24,8 @@ const loadReply = z.object({
 
 export interface ExecutorLoad {
   queued: number;
+  /** Requests it holds (served or queued); absent when it does not say. */
+  inFlight?: number;
   busyMs: number;
   uptimeMs: number;
   /** Requests served at once; absent = no limit. */
@@ -31,6 +34,10 @@ export interface ExecutorLoad {
 
 export interface TaskExecutorLoad {
   queueDepth: number;
+  /** Σ requests its executors hold (served or queued); absent when none of them says. */
+  inFlight?: number;
+  /** Executors that said what they hold (the ready ones read this tick). */
+  serving: number;
   /** undefined until an executor of the task has been read twice. */
   busyFraction: number | undefined;
   /** The smallest concurrency limit its executors report; absent when none reports one (unlimited). */
@@ -45,10 +52,14 @@ export function busyFractionBetween(prev: ExecutorLoad | undefined, now: Executo
 
 /** Per task, from the readings of its executors this tick (pure). */
 export function taskExecutorLoads(readings: Array<{ taskId: string; now: ExecutorLoad; prev: ExecutorLoad | undefined }>): Map<string, TaskExecutorLoad> {
-  const acc = new Map<string, { queueDepth: number; fractions: number[]; limit?: number }>();
+  const acc = new Map<string, { queueDepth: number; inFlight: number | undefined; serving: number; fractions: number[]; limit?: number }>();
   for (const r of readings) {
-    const a = acc.get(r.taskId) ?? { queueDepth: 0, fractions: [] };
+    const a = acc.get(r.taskId) ?? { queueDepth: 0, inFlight: undefined, serving: 0, fractions: [] };
     a.queueDepth += r.now.queued;
+    if (r.now.inFlight !== undefined) {
+      a.inFlight = (a.inFlight ?? 0) + r.now.inFlight;
+      a.serving++;
+    }
     if (r.now.concurrencyLimit !== undefined) a.limit = Math.min(a.limit ?? Infinity, r.now.concurrencyLimit);
     const f = busyFractionBetween(r.prev, r.now);
     if (f !== undefined) a.fractions.push(f);
@@ -59,6 +70,8 @@ export function taskExecutorLoads(readings: Array<{ taskId: string; now: Executo
       taskId,
       {
         queueDepth: a.queueDepth,
+        ...(a.inFlight !== undefined ? { inFlight: a.inFlight } : {}),
+        serving: a.serving,
         busyFraction: a.fractions.length ? a.fractions.reduce((x, y) => x + y, 0) / a.fractions.length : undefined,
         ...(a.limit !== undefined ? { concurrencyLimit: a.limit } : {}),
       },
@@ -102,7 +115,7 @@ export class ExecutorLoadReader {
         return undefined;
       }
       const body = loadReply.parse(await res.json());
-      return { queued: body.queued, busyMs: body.busy_ms, uptimeMs: body.uptime_ms, ...(body.max_concurrency ? { concurrencyLimit: body.max_concurrency } : {}) };
+      return { queued: body.queued, inFlight: body.in_flight, busyMs: body.busy_ms, uptimeMs: body.uptime_ms, ...(body.max_concurrency ? { concurrencyLimit: body.max_concurrency } : {}) };
     } catch {
       return undefined; // slow, gone or not HTTP: nothing from it this tick
     }

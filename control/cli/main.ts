@@ -96,7 +96,7 @@ program
   )
   .option('--no-autoscale', 'keep manual scaling only (by default every task autoscales: min 1, max = the pool, target 2 in flight per executor, unless its app or `cornserve autoscale` says otherwise)')
   // The autoscaler's timing (control/autoscaler/autoscaler.ts); short values make a demo or a test react in seconds.
-  .addOption(new Option('--autoscale-tick <ms>', 'autoscaling: one decision round every this long (default 2000)').argParser(positiveMs('--autoscale-tick')))
+  .addOption(new Option('--autoscale-tick <ms>', 'autoscaling: one decision round every this long (default 500)').argParser(positiveMs('--autoscale-tick')))
   .addOption(new Option('--autoscale-stable-window <ms>', 'autoscaling: the window load is averaged over for steady decisions (default 60000)').argParser(positiveMs('--autoscale-stable-window')))
   .addOption(new Option('--autoscale-panic-window <ms>', 'autoscaling: the short window that answers a sudden rise (default 6000)').argParser(positiveMs('--autoscale-panic-window')))
   .addOption(new Option('--autoscale-scale-down-delay <ms>', 'autoscaling: how long fewer executors must suffice before a scale-down (default 30000)').argParser(positiveMs('--autoscale-scale-down-delay')))

@@ -1,5 +1,5 @@
 /**
- * The autoscaling loop (I/O) inside the resource manager: every tick (2 s) it reads the load signals from the
+ * The autoscaling loop (I/O) inside the resource manager: every tick (500 ms) it reads the load signals from the
  * Store, asks the pure Autoscaler (control/autoscaler) what each task should have, fits that into the device pool
  * (planPool), and applies the changes through the resource manager's scale (which drains what it removes).
  *
@@ -7,9 +7,10 @@
  *  - Each task's change runs on its own: a slow start or drain never delays other tasks' decisions; an executor that
  *    fails to start is backed off (1 s · 2^n up to 30 s), and the failure is in its last_decision.
  *  - A task still starting executors is decided again each tick and may get more at once (never fewer until its starts
- *    end): a step that the first tick saw only in part (rates are read by complete seconds) is finished on the next
+ *    end): a step that the first tick saw only in part (its sample mixes in the time before the step) is finished on the next
  *    tick, while the first executors are still starting, instead of one start after another.
- *  - Devices moved between tasks (pool full): the donors are scaled down (drained) before the receivers go up.
+ *  - Devices moved between tasks (pool full): the donors are scaled down (drained) before the receivers go up; a
+ *    scale-up that fits in the devices free now starts at once, while the donors drain.
  *  - A dispatcher holding invocations of a task at zero executors publishes a `wake`: the loop ticks at once.
  *  - Policies, desired counts, the last decision and the last cold start are AutoscaleRecords in the Store, so a
  *    restarted resource manager (Redis) carries on with them.
@@ -26,12 +27,21 @@ import type { AutoscaleStatus } from './types.js';
 
 const log = logger('autoscaler');
 
+/**
+ * One decision round every this long. Rates come by complete seconds (a rate over part of a second is noise: one
+ * request in 256 ms is not 3.9 req/s); a step shows sooner in the requests the executors hold (GET /load), which
+ * every round reads, so the tick bounds how late a step is seen.
+ */
+export const DEFAULT_TICK_MS = 500;
+
 /** What the loop needs from the resource manager. */
 export interface AutoscaleTarget {
   /** The tasks it runs now (ready or not), with their executor counts. */
   runningTasks(): Array<{ taskId: string; executors: number; devicesPerExecutor: number }>;
   /** Devices in the pool (all nodes). */
   poolDevices(): number;
+  /** Devices no executor holds now (a draining one still holds its own); absent = none (every scale-up waits for the downs). */
+  freeDevices?(): number;
   /** ± executors through the resource manager's scale (drains what it removes). */
   scaleExecutors(taskId: string, deltaExecutors: number): Promise<void>;
 }
@@ -41,7 +51,7 @@ export interface AutoscaleLoopOptions {
   autoscaler?: Partial<AutoscalerOptions>;
   /** Capacity per executor (profiles, live estimates); undefined answers fall back to the Little's-law default. */
   capacity?: CapacityProvider;
-  /** @default 2000 */
+  /** @default 500 (a step is decided on within half a second of the tick that shows it) */
   tickMs?: number;
   /** Gauges per task go here. */
   registry?: Registry;
@@ -76,6 +86,12 @@ export class AutoscaleLoop {
   /** taskId -> sequence number of its latest decision (an older scale-up ending later does not record its count) */
   private readonly decisionSeq = new Map<string, number>();
   private readonly backoff = new Map<string, { until: number; attempts: number }>();
+  /** Scale-downs draining now (a scale-up that needs their devices waits for them). */
+  private readonly drains = new Set<Promise<void>>();
+  /** Devices the scale-ups waiting for drains will take (not free for a later tick). */
+  private reservedDevices = 0;
+  /** Tasks with a scale-up waiting for a drain: not decided again until it has its devices (its count does not show it yet). */
+  private readonly waitingForDevices = new Set<string>();
   /** taskId -> demand and capacity at the last decision */
   private readonly last = new Map<string, { demandRps: number; capacity?: TaskCapacity }>();
   /** Why decisions are paused (Store unreachable), or undefined. */
@@ -89,7 +105,7 @@ export class AutoscaleLoop {
   ) {
     this.autoscaler = new Autoscaler(options.autoscaler, options.capacity);
     this.reader = new LoadReader(store);
-    this.tickMs = options.tickMs ?? 2000;
+    this.tickMs = options.tickMs ?? DEFAULT_TICK_MS;
     this.now = options.now ?? Date.now;
     const registers = options.registry ? [options.registry] : undefined;
     if (registers) {
@@ -226,6 +242,10 @@ export class AutoscaleLoop {
       const e = executorLoads.get(l.taskId);
       if (!e) continue;
       l.queueDepth = e.queueDepth;
+      if (e.inFlight !== undefined) {
+        l.executorInFlight = e.inFlight;
+        l.executorsServing = e.serving;
+      }
       if (e.busyFraction !== undefined) l.busyFraction = e.busyFraction;
       this.executorSignals.set(l.taskId, e);
     }
@@ -249,7 +269,7 @@ export class AutoscaleLoop {
     }
 
     const starting = (taskId: string) => (this.startsInFlight.get(taskId) ?? 0) > 0;
-    const auto = running.filter((t) => readyIds.has(t.taskId) && policyOf(t) && (!this.busy.has(t.taskId) || starting(t.taskId)));
+    const auto = running.filter((t) => readyIds.has(t.taskId) && policyOf(t) && !this.waitingForDevices.has(t.taskId) && (!this.busy.has(t.taskId) || starting(t.taskId)));
     const wants = new Map<string, TaskWant>(
       this.autoscaler.decide(now, auto.map((t) => ({ taskId: t.taskId, executors: t.executors, policy: policyOf(t)! }))).map((w) => [w.taskId, w]),
     );
@@ -269,7 +289,7 @@ export class AutoscaleLoop {
     const grants = new Map(planPool(poolTasks, pool).map((g) => [g.taskId, g]));
 
     const downs: Array<Promise<void>> = [];
-    const ups: Array<() => void> = [];
+    const ups: Array<{ taskId: string; devices: number; decision: NonNullable<AutoscaleRecord['lastDecision']> }> = [];
     for (const t of auto) {
       const w = wants.get(t.taskId)!;
       const grant = grants.get(t.taskId)!;
@@ -281,9 +301,38 @@ export class AutoscaleLoop {
       const reason = grant.reason ? `${w.reason}; ${grant.reason}` : w.reason;
       const decision = { at: now, from: t.executors, to: grant.to, reason };
       if (grant.to < t.executors) downs.push(this.apply(t.taskId, decision, Promise.resolve()));
-      else ups.push(() => void this.apply(t.taskId, decision, Promise.allSettled(downs).then(() => undefined)));
+      else ups.push({ taskId: t.taskId, devices: (grant.to - t.executors) * t.devicesPerExecutor, decision });
     }
-    for (const up of ups) up(); // after the downs: devices moved between tasks are drained before they move
+    // A scale-up that fits in the devices free now starts at once, while the donors drain; one that needs a donor's
+    // devices waits for every drain in progress (this tick's and earlier ones': devices moved between tasks are drained
+    // before they move), holding its share of what they free so that a later tick does not take it. With no drain in
+    // progress there is nothing to wait for: it is decided again next tick, not tried and failed.
+    for (const d of downs) {
+      this.drains.add(d);
+      void d.finally(() => this.drains.delete(d));
+    }
+    const drainsNow = () => Promise.allSettled([...this.drains]).then(() => undefined);
+    if (!this.target.freeDevices) {
+      for (const up of ups) void this.apply(up.taskId, up.decision, drainsNow()); // free devices unknown: after the drains
+      return;
+    }
+    let free = this.target.freeDevices() - this.reservedDevices;
+    for (const up of ups) {
+      if (up.devices <= free) {
+        free -= up.devices;
+        void this.apply(up.taskId, up.decision, Promise.resolve());
+      } else if (this.drains.size > 0) {
+        this.reservedDevices += up.devices;
+        this.waitingForDevices.add(up.taskId);
+        const drained = drainsNow().then(() => {
+          this.reservedDevices -= up.devices;
+          this.waitingForDevices.delete(up.taskId);
+        });
+        void this.apply(up.taskId, up.decision, drained);
+      } else {
+        log.debug({ task: up.taskId, devices: up.devices }, 'scale-up waits: the pool has no free device and no drain in progress');
+      }
+    }
   }
 
   /** Runs one decision (after `after`), records it, backs off a failed scale-up. Never throws. */

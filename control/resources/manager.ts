@@ -24,6 +24,7 @@ import {
   buildInventory,
   claimDevices,
   devicesOf,
+  freeCount,
   freeDevices,
   freeOwner,
   type Inventory,
@@ -145,6 +146,7 @@ export class ResourceManager implements ResourceManagerApi {
         {
           runningTasks: () => [...this.managed].map(([taskId, m]) => ({ taskId, executors: m.tm.executors().length, devicesPerExecutor: m.launch.devicesPerExecutor })),
           poolDevices: () => this.inventory.reduce((a, n) => a + n.devices.length, 0),
+          freeDevices: () => freeCount(this.inventory),
           scaleExecutors: async (taskId, delta) => {
             const m = this.managed.get(taskId);
             if (!m) throw new TaskNotFoundError(taskId);

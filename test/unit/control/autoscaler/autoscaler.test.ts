@@ -219,3 +219,54 @@ test('in flight up to what was sent still counts when no capacity is known', (t)
   t.is(counts.get('echo'), 6);
   t.true(decisions.length > 0);
 });
+
+test('on a full pool a queue building on the executors moves the devices on the first tick after a swap, with a measured capacity too', (t) => {
+  const live = (taskId: string) => ({ taskId, perExecutorRps: 10, source: 'live' as const });
+  const scaler = new Autoscaler({ stableWindowMs: 60_000, panicWindowMs: 6_000 }, live);
+  const policy = { min: 1, max: 4, target: 2 };
+  const held = (taskId: string, at: number, arrivalRps: number, executorInFlight: number, queueDepth: number): TaskLoad => ({ ...load(taskId, at, arrivalRps, executorInFlight), executorInFlight, queueDepth });
+  // a at 24 req/s on 3 executors, b at 5 on 1; then they swap. On the first tick after it the rates read are still the
+  // old ones, but b's one executor already holds 20 requests (18 queued): 10 executors' worth at 2 in flight each.
+  for (let at = 2_000; at <= 60_000; at += 2_000) scaler.observe([held('a', at, 24, 5, 0), held('b', at, 5, 1, 0)], []);
+  scaler.observe([held('a', 60_600, 24, 3, 0), held('b', 60_600, 5, 20, 18)], []);
+  const wants = scaler.decide(60_600, [{ taskId: 'a', executors: 3, policy }, { taskId: 'b', executors: 1, policy }]);
+  const grants = planPool(wants.map((w) => ({ taskId: w.taskId, current: w.from, want: w.to, min: policy.min, devicesPerExecutor: 1, demandRps: w.currentDemandRps, perExecutorRps: w.capacity!.perExecutorRps })), 4);
+  t.deepEqual(grants.map((g) => [g.taskId, g.to]), [['a', 1], ['b', 3]]);
+  t.regex(wants[1]!.reason, /^panic: .*20 held at the executors ÷ target 2/);
+});
+
+test('a queue on the ready executors leads while another executor of the task is still starting', (t) => {
+  const live = (taskId: string) => ({ taskId, perExecutorRps: 10, source: 'live' as const });
+  const scaler = new Autoscaler({ stableWindowMs: 60_000, panicWindowMs: 6_000 }, live);
+  const policy = { min: 1, max: 4, target: 2 };
+  // b was at 5 req/s on one executor; a step began and b got a second executor, still starting. The ready one holds
+  // 12 (10 queued): more than the two would hold at their target (4) plus what they serve in half a second (10), but
+  // far more than the one that serves holds at its target (2) plus its half second (5).
+  for (let at = 500; at <= 60_000; at += 500) scaler.observe([{ ...load('b', at, 5, 1), windowMs: 500, executorInFlight: 1, executorsServing: 1 }], []);
+  scaler.observe([{ ...load('b', 60_500, 5, 12), windowMs: 0, executorInFlight: 12, executorsServing: 1, queueDepth: 10 }], []);
+  const [w] = scaler.decide(60_500, [{ taskId: 'b', executors: 2, policy }]);
+  t.is(w!.to, 4, w!.reason);
+  t.regex(w!.reason, /12 held at the executors ÷ target 2/);
+});
+
+test('requests the executors hold at their steady level add nothing to a measured capacity\'s need', (t) => {
+  const scaler = new Autoscaler({ stableWindowMs: 60_000, panicWindowMs: 6_000 }, fixed(10));
+  const policy = { min: 1, max: 8, target: 2 };
+  // 24 req/s on 3 executors of 10 req/s, holding 4.8 between them (2.4 executors' worth, as the rate says): no change.
+  const counts = new Map([['echo', 3]]);
+  const decisions = run(scaler, counts, policy, 2_000, 60_000, (now) => ({ tasks: [{ ...load('echo', now, 24, 5), executorInFlight: 4.8 }], apps: [] }));
+  t.deepEqual(decisions, []);
+});
+
+test('a burst held at the executors at a low steady rate moves no devices', (t) => {
+  const live = (taskId: string) => ({ taskId, perExecutorRps: 10, source: 'live' as const });
+  const scaler = new Autoscaler({ stableWindowMs: 60_000, panicWindowMs: 6_000 }, live);
+  const policy = { min: 1, max: 4, target: 2 };
+  // 5 req/s on one executor of 10 req/s; for one tick it holds 4 (2 queued past its concurrency): a burst, not a step.
+  for (let at = 500; at <= 60_000; at += 500) scaler.observe([{ ...load('b', at, 5, 1), windowMs: 500, executorInFlight: 1 }], []);
+  scaler.observe([{ ...load('b', 60_500, 5, 4), windowMs: 500, executorInFlight: 4, queueDepth: 2 }], []);
+  const [w] = scaler.decide(60_500, [{ taskId: 'b', executors: 1, policy }]);
+  t.is(w!.to, 1, w!.reason);
+  t.false(w!.panic);
+  t.true(w!.currentDemandRps < 10, `weighs ${w!.currentDemandRps} req/s on a full pool`);
+});

@@ -7,14 +7,14 @@ test('the busy fraction is the busy time between two readings over the time betw
   t.is(busyFractionBetween({ queued: 0, busyMs: 600, uptimeMs: 2000 }, { queued: 0, busyMs: 10, uptimeMs: 50 }), undefined, 'the executor restarted');
 });
 
-test('a task adds its executors\' queues and averages their busy fractions', (t) => {
+test('a task adds its executors\' queues and requests held, counts the executors that said what they hold, and averages their busy fractions', (t) => {
   const loads = taskExecutorLoads([
-    { taskId: 'a', prev: { queued: 0, busyMs: 0, uptimeMs: 0 }, now: { queued: 3, busyMs: 1000, uptimeMs: 1000 } },
-    { taskId: 'a', prev: { queued: 0, busyMs: 0, uptimeMs: 0 }, now: { queued: 1, busyMs: 0, uptimeMs: 1000 } },
+    { taskId: 'a', prev: { queued: 0, busyMs: 0, uptimeMs: 0 }, now: { queued: 3, inFlight: 5, busyMs: 1000, uptimeMs: 1000 } },
+    { taskId: 'a', prev: { queued: 0, busyMs: 0, uptimeMs: 0 }, now: { queued: 1, inFlight: 3, busyMs: 0, uptimeMs: 1000 } },
     { taskId: 'b', prev: undefined, now: { queued: 2, busyMs: 5, uptimeMs: 10 } },
   ]);
-  t.deepEqual(loads.get('a'), { queueDepth: 4, busyFraction: 0.5 });
-  t.deepEqual(loads.get('b'), { queueDepth: 2, busyFraction: undefined });
+  t.deepEqual(loads.get('a'), { queueDepth: 4, inFlight: 8, serving: 2, busyFraction: 0.5 });
+  t.deepEqual(loads.get('b'), { queueDepth: 2, serving: 0, busyFraction: undefined });
 });
 
 test('a task\'s concurrency limit is the smallest its executors report, absent when none reports one', (t) => {

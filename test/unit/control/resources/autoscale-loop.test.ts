@@ -2,7 +2,7 @@
  * The autoscaling loop against real Stores (MemoryStore; a real redis-server it stops and restarts) with a
  * stand-in for the resource manager's scale (the loop's one way out), so faults can be injected exactly.
  */
-import test from 'ava';
+import test, { type ExecutionContext } from 'ava';
 import { RedisStore } from '../../../../control/store/redis.js';
 import { MemoryStore } from '../../../../control/store/memory.js';
 import type { Store } from '../../../../lib/store.js';
@@ -28,6 +28,8 @@ function fakeTarget(counts: Record<string, number>, failing = new Set<string>())
   };
   return { target, calls };
 }
+
+const sampleIds = <N extends number[]>(...ids: N) => ids.map((n) => sampleTask(n).taskId) as { [K in keyof N]: string };
 
 async function readyTasks(store: Store, ...ids: number[]) {
   for (const n of ids) {
@@ -155,7 +157,8 @@ test('a task still starting executors gets more at once when the next tick sees 
       await started; // ...and are ready only later
     },
   };
-  let now = Math.floor(Date.now() / 1000) * 1000 + 500;
+  // Just past a second's start: the first read covers the two seconds before and almost nothing of the open one.
+  let now = Math.floor(Date.now() / 1000) * 1000 + 1;
   const loop = new AutoscaleLoop(store, target, { now: () => now, capacity: (taskId) => ({ taskId, perExecutorRps: 10, source: 'profile' }) });
   t.teardown(async () => {
     release();
@@ -210,4 +213,95 @@ test('a task scaled by hand desires the executors it was scaled to, not an earli
   const record = (await store.getAutoscale(a!))!;
   t.is(record.source, 'manual');
   t.is(record.desired, 1);
+});
+
+test('the load reader reads complete seconds only: one request early in a second is no rate until that second ends', async (t) => {
+  const store = new MemoryStore();
+  const second = Math.floor(Date.now() / 1000);
+  const reader = new LoadReader(store);
+  await reader.read(second * 1000 + 100, ['a'], [], []);
+  await store.addCounters([{ name: counterNames.arrivals('a', second), delta: 1 }], COUNTER_TTL_MS);
+  const open = await reader.read(second * 1000 + 356, ['a'], [], []);
+  t.is(open.tasks[0]!.windowMs, 0, 'a read inside the second reads no rate (1 request in 256 ms is not 3.9 req/s)');
+  const closed = await reader.read(second * 1000 + 1_100, ['a'], [], []);
+  t.is(closed.tasks[0]!.windowMs, 1000);
+  t.is(closed.tasks[0]!.arrivalRps, 1);
+});
+
+test('the load reader reads each complete second once, across ticks closer together than a second', async (t) => {
+  const store = new MemoryStore();
+  const second = Math.floor(Date.now() / 1000);
+  const reader = new LoadReader(store);
+  await store.addCounters([{ name: counterNames.arrivals('a', second), delta: 5 }, { name: counterNames.arrivals('a', second + 1), delta: 7 }], COUNTER_TTL_MS);
+  const reads = [];
+  for (const at of [100, 600, 1_100, 1_600, 2_100, 2_600]) reads.push(await reader.read(second * 1000 + at, ['a'], [], []));
+  const arrivals = reads.reduce((a, r) => a + (r.tasks[0]!.arrivalRps * r.tasks[0]!.windowMs) / 1000, 0);
+  t.is(arrivals, 12);
+});
+
+/**
+ * A pool of `poolDevices` whose free devices are those no executor holds: a draining executor holds its device until the
+ * drain ends (`drained()` ends every drain), as the resource manager's inventory does, and a scale-up asking for more
+ * than is free is refused as the resource manager refuses it.
+ */
+async function drainingPool(t: ExecutionContext, counts: Record<string, number>, poolDevices: number) {
+  const store = new MemoryStore();
+  const calls: string[] = [];
+  let drained!: () => void;
+  const draining = new Promise<void>((r) => (drained = r));
+  const free = () => poolDevices - Object.values(counts).reduce((x, n) => x + n, 0);
+  const target: AutoscaleTarget = {
+    runningTasks: () => Object.entries(counts).map(([taskId, executors]) => ({ taskId, executors, devicesPerExecutor: 1 })),
+    poolDevices: () => poolDevices,
+    freeDevices: free,
+    async scaleExecutors(taskId, delta) {
+      if (delta > free()) throw new Error(`${delta} device(s) requested but only ${free()} free`);
+      calls.push(`${taskId} ${delta > 0 ? '+' : ''}${delta}`);
+      if (delta < 0) await draining;
+      counts[taskId]! += delta;
+    },
+  };
+  const now = Math.floor(Date.now() / 1000) * 1000 + 1;
+  const loop = new AutoscaleLoop(store, target, { now: () => now });
+  t.teardown(async () => {
+    drained();
+    await loop.stop();
+  });
+  const policy = (taskId: string, min: number, max: number) => store.patchAutoscale(taskId, { source: 'admin', policy: { min, max, target: 2 } }, { create: { taskId, source: 'admin', policy: { min, max, target: 2 }, desired: counts[taskId]! } });
+  return { store, loop, calls, drained, policy };
+}
+
+test('a scale-up that fits in the free devices starts while the donors drain; one that needs their devices waits', async (t) => {
+  const [a, b, c] = sampleIds(1, 2, 3);
+  const { store, loop, calls, drained, policy } = await drainingPool(t, { [a]: 3, [b]: 1, [c]: 1 }, 6);
+  await readyTasks(store, 1, 2, 3);
+  // a gives two executors back (its policy's max falls to 1), b asks for one more (its min rises to 2): that fits in the
+  // free device; c asks for two more (min 3), which needs a's devices.
+  await policy(b, 2, 2);
+  await policy(c, 3, 3);
+  await policy(a, 1, 1);
+  await loop.tick(); // one round decides all three
+  await waitUntil('a drains and b starts', () => calls.includes(`${a} -2`) && calls.includes(`${b} +1`), { timeoutMs: 5000 });
+  t.false(calls.includes(`${c} +2`), 'c waits for the drain');
+  drained();
+  await waitUntil('c starts once a has drained', () => calls.includes(`${c} +2`), { timeoutMs: 5000 });
+});
+
+test('a scale-up decided while an earlier tick\'s drain is still running waits for that drain instead of failing for want of devices', async (t) => {
+  const [a, b, c] = sampleIds(1, 2, 3);
+  const { store, loop, calls, drained, policy } = await drainingPool(t, { [a]: 3, [b]: 1, [c]: 1 }, 5);
+  await readyTasks(store, 1, 2, 3);
+  // First tick: a gives two executors back, b takes one of their devices once they are drained.
+  await policy(b, 2, 2);
+  await policy(a, 1, 1);
+  await loop.tick();
+  await waitUntil('a drains', () => calls.includes(`${a} -2`), { timeoutMs: 5000 });
+  // Next tick, a still draining: c asks for one more, which only a's other device can give.
+  await policy(c, 2, 2);
+  await loop.tick();
+  t.deepEqual(calls, [`${a} -2`], 'neither b nor c starts before the drain ends');
+  drained();
+  await waitUntil('b and c start once a has drained', () => calls.includes(`${b} +1`) && calls.includes(`${c} +1`), { timeoutMs: 5000 });
+  const records = await Promise.all([b, c].map((id) => store.getAutoscale(id)));
+  t.false(records.some((r) => r?.lastDecision?.reason.includes('FAILED')), 'no scale-up failed');
 });
