@@ -25,7 +25,7 @@ test('the resource manager reads an echo executor\'s queue past maxConcurrency, 
   t.teardown(() => ex.stop());
   const reader = new ExecutorLoadReader({ timeoutMs: 10_000 });
   const route: ExecutorRoute = { executorId: ex.executorId, taskId: 'echo-task', url: ex.url, state: 'ready', outstanding: 0, sidecarRanks: [], devices: [], startedAt: 0 };
-  t.deepEqual((await reader.read([route])).get('echo-task'), { queueDepth: 0, inFlight: 0, busyFraction: undefined, concurrencyLimit: 1 }, 'idle, first reading');
+  t.deepEqual((await reader.read([route])).get('echo-task'), { queueDepth: 0, inFlight: 0, serving: 1, busyFraction: undefined, concurrencyLimit: 1 }, 'idle, first reading');
   const replies = Promise.all([0, 1, 2].map((i) => echo(ex.url, `r${i}`, 3000)));
   const busy = await waitUntil('two requests queued behind the one served', async () => {
     const load = (await reader.read([route])).get('echo-task');
@@ -43,5 +43,5 @@ test('an echo executor without maxConcurrency reports no concurrency limit on GE
   const raw = (await (await fetch(new URL('/load', ex.url))).json()) as Record<string, unknown>;
   t.is(raw.max_concurrency, null);
   const load = (await new ExecutorLoadReader({ timeoutMs: 10_000 }).read([route])).get('echo-task');
-  t.deepEqual(load, { queueDepth: 0, inFlight: 0, busyFraction: undefined }, 'no limit: the reader carries none');
+  t.deepEqual(load, { queueDepth: 0, inFlight: 0, serving: 1, busyFraction: undefined }, 'no limit: the reader carries none');
 });
