@@ -88,10 +88,11 @@ export class AutoscaleLoop {
   private readonly backoff = new Map<string, { until: number; attempts: number }>();
   /** Scale-downs draining now (a scale-up that needs their devices waits for them). */
   private readonly drains = new Set<Promise<void>>();
-  /** Devices the scale-ups waiting for drains will take (not free for a later tick). */
-  private reservedDevices = 0;
-  /** Tasks with a scale-up waiting for a drain: not decided again until it has its devices (its count does not show it yet). */
-  private readonly waitingForDevices = new Set<string>();
+  /**
+   * taskId -> devices its scale-up waiting for a drain will take: not free for a later tick, and the task is not
+   * decided again until it has them (its count does not show them yet).
+   */
+  private readonly waitingForDevices = new Map<string, number>();
   /** taskId -> demand and capacity at the last decision */
   private readonly last = new Map<string, { demandRps: number; capacity?: TaskCapacity }>();
   /** Why decisions are paused (Store unreachable), or undefined. */
@@ -316,18 +317,14 @@ export class AutoscaleLoop {
       for (const up of ups) void this.apply(up.taskId, up.decision, drainsNow()); // free devices unknown: after the drains
       return;
     }
-    let free = this.target.freeDevices() - this.reservedDevices;
+    let free = this.target.freeDevices() - [...this.waitingForDevices.values()].reduce((a, n) => a + n, 0);
     for (const up of ups) {
       if (up.devices <= free) {
         free -= up.devices;
         void this.apply(up.taskId, up.decision, Promise.resolve());
       } else if (this.drains.size > 0) {
-        this.reservedDevices += up.devices;
-        this.waitingForDevices.add(up.taskId);
-        const drained = drainsNow().then(() => {
-          this.reservedDevices -= up.devices;
-          this.waitingForDevices.delete(up.taskId);
-        });
+        this.waitingForDevices.set(up.taskId, up.devices);
+        const drained = drainsNow().then(() => void this.waitingForDevices.delete(up.taskId));
         void this.apply(up.taskId, up.decision, drained);
       } else {
         log.debug({ task: up.taskId, devices: up.devices }, 'scale-up waits: the pool has no free device and no drain in progress');
